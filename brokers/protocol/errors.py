@@ -1,0 +1,78 @@
+"""Kafka's error codes, and the exception that carries one.
+
+Codes and names are Kafka's (org.apache.kafka.common.protocol.Errors); only the ones we raise
+are listed, each once.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    INVALID_TIMESTAMP = 32
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_CONFIG = 40
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    KAFKA_STORAGE_ERROR = 56
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    OFFSET_NOT_AVAILABLE = 78
+    INVALID_RECORD = 87
+
+
+class KafkaError(Exception):
+    """An error with a Kafka error code, reported to the client as that code."""
+
+    code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str, code: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.code.name}: {self.args[0]}"
+
+
+class CorruptRecordError(KafkaError):
+    """A batch whose bytes cannot be trusted: bad CRC, bad length, bad magic."""
+
+    code = ErrorCode.CORRUPT_MESSAGE
+
+
+class InvalidRecordError(KafkaError):
+    """A well-formed batch that breaks a rule (count vs offsets, keyless on a compacted topic)."""
+
+    code = ErrorCode.INVALID_RECORD
+
+
+class UnsupportedCompressionError(KafkaError):
+    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+class OffsetOutOfRangeError(KafkaError):
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class RecordTooLargeError(KafkaError):
+    code = ErrorCode.MESSAGE_TOO_LARGE

@@ -1,0 +1,254 @@
+"""RecordBatch v2: a zero-copy view over the batch headers in a buffer.
+
+On-wire and on-disk layout of one batch (big-endian; Kafka's DefaultRecordBatch)::
+
+     0  base_offset             int64   rewritten by the leader on append
+     8  batch_length            int32   bytes after this field (batch size = 12 + batch_length)
+    12  partition_leader_epoch  int32   rewritten by the leader on append
+    16  magic                   int8    always 2 here
+    17  crc                     uint32  CRC32C of bytes [21, end of batch)
+    21  attributes              int16   bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
+    23  last_offset_delta       int32
+    27  base_timestamp          int64
+    35  max_timestamp           int64
+    43  producer_id             int64
+    51  producer_epoch          int16
+    53  base_sequence           int32
+    57  records_count           int32
+    61  records ...             (compressed as a whole when codec != 0)
+
+Because ``base_offset`` and ``partition_leader_epoch`` sit outside the CRC, the broker assigns offsets
+by rewriting 12 bytes per batch and never decodes, recompresses or re-checksums the records. Everything
+here reads headers only; record-level work lives in ``record.py``.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, replace
+from typing import Iterator
+
+import crc32c as _crc32c
+
+from brokers.protocol.errors import CorruptRecordError, InvalidRecordError
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+assert HEADER_SIZE == 61
+LOG_OVERHEAD = 12  # base_offset + batch_length
+MAGIC_V2 = 2
+
+BASE_OFFSET_AT = 0
+LENGTH_AT = 8
+LEADER_EPOCH_AT = 12
+MAGIC_AT = 16
+CRC_AT = 17
+ATTRIBUTES_AT = 21
+MAX_TIMESTAMP_AT = 35
+CRC_START = ATTRIBUTES_AT
+
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_UINT32 = struct.Struct(">I")
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def crc32c(data) -> int:
+    return _crc32c.crc32c(data)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """The 61-byte header of one batch and where it starts in its buffer (or file)."""
+
+    position: int
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def end(self) -> int:
+        return self.position + self.size
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def codec_name(self) -> str:
+        return CODEC_NAMES.get(self.compression, f"unknown({self.compression})")
+
+    @property
+    def timestamp_type(self) -> str:
+        return "LogAppendTime" if self.attributes & TIMESTAMP_TYPE_BIT else "CreateTime"
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+
+def batch_size_at(buf, position: int = 0) -> int | None:
+    """Total size of the batch starting at ``position`` from its length field; None if under 12 bytes."""
+    if len(buf) - position < LOG_OVERHEAD:
+        return None
+    return LOG_OVERHEAD + _INT32.unpack_from(buf, position + LENGTH_AT)[0]
+
+
+def read_header(buf, position: int = 0, file_position: int | None = None) -> BatchHeader:
+    """Parse the header at ``position``; raise CorruptRecordError if it is not a v2 header that fits.
+
+    ``file_position``, when given, is recorded as the header's position instead of ``position``
+    (for buffers that are a chunk of a file).
+    """
+    available = len(buf) - position
+    if available < LOG_OVERHEAD:
+        raise CorruptRecordError(f"{available} bytes at position {position} are too few for a batch")
+    if available < HEADER_SIZE:
+        raise CorruptRecordError(f"batch header at position {position} is cut short ({available} bytes)")
+    fields = HEADER.unpack_from(buf, position)
+    header = BatchHeader(position if file_position is None else file_position, *fields)
+    where = header.position
+    if header.magic != MAGIC_V2:
+        raise CorruptRecordError(f"batch at position {where} has magic {header.magic}, only v2 is supported")
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptRecordError(f"batch at position {where} has length {header.batch_length}, below the header")
+    if header.size > available:
+        raise CorruptRecordError(f"batch at position {where} claims {header.size} bytes but only {available} remain")
+    return header
+
+
+def check_crc(buf, header: BatchHeader, position: int | None = None) -> None:
+    """Check the CRC32C of ``header``'s batch, found in ``buf`` at ``position`` (default: header.position)."""
+    start = header.position if position is None else position
+    actual = _crc32c.crc32c(memoryview(buf)[start + CRC_START : start + header.size])
+    if actual != header.crc:
+        raise CorruptRecordError(
+            f"batch at offset {header.base_offset} (position {header.position}) has CRC {header.crc:#010x}, "
+            f"computed {actual:#010x}"
+        )
+
+
+def check_counts(header: BatchHeader) -> None:
+    """A producer's batch holds exactly ``last_offset_delta + 1`` records."""
+    if header.records_count <= 0 or header.last_offset_delta != header.records_count - 1:
+        raise InvalidRecordError(
+            f"batch at position {header.position} has {header.records_count} records but last offset delta "
+            f"{header.last_offset_delta}"
+        )
+
+
+def iter_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: bool = False) -> Iterator[BatchHeader]:
+    """Yield the header of every batch in ``buf[start:end]``; raise at the first one that is malformed."""
+    end = len(buf) if end is None else end
+    view = memoryview(buf)[:end]
+    position = start
+    while position < end:
+        header = read_header(view, position)
+        if verify_crc:
+            check_crc(view, header)
+        yield header
+        position = header.end
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSetInfo:
+    """What a log needs to know about a validated set of batches, gathered from headers only."""
+
+    headers: tuple[BatchHeader, ...]
+    size: int
+    records_count: int
+    max_timestamp: int
+    shallow_offset_delta_of_max_timestamp: int  # offset delta (from the first batch's base) of that batch's last record
+
+    @property
+    def offsets_count(self) -> int:
+        """Offsets the set spans once numbered consecutively (sum of last_offset_delta + 1)."""
+        return sum(h.last_offset_delta + 1 for h in self.headers)
+
+
+def validate_batches(buf, *, producer: bool = True) -> BatchSetInfo:
+    """Validate a produce request's record set: v2 magic, lengths, CRC32C and, for producers, counts.
+
+    Rejects the set whole: one bad batch raises CorruptRecordError or InvalidRecordError.
+    """
+    if len(buf) == 0:
+        raise InvalidRecordError("empty record set")
+    headers = []
+    records = 0
+    max_ts = -1
+    max_ts_delta = 0
+    delta = 0
+    for header in iter_batches(buf, verify_crc=True):
+        if producer:
+            check_counts(header)
+        headers.append(header)
+        records += header.records_count
+        delta += header.last_offset_delta + 1
+        if header.max_timestamp > max_ts:
+            max_ts = header.max_timestamp
+            max_ts_delta = delta - 1
+    return BatchSetInfo(tuple(headers), len(buf), records, max_ts, max_ts_delta)
+
+
+def assign_offsets(buf, info: BatchSetInfo, first_offset: int, leader_epoch: int) -> tuple[BatchHeader, ...]:
+    """Rewrite base_offset and partition_leader_epoch of every batch in place; return the new headers.
+
+    ``buf`` must be writable (the bytearray the listener read from the socket). The CRC does not
+    cover these fields, so it stays valid.
+    """
+    offset = first_offset
+    pack64, pack32 = _INT64.pack_into, _INT32.pack_into
+    headers = []
+    for header in info.headers:
+        pack64(buf, header.position + BASE_OFFSET_AT, offset)
+        pack32(buf, header.position + LEADER_EPOCH_AT, leader_epoch)
+        headers.append(replace(header, base_offset=offset, partition_leader_epoch=leader_epoch))
+        offset += header.last_offset_delta + 1
+    return tuple(headers)
+
+
+def set_log_append_time(buf, info: BatchSetInfo, now_ms: int) -> BatchSetInfo:
+    """``message.timestamp.type=LogAppendTime``: stamp every batch's max_timestamp with ``now_ms``,
+    set the timestamp-type bit and recompute the CRC (both fields are inside it)."""
+    headers = []
+    for header in info.headers:
+        attributes = header.attributes | TIMESTAMP_TYPE_BIT
+        _INT16.pack_into(buf, header.position + ATTRIBUTES_AT, attributes)
+        _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_AT, now_ms)
+        crc = _crc32c.crc32c(memoryview(buf)[header.position + CRC_START : header.end])
+        _UINT32.pack_into(buf, header.position + CRC_AT, crc)
+        headers.append(replace(header, attributes=attributes, max_timestamp=now_ms, crc=crc))
+    return replace(info, headers=tuple(headers), max_timestamp=now_ms,
+                   shallow_offset_delta_of_max_timestamp=info.offsets_count - 1)

@@ -1,0 +1,111 @@
+"""Kafka's text checkpoint files, read and written atomically.
+
+Format (CheckpointFile.scala): line 1 the format version (0), line 2 the number of entries N, then N
+space-separated entry lines. Written to ``<name>.tmp``, fsynced, renamed over the old file.
+
+- ``OffsetCheckpointFile``: ``<topic> <partition> <offset>`` per line; used for
+  ``recovery-point-offset-checkpoint``, ``replication-offset-checkpoint``,
+  ``log-start-offset-checkpoint`` and ``cleaner-offset-checkpoint`` in each log dir.
+- ``LeaderEpochCheckpointFile``: ``<epoch> <start offset>`` per line, ``leader-epoch-checkpoint`` in
+  each partition dir.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Generic, Iterable, TypeVar
+
+from brokers.model import TopicPartition
+from brokers.storage.files import atomic_write
+
+T = TypeVar("T")
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+class CorruptCheckpointError(ValueError):
+    pass
+
+
+class CheckpointFile(Generic[T]):
+    VERSION = 0
+
+    def __init__(self, path: Path, format_entry: Callable[[T], str], parse_entry: Callable[[list[str]], T]):
+        self.path = Path(path)
+        self._format = format_entry
+        self._parse = parse_entry
+
+    def write(self, entries: Iterable[T]) -> None:
+        lines = [self._format(entry) for entry in entries]
+        text = f"{self.VERSION}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
+        atomic_write(self.path, text.encode())
+
+    def read(self) -> list[T]:
+        """Entries in file order; a missing file is empty; a malformed one raises CorruptCheckpointError."""
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return []
+        lines = text.splitlines()
+        try:
+            version, count = int(lines[0]), int(lines[1])
+        except (IndexError, ValueError):
+            raise CorruptCheckpointError(f"{self.path}: missing version or entry count") from None
+        if version != self.VERSION:
+            raise CorruptCheckpointError(f"{self.path}: unknown checkpoint version {version}")
+        body = [line for line in lines[2:] if line.strip()]
+        if len(body) != count:
+            raise CorruptCheckpointError(f"{self.path}: expected {count} entries, found {len(body)}")
+        try:
+            return [self._parse(line.split()) for line in body]
+        except (ValueError, IndexError) as exc:
+            raise CorruptCheckpointError(f"{self.path}: malformed entry ({exc})") from None
+
+
+def _format_offset(item: tuple[TopicPartition, int]) -> str:
+    tp, offset = item
+    return f"{tp.topic} {tp.partition} {offset}"
+
+
+def _parse_offset(fields: list[str]) -> tuple[TopicPartition, int]:
+    if len(fields) != 3:
+        raise ValueError(f"expected 3 fields, got {len(fields)}")
+    return TopicPartition(fields[0], int(fields[1])), int(fields[2])
+
+
+class OffsetCheckpointFile:
+    """``<topic> <partition> <offset>`` per line; a dict in memory."""
+
+    def __init__(self, path: Path):
+        self._file = CheckpointFile(path, _format_offset, _parse_offset)
+        self.path = self._file.path
+
+    def write(self, offsets: dict[TopicPartition, int]) -> None:
+        self._file.write(sorted(offsets.items()))
+
+    def read(self) -> dict[TopicPartition, int]:
+        return dict(self._file.read())
+
+
+def _parse_epoch(fields: list[str]) -> tuple[int, int]:
+    if len(fields) != 2:
+        raise ValueError(f"expected 2 fields, got {len(fields)}")
+    return int(fields[0]), int(fields[1])
+
+
+class LeaderEpochCheckpointFile:
+    """``<epoch> <start offset>`` per line, in epoch order."""
+
+    def __init__(self, path: Path):
+        self._file = CheckpointFile(path, lambda e: f"{e[0]} {e[1]}", _parse_epoch)
+        self.path = self._file.path
+
+    def write(self, entries: Iterable[tuple[int, int]]) -> None:
+        self._file.write(entries)
+
+    def read(self) -> list[tuple[int, int]]:
+        return self._file.read()

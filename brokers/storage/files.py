@@ -1,0 +1,66 @@
+"""Small file-system primitives the storage layer shares: durable renames, directory fsync, names."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+OFFSET_WIDTH = 20
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+
+
+def offset_file_name(base_offset: int, suffix: str) -> str:
+    """``00000000000000000042.log``: Kafka's 20-digit zero-padded base offset."""
+    return f"{base_offset:0{OFFSET_WIDTH}d}{suffix}"
+
+
+def base_offset_of(name: str) -> int:
+    stem = name.split(".", 1)[0]
+    if len(stem) != OFFSET_WIDTH or not stem.isdigit():
+        raise ValueError(f"not a segment file name: {name!r}")
+    return int(stem)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file, never a mix.
+
+    Write ``<path>.tmp``, fsync it, rename over ``path``, fsync the directory (Kafka's checkpoint
+    discipline).
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def durable_rename(src: Path, dst: Path) -> None:
+    os.replace(src, dst)
+    fsync_dir(dst.parent)
+
+
+def delete_if_exists(path: Path) -> bool:
+    try:
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,428 @@
+"""Log: one partition's ordered LogSegments under ``<log.dir>/<topic>-<partition>``.
+
+Invariants:
+- segments are ordered by base offset and cover increasing, non-overlapping offset ranges; the last
+  one is the active segment and the only one appended to;
+- ``log_start_offset <= high_watermark <= log_end_offset``; ``recovery_point`` is the first offset
+  not yet known to be fsynced;
+- the leader-epoch cache never names an offset at or past the log end.
+
+Appends validate batch headers and CRCs, assign offsets by rewriting the producer's batch headers in
+place, and write the bytes unchanged. Reads return file byte ranges (``FileRange``) for ``sendfile``.
+All mutations hold ``self._lock``; reads work on a snapshot of the segment list.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+from brokers.model import TopicPartition
+from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError
+from brokers.protocol.records import BatchSetInfo, assign_offsets, set_log_append_time, validate_batches
+from brokers.storage.files import DELETED_SUFFIX
+from brokers.storage.leader_epoch_cache import LeaderEpochCache
+from brokers.storage.log_config import LogConfig
+from brokers.storage.log_loader import LoadResult, load_segments, open_segment
+from brokers.storage.segment import INT32_MAX, FileRange, LogSegment
+
+log = logging.getLogger(__name__)
+
+
+class Scheduler(Protocol):
+    def schedule_once(self, name: str, fn: Callable[[], object], delay_ms: int = 0) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    records_count: int
+    valid_bytes: int
+    log_append_time: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    fetch_offset: int
+    records: FileRange | None
+
+    @property
+    def size(self) -> int:
+        return self.records.size if self.records else 0
+
+
+class Log:
+    def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
+                 high_watermark: int = 0, clean_shutdown: bool = False, scheduler: Scheduler | None = None,
+                 clock: Callable[[], float] = time.time):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.topic_partition = TopicPartition.from_dir_name(self.directory.name)
+        self.config = config
+        self._scheduler = scheduler
+        self._clock = clock
+        self._lock = threading.RLock()
+        self.leader_epoch_cache = LeaderEpochCache(self.directory)
+        self.load_result: LoadResult = load_segments(self.directory, config, recovery_point, clean_shutdown)
+        self._segments: list[LogSegment] = self.load_result.segments or [open_segment(self.directory, log_start_offset, config)]
+        self._reindex()
+        self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
+        self.recovery_point = min(recovery_point, self.log_end_offset)
+        self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
+        self._unflushed_messages = 0
+        self._last_flush_ms = self.now_ms()
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+
+    # -- state ---------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def _reindex(self) -> None:
+        """Refresh the lookup tables after the segment list changed."""
+        self._bases = [s.base_offset for s in self._segments]
+        running, prefix = -1, []
+        for segment in self._segments[:-1]:
+            running = max(running, segment.max_timestamp)
+            prefix.append(running)
+        self._closed_max_ts_prefix = prefix
+
+    def update_high_watermark(self, offset: int) -> int:
+        with self._lock:
+            self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+            return self.high_watermark
+
+    # -- appending -----------------------------------------------------------------------------
+    def append_as_leader(self, buf, leader_epoch: int) -> LogAppendInfo:
+        """Validate and append a producer's batches, assigning offsets from the log end.
+
+        ``buf`` must be writable: base offsets and leader epochs are rewritten in place. A bad batch
+        rejects the whole set and leaves the log unchanged.
+        """
+        info = validate_batches(buf)
+        self._check_sizes(info)
+        if self.config.compact:
+            _require_keys(buf, info)
+        with self._lock:
+            append_time = -1
+            if self.config.message_timestamp_type == "LogAppendTime":
+                append_time = self.now_ms()
+                info = set_log_append_time(buf, info, append_time)
+            first = self.log_end_offset
+            headers = assign_offsets(buf, info, first, leader_epoch)
+            self._append(buf, headers, info)
+            self.leader_epoch_cache.assign(leader_epoch, first)
+            return self._append_info(first, headers, info, append_time)
+
+    def append_as_follower(self, buf) -> LogAppendInfo:
+        """Append batches that already carry offsets and epochs (replica fetch); offsets must go up."""
+        info = validate_batches(buf, producer=False)
+        with self._lock:
+            expected = self.log_end_offset
+            for header in info.headers:
+                if header.base_offset < expected:
+                    raise InvalidRecordError(f"offset {header.base_offset} is below the log end {expected}")
+                expected = header.next_offset
+            self._append(buf, info.headers, info)
+            for header in info.headers:
+                self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            return self._append_info(info.headers[0].base_offset, info.headers, info, -1)
+
+    def _append(self, buf, headers, info: BatchSetInfo) -> None:
+        self._maybe_roll(info.size, info.max_timestamp, headers[0].base_offset, headers[-1].last_offset)
+        self.active_segment.append(buf, headers)
+        self._unflushed_messages += info.records_count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+
+    def _append_info(self, first: int, headers, info: BatchSetInfo, append_time: int) -> LogAppendInfo:
+        return LogAppendInfo(first, headers[-1].last_offset, info.max_timestamp,
+                             first + info.shallow_offset_delta_of_max_timestamp, info.records_count, info.size,
+                             append_time)
+
+    def _check_sizes(self, info: BatchSetInfo) -> None:
+        for header in info.headers:
+            if header.size > self.config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {header.size} bytes exceeds max.message.bytes={self.config.max_message_bytes}"
+                )
+        if info.size > self.config.segment_bytes:
+            raise RecordTooLargeError(f"{info.size} bytes exceed segment.bytes={self.config.segment_bytes}")
+
+    # -- rolling -------------------------------------------------------------------------------
+    def _maybe_roll(self, incoming_size: int, max_timestamp: int, first_offset: int, last_offset: int) -> None:
+        segment = self.active_segment
+        if segment.size == 0:
+            return
+        config = self.config
+        if segment.rolling_based_timestamp is not None and segment.rolling_based_timestamp >= 0 and max_timestamp >= 0:
+            waited = max_timestamp - segment.rolling_based_timestamp
+        else:
+            waited = self.now_ms() - segment.created_ms
+        if (segment.size > config.segment_bytes - incoming_size
+                or waited > config.segment_ms - config.segment_jitter_ms
+                or segment.offset_index.is_full or segment.time_index.is_full
+                or last_offset - segment.base_offset > INT32_MAX):
+            self.roll(first_offset)
+
+    def roll(self, new_base_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end; the old one's flush is handed to the scheduler."""
+        with self._lock:
+            base = max(self.log_end_offset, new_base_offset or 0)
+            old = self.active_segment
+            if old.size == 0 and old.base_offset == base:
+                return old
+            old.on_roll()
+            if old.size == 0:
+                old.delete()
+                self._segments.pop()
+            self._segments.append(open_segment(self.directory, base, self.config))
+            self._reindex()
+        if self._scheduler is not None:
+            self._scheduler.schedule_once(f"flush-{self.topic_partition}", lambda: self.flush(base))
+        return self.active_segment
+
+    # -- reading -------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_message: bool = True) -> FetchDataInfo:
+        """Bytes from the batch holding ``offset`` up to ``max_offset`` (exclusive, e.g. the HW)."""
+        segments, bases, end = self._segments, self._bases, self.log_end_offset
+        if offset < self.log_start_offset or offset > end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self.log_start_offset}, {end}] of {self.topic_partition}"
+            )
+        limit = end if max_offset is None else min(max_offset, end)
+        if offset >= limit:
+            return FetchDataInfo(offset, None)
+        index = max(0, bisect.bisect_right(bases, offset) - 1)
+        for segment in segments[index:]:
+            if segment.base_offset >= limit:
+                break
+            max_position = None
+            if limit < segment.next_offset:
+                stop = segment.translate_offset(limit)
+                max_position = stop.position if stop is not None else segment.size
+            found = segment.read(offset, max_bytes, max_position, min_one_message)
+            if found is not None:
+                return FetchDataInfo(offset, found if found.size else None)
+        return FetchDataInfo(offset, None)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``, or None."""
+        segments, prefix = self._segments, self._closed_max_ts_prefix
+        index = bisect.bisect_left(prefix, timestamp)
+        for segment in segments[index:]:
+            header = segment.find_offset_by_timestamp(timestamp)
+            if header is None:
+                continue
+            batch = segment.read_bytes(header.position, header.size)
+            found = _first_record_at_or_after(batch, timestamp)
+            if found is not None and found[0] >= self.log_start_offset:
+                return found
+        return None
+
+    # -- flushing ------------------------------------------------------------------------------
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery_point, up_to); advance the recovery point."""
+        with self._lock:
+            target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+            if target <= self.recovery_point:
+                return
+            start = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+            stop = bisect.bisect_left(self._bases, target)
+            dirty = self._segments[start:stop]
+            if up_to is None:
+                self._unflushed_messages = 0
+        for segment in dirty:  # fsync outside the lock: appends go on meanwhile
+            segment.flush()
+        with self._lock:
+            self.recovery_point = max(self.recovery_point, target)
+            self._last_flush_ms = self.now_ms()
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        if now_ms - self._last_flush_ms < self.config.flush_ms or self.recovery_point >= self.log_end_offset:
+            return False
+        self.flush()
+        return True
+
+    # -- truncation ----------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every offset >= ``offset`` (follower truncation); True if anything was removed."""
+        with self._lock:
+            if offset >= self.log_end_offset:
+                return False
+            if offset < self._segments[0].base_offset:
+                self._truncate_fully(offset)
+                return True
+            while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+                self._segments.pop().delete()
+            self.active_segment.truncate_to(offset)
+            self._reindex()
+            self._after_truncation()
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete everything and start an empty log at ``new_offset`` (a follower far behind the leader)."""
+        with self._lock:
+            self._truncate_fully(new_offset)
+
+    def _truncate_fully(self, new_offset: int) -> None:
+        for segment in self._segments:
+            segment.delete()
+        self._segments = [open_segment(self.directory, new_offset, self.config)]
+        self._reindex()
+        self.leader_epoch_cache.clear_and_flush()
+        self.log_start_offset = new_offset
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        end = self.log_end_offset
+        self.leader_epoch_cache.truncate_from_end(end)
+        self.recovery_point = min(self.recovery_point, end)
+        self.high_watermark = min(self.high_watermark, end)
+        self.log_start_offset = min(self.log_start_offset, end)
+
+    # -- retention -----------------------------------------------------------------------------
+    def delete_old_segments(self) -> int:
+        """Apply retention.ms / retention.bytes (delete policy) and the log start offset; return count."""
+        with self._lock:
+            now = self.now_ms()
+            deleted = self._delete_segments_while(lambda s, nxt: nxt <= self.log_start_offset)
+            if self.config.delete:
+                if self.config.retention_ms >= 0:
+                    deleted += self._delete_segments_while(
+                        lambda s, nxt: now - s.largest_timestamp > self.config.retention_ms)
+                if self.config.retention_bytes >= 0:
+                    excess = [self.size - self.config.retention_bytes]
+
+                    def over_size(segment: LogSegment, nxt: int) -> bool:
+                        if excess[0] - segment.size < 0:
+                            return False
+                        excess[0] -= segment.size
+                        return True
+
+                    deleted += self._delete_segments_while(over_size)
+            return deleted
+
+    def _delete_segments_while(self, predicate: Callable[[LogSegment, int], bool]) -> int:
+        """Delete the oldest segments while ``predicate`` holds and they lie wholly below the HW."""
+        doomed = []
+        for i, segment in enumerate(self._segments):
+            upper = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else self.log_end_offset
+            if upper > self.high_watermark or not predicate(segment, upper):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(self._segments):
+            self.roll()
+        del self._segments[: len(doomed)]
+        self._reindex()
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        for segment in doomed:
+            self._delete_segment_files(segment)
+        return len(doomed)
+
+    def _delete_segment_files(self, segment: LogSegment) -> None:
+        """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms`` (readers may hold ranges)."""
+        segment.change_suffix(DELETED_SUFFIX)
+        self._schedule_delete(segment)
+
+    def _schedule_delete(self, segment: LogSegment) -> None:
+        if self._scheduler is None or self.config.file_delete_delay_ms == 0:
+            segment.delete()
+        else:
+            self._scheduler.schedule_once(f"delete-{segment.log_path.name}", segment.delete,
+                                          self.config.file_delete_delay_ms)
+
+    def increment_log_start_offset(self, offset: int) -> None:
+        """DeleteRecords: move the log start up to ``offset`` (at most the HW)."""
+        with self._lock:
+            if offset > self.high_watermark:
+                raise OffsetOutOfRangeError(f"log start {offset} would pass the high watermark {self.high_watermark}")
+            if offset > self.log_start_offset:
+                self.log_start_offset = offset
+                self.leader_epoch_cache.truncate_from_start(offset)
+
+    # -- compaction support --------------------------------------------------------------------
+    def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
+        """Swap a cleaned ``.cleaned`` segment in for ``old_segments`` crash-safely (see cleaner.py)."""
+        from brokers.storage.files import SWAP_SUFFIX, fsync_dir
+
+        with self._lock:
+            new_segment.flush()
+            new_segment.change_suffix(SWAP_SUFFIX)
+            fsync_dir(self.directory)
+            old_ids = {id(s) for s in old_segments}
+            for segment in old_segments:
+                segment.change_suffix(DELETED_SUFFIX)
+            fsync_dir(self.directory)
+            new_segment.change_suffix("")
+            fsync_dir(self.directory)
+            kept = [s for s in self._segments if id(s) not in old_ids]
+            self._segments = sorted(kept + [new_segment], key=lambda s: s.base_offset)
+            self._reindex()
+            for segment in old_segments:
+                self._schedule_delete(segment)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            for segment in self._segments:
+                segment.close()
+
+    def delete(self) -> None:
+        """Remove the partition directory and everything in it."""
+        with self._lock:
+            for segment in self._segments:
+                segment.close()
+            self._segments = []
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic_partition}, start={self.log_start_offset}, hw={self.high_watermark}, "
+                f"end={self.log_end_offset}, segments={len(self._segments)})")
+
+
+def _require_keys(buf, info: BatchSetInfo) -> None:
+    """Compacted topics reject records without a key (INVALID_RECORD, Kafka 2.4+)."""
+    from brokers.protocol.record import batch_records
+
+    for header in info.headers:
+        if any(record.key is None for record in batch_records(buf, header)):
+            raise InvalidRecordError("compacted topic cannot accept a record without a key")
+
+
+def _first_record_at_or_after(batch, timestamp: int) -> tuple[int, int] | None:
+    """Decode one batch (the only record-level work on this path) for the first record >= timestamp."""
+    from brokers.protocol.record import iter_records
+
+    for record in iter_records(batch, verify_crc=False):
+        if record.timestamp >= timestamp:
+            return record.offset, record.timestamp
+    return None
