@@ -240,9 +240,11 @@ def encode_records(records: Iterable[Record]) -> bytes:
 # --- batches -------------------------------------------------------------------------------------
 
 
-def batch_records(buf, header: BatchHeader) -> list[Record]:
-    """Decompress and decode the records of the batch ``header`` describes (its CRC is not checked)."""
-    section = memoryview(buf)[header.position + HEADER_SIZE : header.end]
+def batch_records(buf, header: BatchHeader, position: int | None = None) -> list[Record]:
+    """Decompress and decode the records of ``header``'s batch, found in ``buf`` at ``position``
+    (default: header.position, as for ``records.check_crc``). The CRC is not checked here."""
+    start = header.position if position is None else position
+    section = memoryview(buf)[start + HEADER_SIZE : start + header.size]
     return decode_records(decompress(header.compression, section), header.records_count)
 
 

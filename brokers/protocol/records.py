@@ -29,7 +29,7 @@ from typing import Iterator
 
 import crc32c as _crc32c
 
-from brokers.protocol.errors import CorruptRecordError, InvalidRecordError
+from brokers.protocol.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -211,8 +211,12 @@ def validate_batches(buf, *, producer: bool = True) -> BatchSetInfo:
     max_ts_delta = 0
     delta = 0
     for header in iter_batches(buf, verify_crc=True):
+        if header.compression not in CODEC_NAMES:
+            raise UnsupportedCompressionError(f"batch at position {header.position} uses unknown codec {header.compression}")
         if producer:
             check_counts(header)
+            if header.is_control:
+                raise InvalidRecordError("producers may not send control batches")
         headers.append(header)
         records += header.records_count
         delta += header.last_offset_delta + 1

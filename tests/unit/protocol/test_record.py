@@ -345,3 +345,13 @@ def test_records_are_frozen():
     with pytest.raises(AttributeError):
         record.value = b"x"  # type: ignore[misc]
     assert not hasattr(record, "__dict__")
+
+
+def test_batch_records_for_a_header_read_from_a_file_chunk():
+    """A header whose position is a file position is decoded at the chunk-relative position given."""
+    first = build_batch([Record(0, 0, None, b"first")], base_timestamp=0)
+    second = build_batch([Record(0, 0, None, b"second")], base_offset=1, base_timestamp=0, codec=1)
+    chunk = bytes(first + second)[len(first) :]  # the file's bytes from the second batch on
+    header = read_header(chunk, 0, file_position=4096 + len(first))
+    check_crc(chunk, header, 0)
+    assert [r.value for r in batch_records(chunk, header, 0)] == [b"second"]

@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from brokers.protocol.errors import CorruptRecordError, ErrorCode, InvalidRecordError
-from brokers.protocol.record import Record, batch_records, build_batch
+from brokers.protocol.record import Record, batch_records, build_batch, iter_records
 from brokers.protocol.records import (
     CRC_AT,
     CRC_START,
@@ -19,6 +19,7 @@ from brokers.protocol.records import (
     crc32c,
     iter_batches,
     read_header,
+    set_log_append_time,
     validate_batches,
 )
 
@@ -171,9 +172,10 @@ def test_assign_offsets_rewrites_in_place_and_keeps_crc():
     buf = _three()
     before = bytes(buf)
     info = validate_batches(buf)
-    last = assign_offsets(buf, info, first_offset=1_000, leader_epoch=7)
-    assert last == 1_008
+    returned = assign_offsets(buf, info, first_offset=1_000, leader_epoch=7)
+    assert returned[-1].last_offset == 1_008
     headers = list(iter_batches(buf, verify_crc=True))
+    assert list(returned) == headers  # the returned headers describe the rewritten bytes
     assert [h.base_offset for h in headers] == [1_000, 1_003, 1_004]
     assert [h.partition_leader_epoch for h in headers] == [7, 7, 7]
     assert [h.crc for h in headers] == [h.crc for h in iter_batches(before)]
@@ -189,7 +191,7 @@ def test_assign_offsets_counts_gaps():
     gapped = build_batch([Record(0, 0, b"a", b"1"), Record(4, 0, b"b", b"2")], base_timestamp=0)
     buf = gapped + _batch(1)
     info = validate_batches(buf, producer=False)
-    assert assign_offsets(buf, info, first_offset=10, leader_epoch=0) == 15
+    assert assign_offsets(buf, info, first_offset=10, leader_epoch=0)[-1].last_offset == 15
     assert [h.base_offset for h in iter_batches(buf)] == [10, 15]
 
 
@@ -208,3 +210,14 @@ def test_header_properties():
     assert header.is_transactional and not header.is_control
     assert header.codec_name == "lz4"
     assert header.magic == 2
+
+
+def test_set_log_append_time_restamps_and_recrcs():
+    buf = _batch(2, base_timestamp=10) + _batch(3, base_timestamp=20, codec=2)
+    info = set_log_append_time(buf, validate_batches(buf), now_ms=99_000)
+    assert info.max_timestamp == 99_000
+    assert info.shallow_offset_delta_of_max_timestamp == 4
+    headers = list(iter_batches(buf, verify_crc=True))  # new CRCs are right
+    assert list(info.headers) == headers
+    assert all(h.timestamp_type == "LogAppendTime" and h.max_timestamp == 99_000 for h in headers)
+    assert [r.timestamp for r in iter_records(bytes(buf))] == [99_000] * 5

@@ -1,0 +1,249 @@
+"""LogManager: every partition log under ``log.dirs``, their checkpoints and background tasks.
+
+Per log dir (Kafka's layout): ``.lock`` (flock, one broker per dir), ``recovery-point-offset-checkpoint``,
+``log-start-offset-checkpoint``, ``replication-offset-checkpoint`` (high watermarks),
+``cleaner-offset-checkpoint``, and ``.kafka_cleanshutdown`` after a clean shutdown (deleted on start;
+its absence means every segment past the recovery point is scanned and repaired).
+
+Background tasks run on a ``Scheduler`` thread, never on the event loop: retention every
+``log.retention.check.interval.ms``, flushes by ``flush.ms``, checkpoints, and the cleaner.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from brokers.model import TopicPartition
+from brokers.storage.checkpoints import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CorruptCheckpointError,
+    OffsetCheckpointFile,
+)
+from brokers.storage.cleaner import CleanerStats, LogCleaner
+from brokers.storage.files import fsync_dir
+from brokers.storage.log import Log
+from brokers.storage.log_config import LogConfig
+from brokers.storage.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+
+class LogDirInUseError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class LogManagerConfig:
+    retention_check_interval_ms: int = 300000
+    flush_check_interval_ms: int = 1000
+    flush_offset_checkpoint_interval_ms: int = 60000
+    flush_start_offset_checkpoint_interval_ms: int = 60000
+    high_watermark_checkpoint_interval_ms: int = 5000
+    cleaner_backoff_ms: int = 15000
+    cleaner_enable: bool = True
+
+
+class _LogDir:
+    """One directory of ``log.dirs``: its lock and its checkpoint files."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise LogDirInUseError(f"log dir {self.path} is locked by another process (is a broker running?)") from None
+        self.recovery_points = OffsetCheckpointFile(self.path / RECOVERY_POINT_CHECKPOINT)
+        self.log_start_offsets = OffsetCheckpointFile(self.path / LOG_START_OFFSET_CHECKPOINT)
+        self.high_watermarks = OffsetCheckpointFile(self.path / REPLICATION_OFFSET_CHECKPOINT)
+        self.cleaner = LogCleaner(self.path)
+
+    @property
+    def clean_shutdown_file(self) -> Path:
+        return self.path / CLEAN_SHUTDOWN_FILE
+
+    def release(self) -> None:
+        if self._lock_fd >= 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[Path], default_config: LogConfig | None = None,
+                 manager_config: LogManagerConfig | None = None, *,
+                 topic_configs: dict[str, LogConfig] | None = None, clock: Callable[[], float] = time.time,
+                 scheduler: Scheduler | None = None):
+        if not log_dirs:
+            raise ValueError("log.dirs is empty")
+        self.default_config = default_config or LogConfig()
+        self.manager_config = manager_config or LogManagerConfig()
+        self.topic_configs = dict(topic_configs or {})
+        self._clock = clock
+        self._scheduler = scheduler
+        self._lock = threading.RLock()
+        self._dirs = [_LogDir(Path(d)) for d in log_dirs]
+        self._logs: dict[TopicPartition, tuple[Log, _LogDir]] = {}
+        self._started = False
+
+    # -- start-up ------------------------------------------------------------------------------
+    def startup(self) -> None:
+        """Load every partition directory (recovering after an unclean shutdown), then start tasks."""
+        for log_dir in self._dirs:
+            self._load_dir(log_dir)
+        self._started = True
+        if self._scheduler is not None:
+            self._schedule_tasks(self._scheduler)
+
+    def _load_dir(self, log_dir: _LogDir) -> None:
+        clean = log_dir.clean_shutdown_file.exists()
+        recovery = _read_or_empty(log_dir.recovery_points)
+        starts = _read_or_empty(log_dir.log_start_offsets)
+        hws = _read_or_empty(log_dir.high_watermarks)
+        for child in sorted(log_dir.path.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith("-delete"):
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            try:
+                tp = TopicPartition.from_dir_name(child.name)
+            except ValueError:
+                log.warning("ignoring %s: not a partition directory", child)
+                continue
+            started = time.monotonic()
+            loaded = Log(child, self.config_for(tp.topic), recovery_point=recovery.get(tp, 0),
+                         log_start_offset=starts.get(tp, 0), high_watermark=hws.get(tp, 0),
+                         clean_shutdown=clean, scheduler=self._scheduler, clock=self._clock)
+            self._logs[tp] = (loaded, log_dir)
+            log.info("loaded %r in %.0f ms (%s)", loaded, (time.monotonic() - started) * 1000,
+                     "clean shutdown" if clean else f"recovered {loaded.load_result.recovered_segments} segments, "
+                     f"truncated {loaded.load_result.truncated_bytes} bytes")
+        log_dir.clean_shutdown_file.unlink(missing_ok=True)
+
+    def _schedule_tasks(self, scheduler: Scheduler) -> None:
+        mc = self.manager_config
+        scheduler.schedule("log-retention", self.cleanup_logs, mc.retention_check_interval_ms, mc.retention_check_interval_ms)
+        scheduler.schedule("log-flusher", self.flush_dirty_logs, mc.flush_check_interval_ms, mc.flush_check_interval_ms)
+        scheduler.schedule("recovery-point-checkpoint", self.checkpoint_recovery_points,
+                           mc.flush_offset_checkpoint_interval_ms, mc.flush_offset_checkpoint_interval_ms)
+        scheduler.schedule("log-start-offset-checkpoint", self.checkpoint_log_start_offsets,
+                           mc.flush_start_offset_checkpoint_interval_ms, mc.flush_start_offset_checkpoint_interval_ms)
+        scheduler.schedule("high-watermark-checkpoint", self.checkpoint_high_watermarks,
+                           mc.high_watermark_checkpoint_interval_ms, mc.high_watermark_checkpoint_interval_ms)
+        if mc.cleaner_enable:
+            scheduler.schedule("log-cleaner", self.clean_logs, mc.cleaner_backoff_ms, mc.cleaner_backoff_ms)
+
+    # -- logs ----------------------------------------------------------------------------------
+    def config_for(self, topic: str) -> LogConfig:
+        return self.topic_configs.get(topic, self.default_config)
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        entry = self._logs.get(tp)
+        return entry[0] if entry else None
+
+    def all_logs(self) -> list[Log]:
+        return [entry[0] for entry in list(self._logs.values())]
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        with self._lock:
+            entry = self._logs.get(tp)
+            if entry:
+                return entry[0]
+            if config is not None:
+                self.topic_configs[tp.topic] = config
+            log_dir = min(self._dirs, key=lambda d: sum(1 for _, owner in self._logs.values() if owner is d))
+            created = Log(log_dir.path / tp.dir_name, self.config_for(tp.topic), scheduler=self._scheduler,
+                          clock=self._clock)
+            fsync_dir(log_dir.path)
+            self._logs[tp] = (created, log_dir)
+            return created
+
+    def delete_log(self, tp: TopicPartition) -> bool:
+        """StopReplica(delete): rename the directory to ``<name>.<uuid>-delete`` style and remove it."""
+        with self._lock:
+            entry = self._logs.pop(tp, None)
+        if entry is None:
+            return False
+        doomed, log_dir = entry
+        doomed.close()
+        renamed = log_dir.path / f"{tp.dir_name}.{int(self._clock() * 1000)}-delete"
+        os.replace(doomed.directory, renamed)
+        fsync_dir(log_dir.path)
+        shutil.rmtree(renamed, ignore_errors=True)
+        return True
+
+    # -- periodic work -------------------------------------------------------------------------
+    def cleanup_logs(self) -> int:
+        """Retention: delete old segments of every log; return how many went."""
+        return sum(entry.delete_old_segments() for entry in self.all_logs())
+
+    def flush_dirty_logs(self) -> int:
+        now = int(self._clock() * 1000)
+        return sum(1 for entry in self.all_logs() if entry.flush_if_due(now))
+
+    def clean_logs(self) -> list[CleanerStats]:
+        now = int(self._clock() * 1000)
+        results = []
+        for log_dir in self._dirs:
+            logs = [entry for entry, owner in list(self._logs.values()) if owner is log_dir]
+            stats = log_dir.cleaner.clean_filthiest(logs, now)
+            if stats is not None:
+                results.append(stats)
+        return results
+
+    def _checkpoint(self, attribute: str, value: Callable[[Log], int]) -> None:
+        for log_dir in self._dirs:
+            offsets = {tp: value(entry) for tp, (entry, owner) in list(self._logs.items()) if owner is log_dir}
+            getattr(log_dir, attribute).write(offsets)
+
+    def checkpoint_recovery_points(self) -> None:
+        self._checkpoint("recovery_points", lambda entry: entry.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._checkpoint("log_start_offsets", lambda entry: entry.log_start_offset)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._checkpoint("high_watermarks", lambda entry: entry.high_watermark)
+
+    # -- shutdown ------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Flush everything, write every checkpoint and the clean-shutdown marker, release the dirs."""
+        if self._scheduler is not None:
+            self._scheduler.shutdown()
+            self._scheduler.run_pending_once_tasks()
+        for entry in self.all_logs():
+            entry.flush()
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+        for entry in self.all_logs():
+            entry.close()
+        for log_dir in self._dirs:
+            if self._started:
+                log_dir.clean_shutdown_file.touch()
+                fsync_dir(log_dir.path)
+            log_dir.release()
+        self._logs.clear()
+
+
+def _read_or_empty(checkpoint: OffsetCheckpointFile) -> dict[TopicPartition, int]:
+    """A corrupt checkpoint is treated as missing (Kafka does the same): offsets fall back to 0,
+    which only costs a longer recovery scan."""
+    try:
+        return checkpoint.read()
+    except CorruptCheckpointError as exc:
+        log.warning("ignoring corrupt checkpoint: %s", exc)
+        return {}
