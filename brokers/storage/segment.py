@@ -62,8 +62,9 @@ class LogSegment:
         self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
         index_path = self.directory / (offset_file_name(base_offset, INDEX_SUFFIX) + suffix)
         time_path = self.directory / (offset_file_name(base_offset, TIME_INDEX_SUFFIX) + suffix)
-        self.offset_index = _open_index(OffsetIndex, index_path, base_offset, max_index_size)
-        self.time_index = _open_index(TimeIndex, time_path, base_offset, max_index_size)
+        self.offset_index, bad_offset_index = _open_index(OffsetIndex, index_path, base_offset, max_index_size)
+        self.time_index, bad_time_index = _open_index(TimeIndex, time_path, base_offset, max_index_size)
+        self._index_damaged = bad_offset_index or bad_time_index
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
         self.rolling_based_timestamp: int | None = None
@@ -77,6 +78,8 @@ class LogSegment:
         files cannot be trusted (the loader then calls ``recover``)."""
         if self.size == 0:
             return
+        if self._index_damaged:
+            raise CorruptIndexError(f"{self.log_path}: an index file was not whole entries")
         self.offset_index.sanity_check(self.size)
         _, position = self.offset_index.lookup(2**62)
         self.max_timestamp = self.time_index.max_timestamp
@@ -189,6 +192,7 @@ class LogSegment:
         """Rebuild the indexes from the ``.log``; truncate at the first bad batch. Return bytes cut."""
         self.offset_index.reset()
         self.time_index.reset()
+        self._index_damaged = False
         self.max_timestamp = self.offset_of_max_timestamp = -1
         self.rolling_based_timestamp = None
         self.next_offset = self.base_offset
@@ -298,12 +302,12 @@ class LogSegment:
 
 
 def _open_index(cls, path: Path, base_offset: int, max_index_size: int):
-    """Open an index; a file that is not whole entries is discarded here and rebuilt by recovery."""
+    """Open an index -> (index, damaged); a file that is not whole entries is emptied for a rebuild."""
     try:
-        return cls(path, base_offset, max_index_size)
+        return cls(path, base_offset, max_index_size), False
     except CorruptIndexError:
         path.unlink(missing_ok=True)
-        return cls(path, base_offset, max_index_size)
+        return cls(path, base_offset, max_index_size), True
 
 
 def _pwrite_rest(fd: int, view: memoryview, position: int) -> int:

@@ -1,0 +1,149 @@
+"""LogManager: loading log dirs, checkpoints in Kafka's format, clean-shutdown marker, locks, tasks."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from brokers.model import TopicPartition
+from brokers.storage.log_config import LogConfig
+from brokers.storage.log_manager import LogDirInUseError, LogManager, LogManagerConfig
+from brokers.storage.scheduler import Scheduler
+
+from .conftest import batch, read_all
+
+TP = TopicPartition("orders", 0)
+
+
+def wait_for(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    raise AssertionError("condition not met before the deadline")
+
+
+def test_shutdown_writes_checkpoints_and_marker_and_restart_trusts_them(tmp_path):
+    manager = LogManager([tmp_path], LogConfig(segment_bytes=500))
+    manager.startup()
+    log = manager.get_or_create_log(TP)
+    for i in range(20):
+        log.append_as_leader(batch([b"v%d" % i]), leader_epoch=0)
+    log.update_high_watermark(15)
+    manager.shutdown()
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n1\norders 0 20\n"
+    assert (tmp_path / "replication-offset-checkpoint").read_text() == "0\n1\norders 0 15\n"
+    assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n1\norders 0 0\n"
+
+    again = LogManager([tmp_path], LogConfig(segment_bytes=500))
+    again.startup()
+    log = again.get_log(TP)
+    assert not (tmp_path / ".kafka_cleanshutdown").exists()  # removed once loaded
+    assert log.load_result.recovered_segments == 0
+    assert (log.log_end_offset, log.high_watermark, log.recovery_point) == (20, 15, 20)
+    assert [r.value for r in read_all(log)] == [b"v%d" % i for i in range(20)]
+    again.shutdown()
+
+
+def test_unclean_start_recovers_past_the_recovery_point(tmp_path):
+    manager = LogManager([tmp_path], LogConfig(segment_bytes=500))
+    manager.startup()
+    log = manager.get_or_create_log(TP)
+    for i in range(20):
+        log.append_as_leader(batch([b"v%d" % i]), leader_epoch=0)
+    log.flush(up_to=log.segments[1].base_offset)
+    manager.checkpoint_recovery_points()
+    recovery_point = log.recovery_point
+    # no shutdown: the process "died"; release the lock the way the kernel would
+    for d in manager._dirs:
+        d.release()
+    again = LogManager([tmp_path], LogConfig(segment_bytes=500))
+    again.startup()
+    reloaded = again.get_log(TP)
+    holding = sum(1 for s in reloaded.segments if s.base_offset <= recovery_point)
+    assert reloaded.load_result.recovered_segments == len(reloaded.segments) - holding + 1
+    assert reloaded.log_end_offset == 20
+    again.shutdown()
+
+
+def test_a_log_dir_is_locked_against_a_second_manager(tmp_path):
+    manager = LogManager([tmp_path])
+    with pytest.raises(LogDirInUseError, match=str(tmp_path)):
+        LogManager([tmp_path])
+    manager.shutdown()
+    LogManager([tmp_path]).shutdown()  # free again after shutdown
+
+
+def test_new_logs_go_to_the_least_loaded_dir_and_are_found_after_restart(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs)
+    manager.startup()
+    for p in range(4):
+        manager.get_or_create_log(TopicPartition("t", p))
+    assert len(list(dirs[0].glob("t-*"))) == 2 and len(list(dirs[1].glob("t-*"))) == 2
+    manager.shutdown()
+    again = LogManager(dirs)
+    again.startup()
+    assert sorted(l.topic_partition.partition for l in again.all_logs()) == [0, 1, 2, 3]
+    again.shutdown()
+
+
+def test_delete_log_removes_the_directory(tmp_path):
+    manager = LogManager([tmp_path])
+    manager.startup()
+    log = manager.get_or_create_log(TP)
+    log.append_as_leader(batch([b"x"]), leader_epoch=0)
+    assert manager.delete_log(TP)
+    assert manager.get_log(TP) is None
+    assert not [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert not manager.delete_log(TP)
+    manager.shutdown()
+
+
+def test_leftover_delete_dirs_are_removed_at_startup(tmp_path):
+    (tmp_path / "orders-3.123-delete").mkdir()
+    (tmp_path / "orders-3.123-delete" / "00000000000000000000.log").write_bytes(b"x")
+    manager = LogManager([tmp_path])
+    manager.startup()
+    assert not (tmp_path / "orders-3.123-delete").exists()
+    manager.shutdown()
+
+
+def test_per_topic_configs(tmp_path):
+    manager = LogManager([tmp_path], LogConfig(), topic_configs={"compacted": LogConfig(cleanup_policy="compact")})
+    manager.startup()
+    assert manager.get_or_create_log(TopicPartition("compacted", 0)).config.compact
+    assert not manager.get_or_create_log(TP).config.compact
+    manager.shutdown()
+
+
+def test_background_tasks_run_retention_and_checkpoints(tmp_path):
+    scheduler = Scheduler()
+    config = LogConfig(segment_bytes=400, retention_ms=1, file_delete_delay_ms=0)
+    tasks = LogManagerConfig(retention_check_interval_ms=20, flush_offset_checkpoint_interval_ms=20,
+                             high_watermark_checkpoint_interval_ms=20, cleaner_enable=False)
+    manager = LogManager([tmp_path], config, tasks, scheduler=scheduler, clock=lambda: time.time() + 3600)
+    manager.startup()
+    log = manager.get_or_create_log(TP)
+    for i in range(20):
+        log.append_as_leader(batch([b"x" * 40], ts=1000 + i), leader_epoch=0)
+    log.update_high_watermark(log.log_end_offset)
+    wait_for(lambda: log.log_start_offset == log.log_end_offset)
+    wait_for(lambda: "orders 0 20" in (tmp_path / "replication-offset-checkpoint").read_text())
+    manager.shutdown()
+
+
+def test_corrupt_checkpoint_means_full_recovery_not_a_crash(tmp_path):
+    manager = LogManager([tmp_path])
+    manager.startup()
+    manager.get_or_create_log(TP).append_as_leader(batch([b"x"]), leader_epoch=0)
+    manager.shutdown()
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("garbage")
+    (tmp_path / ".kafka_cleanshutdown").unlink()
+    again = LogManager([tmp_path])
+    again.startup()
+    assert again.get_log(TP).log_end_offset == 1
+    assert again.get_log(TP).load_result.recovered_segments == 1
+    again.shutdown()
