@@ -24,8 +24,7 @@ here reads headers only; record-level work lives in ``record.py``.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, replace
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import crc32c as _crc32c
 
@@ -63,9 +62,12 @@ def crc32c(data) -> int:
     return _crc32c.crc32c(data)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """The 61-byte header of one batch and where it starts in its buffer (or file)."""
+class BatchHeader(NamedTuple):
+    """The 61-byte header of one batch and where it starts in its buffer (or file).
+
+    A NamedTuple: built straight from ``struct.unpack_from`` with no per-field Python work, since
+    one is made per batch on the append path.
+    """
 
     position: int
     base_offset: int
@@ -119,6 +121,9 @@ class BatchHeader:
         return bool(self.attributes & CONTROL_BIT)
 
 
+_make_header = BatchHeader._make
+
+
 def batch_size_at(buf, position: int = 0) -> int | None:
     """Total size of the batch starting at ``position`` from its length field; None if under 12 bytes."""
     if len(buf) - position < LOG_OVERHEAD:
@@ -137,8 +142,7 @@ def read_header(buf, position: int = 0, file_position: int | None = None) -> Bat
         raise CorruptRecordError(f"{available} bytes at position {position} are too few for a batch")
     if available < HEADER_SIZE:
         raise CorruptRecordError(f"batch header at position {position} is cut short ({available} bytes)")
-    fields = HEADER.unpack_from(buf, position)
-    header = BatchHeader(position if file_position is None else file_position, *fields)
+    header = _make_header((position if file_position is None else file_position,) + HEADER.unpack_from(buf, position))
     where = header.position
     if header.magic != MAGIC_V2:
         raise CorruptRecordError(f"batch at position {where} has magic {header.magic}, only v2 is supported")
@@ -182,8 +186,7 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
         position = header.end
 
 
-@dataclass(frozen=True, slots=True)
-class BatchSetInfo:
+class BatchSetInfo(NamedTuple):
     """What a log needs to know about a validated set of batches, gathered from headers only."""
 
     headers: tuple[BatchHeader, ...]
@@ -233,13 +236,13 @@ def assign_offsets(buf, info: BatchSetInfo, first_offset: int, leader_epoch: int
     cover these fields, so it stays valid.
     """
     offset = first_offset
-    pack64, pack32 = _INT64.pack_into, _INT32.pack_into
+    pack64, pack32, _make = _INT64.pack_into, _INT32.pack_into, _make_header
     headers = []
-    for header in info.headers:
-        pack64(buf, header.position + BASE_OFFSET_AT, offset)
-        pack32(buf, header.position + LEADER_EPOCH_AT, leader_epoch)
-        headers.append(replace(header, base_offset=offset, partition_leader_epoch=leader_epoch))
-        offset += header.last_offset_delta + 1
+    for h in info.headers:
+        pack64(buf, h.position + BASE_OFFSET_AT, offset)
+        pack32(buf, h.position + LEADER_EPOCH_AT, leader_epoch)
+        headers.append(_make((h[0], offset, h[2], leader_epoch) + h[4:]))
+        offset += h.last_offset_delta + 1
     return tuple(headers)
 
 
@@ -253,6 +256,6 @@ def set_log_append_time(buf, info: BatchSetInfo, now_ms: int) -> BatchSetInfo:
         _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_AT, now_ms)
         crc = _crc32c.crc32c(memoryview(buf)[header.position + CRC_START : header.end])
         _UINT32.pack_into(buf, header.position + CRC_AT, crc)
-        headers.append(replace(header, attributes=attributes, max_timestamp=now_ms, crc=crc))
-    return replace(info, headers=tuple(headers), max_timestamp=now_ms,
-                   shallow_offset_delta_of_max_timestamp=info.offsets_count - 1)
+        headers.append(header._replace(attributes=attributes, max_timestamp=now_ms, crc=crc))
+    return info._replace(headers=tuple(headers), max_timestamp=now_ms,
+                         shallow_offset_delta_of_max_timestamp=info.offsets_count - 1)

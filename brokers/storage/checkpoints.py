@@ -47,9 +47,11 @@ class CheckpointFile(Generic[T]):
     def read(self) -> list[T]:
         """Entries in file order; a missing file is empty; a malformed one raises CorruptCheckpointError."""
         try:
-            text = self.path.read_text()
+            text = self.path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             return []
+        except UnicodeDecodeError:
+            raise CorruptCheckpointError(f"{self.path}: not a text file") from None
         lines = text.splitlines()
         try:
             version, count = int(lines[0]), int(lines[1])

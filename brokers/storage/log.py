@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError
@@ -38,8 +38,7 @@ class Scheduler(Protocol):
     def schedule_once(self, name: str, fn: Callable[[], object], delay_ms: int = 0) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     first_offset: int
     last_offset: int
     max_timestamp: int

@@ -123,35 +123,8 @@ class LogSegment:
 
     # -- reading -------------------------------------------------------------------------------
     def iter_headers(self, position: int = 0, end: int | None = None, *, verify_crc: bool = False) -> Iterator[BatchHeader]:
-        """Headers of the batches from ``position`` (a batch start) to ``end``, read in large chunks.
-
-        Positions in the yielded headers are file positions. Raises CorruptRecordError at the first
-        batch that is malformed or (with ``verify_crc``) fails its CRC.
-        """
-        end = self.size if end is None else end
-        while position < end:
-            chunk = os.pread(self._fd, min(_SCAN_CHUNK, end - position), position)
-            at = 0
-            while (size := batch_size_at(chunk, at)) is not None and at + size <= len(chunk):
-                header = read_header(chunk, at, position + at)
-                if verify_crc:
-                    check_crc(chunk, header, at)
-                yield header
-                at += size
-            if at == 0:  # the first batch is larger than a chunk, or cut short by the file's end
-                chunk = self._read_whole_batch(position, end)
-                header = read_header(chunk, 0, position)
-                if verify_crc:
-                    check_crc(chunk, header, 0)
-                yield header
-                at = header.size
-            position += at
-
-    def _read_whole_batch(self, position: int, end: int) -> bytes:
-        size = batch_size_at(os.pread(self._fd, LOG_OVERHEAD, position))
-        if size is None or size < LOG_OVERHEAD or position + size > end:
-            raise CorruptRecordError(f"batch at position {position} of {self.log_path.name} is cut short")
-        return os.pread(self._fd, size, position)
+        """Headers of the batches from ``position`` (a batch start) to ``end`` (default: the size)."""
+        return scan_batches(self._fd, position, self.size if end is None else end, verify_crc=verify_crc)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset``, found from the index then scanning."""
@@ -316,3 +289,35 @@ def _pwrite_rest(fd: int, view: memoryview, position: int) -> int:
         n = os.pwrite(fd, view, position)
         view, position, total = view[n:], position + n, total + n
     return total
+
+
+def scan_batches(fd: int, position: int, end: int, *, verify_crc: bool = False) -> Iterator[BatchHeader]:
+    """Headers of the batches in bytes [position, end) of a ``.log`` file, read in large chunks.
+
+    Positions in the yielded headers are file positions. Raises CorruptRecordError at the first
+    batch that is malformed, cut short, or (with ``verify_crc``) fails its CRC.
+    """
+    while position < end:
+        chunk = os.pread(fd, min(_SCAN_CHUNK, end - position), position)
+        at = 0
+        while (size := batch_size_at(chunk, at)) is not None and at + size <= len(chunk):
+            header = read_header(chunk, at, position + at)
+            if verify_crc:
+                check_crc(chunk, header, at)
+            yield header
+            at += size
+        if at == 0:  # the first batch is larger than a chunk, or cut short by the end
+            chunk = _read_whole_batch(fd, position, end)
+            header = read_header(chunk, 0, position)
+            if verify_crc:
+                check_crc(chunk, header, 0)
+            yield header
+            at = header.size
+        position += at
+
+
+def _read_whole_batch(fd: int, position: int, end: int) -> bytes:
+    size = batch_size_at(os.pread(fd, LOG_OVERHEAD, position))
+    if size is None or size < LOG_OVERHEAD or position + size > end:
+        raise CorruptRecordError(f"batch at position {position} is cut short by the end of the file at {end}")
+    return os.pread(fd, size, position)

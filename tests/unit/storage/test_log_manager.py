@@ -131,7 +131,8 @@ def test_background_tasks_run_retention_and_checkpoints(tmp_path):
         log.append_as_leader(batch([b"x" * 40], ts=1000 + i), leader_epoch=0)
     log.update_high_watermark(log.log_end_offset)
     wait_for(lambda: log.log_start_offset == log.log_end_offset)
-    wait_for(lambda: "orders 0 20" in (tmp_path / "replication-offset-checkpoint").read_text())
+    checkpoint = tmp_path / "replication-offset-checkpoint"
+    wait_for(lambda: checkpoint.exists() and "orders 0 20" in checkpoint.read_text())
     manager.shutdown()
 
 

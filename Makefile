@@ -1,0 +1,40 @@
+# zkafka: every set-up step a fresh machine needs lives here.
+#   make test    create .venv (from the machine's python3), install zkafka + test extras, run the suite
+#   make bench   storage benchmark (results go to BENCHMARKS.md by hand, with the machine)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install test lint unit integration bench clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "zkafka needs Python >= 3.11, found " + sys.version)'
+	@$(PYTHON) -m venv $(VENV) || { \
+	  echo "python3 -m venv failed; installing Debian's python3-venv"; \
+	  rm -rf $(VENV); apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+integration: $(STAMP)
+	$(BIN)/pytest -q tests/integration
+
+test: lint
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+bench: $(STAMP)
+	$(BIN)/zkafka bench storage
+
+clean:
+	rm -rf $(VENV) .zkafka .pytest_cache build *.egg-info

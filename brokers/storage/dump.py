@@ -1,0 +1,150 @@
+"""Read-only dumps of segment files, in the spirit of Kafka's DumpLogSegments.
+
+``dump_path`` takes a partition directory or a single ``.log`` / ``.index`` / ``.timeindex`` file and
+yields printable lines. Files are opened read-only; nothing is created or repaired. A corrupt batch
+is reported and ends that file's dump; index entries are checked against the ``.log`` beside them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+from brokers.protocol.errors import KafkaError
+from brokers.protocol.record import batch_records
+from brokers.protocol.records import BatchHeader, check_crc, read_header
+from brokers.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of
+from brokers.storage.offset_index import OffsetIndex
+from brokers.storage.segment import scan_batches
+from brokers.storage.time_index import TimeIndex
+
+SUFFIX_ORDER = {LOG_SUFFIX: 0, INDEX_SUFFIX: 1, TIME_INDEX_SUFFIX: 2}
+
+
+def dump_path(path: Path, *, print_records: bool = False, max_payload: int = 60) -> Iterator[str]:
+    path = Path(path)
+    if path.is_dir():
+        files = sorted((p for p in path.iterdir() if p.suffix in SUFFIX_ORDER),
+                       key=lambda p: (p.name.split(".")[0], SUFFIX_ORDER[p.suffix]))
+        if not files:
+            yield f"{path}: no segment files"
+        for file in files:
+            yield from dump_file(file, print_records=print_records, max_payload=max_payload)
+        for name in ("leader-epoch-checkpoint", "partition.metadata"):
+            if (path / name).exists():
+                yield f"Dumping {path / name}"
+                yield from ((path / name).read_text().splitlines())
+        return
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    yield from dump_file(path, print_records=print_records, max_payload=max_payload)
+
+
+def dump_file(path: Path, *, print_records: bool = False, max_payload: int = 60) -> Iterator[str]:
+    yield f"Dumping {path}"
+    if path.suffix == LOG_SUFFIX:
+        yield from _dump_log(path, print_records, max_payload)
+    elif path.suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        yield from _dump_index(path)
+    else:
+        yield f"  not a segment file (expected {', '.join(SUFFIX_ORDER)})"
+
+
+def _dump_log(path: Path, print_records: bool, max_payload: int) -> Iterator[str]:
+    base = base_offset_of(path.name)
+    yield f"Starting offset: {base}"
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        batches = 0
+        try:
+            for header in scan_batches(fd, 0, size):
+                data = os.pread(fd, header.size, header.position)
+                local = read_header(data)
+                valid = _crc_ok(data, local)
+                yield _describe_batch(header, valid)
+                batches += 1
+                if print_records and valid:
+                    yield from _describe_records(data, local, max_payload)
+        except KafkaError as exc:
+            yield f"  CORRUPT: {exc} — a broker's recovery truncates the log here"
+        yield f"Batches: {batches}, size: {size} bytes"
+    finally:
+        os.close(fd)
+
+
+def _crc_ok(data: bytes, header: BatchHeader) -> bool:
+    try:
+        check_crc(data, header)
+        return True
+    except KafkaError:
+        return False
+
+
+def _describe_batch(h: BatchHeader, valid: bool) -> str:
+    last_sequence = h.base_sequence + h.last_offset_delta if h.base_sequence >= 0 else -1
+    return (f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.records_count} "
+            f"baseSequence: {h.base_sequence} lastSequence: {last_sequence} producerId: {h.producer_id} "
+            f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
+            f"isTransactional: {str(h.is_transactional).lower()} isControl: {str(h.is_control).lower()} "
+            f"position: {h.position} {h.timestamp_type}: {h.max_timestamp} size: {h.size} magic: {h.magic} "
+            f"compresscodec: {h.codec_name} crc: {h.crc} isvalid: {str(valid).lower()}")
+
+
+def _describe_records(data: bytes, header: BatchHeader, max_payload: int) -> Iterator[str]:
+    try:
+        records = batch_records(data, header)
+    except KafkaError as exc:
+        yield f"| cannot decode records: {exc}"
+        return
+    for r in records:
+        key = "null" if r.key is None else _printable(r.key, max_payload)
+        value = "null" if r.value is None else _printable(r.value, max_payload)
+        yield (f"| offset: {header.base_offset + r.offset_delta} {header.timestamp_type}: "
+               f"{header.base_timestamp + r.timestamp_delta} keySize: {-1 if r.key is None else len(r.key)} "
+               f"valueSize: {-1 if r.value is None else len(r.value)} headerKeys: [{','.join(k for k, _ in r.headers)}] "
+               f"key: {key} payload: {value}")
+
+
+def _printable(data: bytes, limit: int) -> str:
+    text = data[:limit].decode("utf-8", errors="backslashreplace")
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text + (f"...(+{len(data) - limit} bytes)" if len(data) > limit else "")
+
+
+def _dump_index(path: Path) -> Iterator[str]:
+    base = base_offset_of(path.name)
+    log_path = path.with_suffix(LOG_SUFFIX)
+    cls = OffsetIndex if path.suffix == INDEX_SUFFIX else TimeIndex
+    size = path.stat().st_size
+    if size % cls.ENTRY.size:
+        yield f"  CORRUPT: size {size} is not a multiple of {cls.ENTRY.size}; a broker rebuilds this index"
+        return
+    entries = list(cls.ENTRY.iter_unpack(path.read_bytes()))
+    starts = _batch_last_offsets_by_position(log_path)
+    mismatches = 0
+    for key, value in entries:
+        if cls is OffsetIndex:
+            offset, ok = base + key, starts is None or starts.get(value) == base + key
+            yield f"offset: {offset} position: {value}" + ("" if ok else "  MISMATCH: no batch ends at this offset there")
+        else:
+            offset, ok = base + value, True
+            yield f"timestamp: {key} offset: {offset}"
+        mismatches += not ok
+    yield f"Entries: {len(entries)}" + (f", mismatches: {mismatches}" if mismatches else "")
+
+
+def _batch_last_offsets_by_position(log_path: Path) -> dict[int, int] | None:
+    if not log_path.exists():
+        return None
+    fd = os.open(log_path, os.O_RDONLY)
+    try:
+        found = {}
+        try:
+            for header in scan_batches(fd, 0, os.fstat(fd).st_size):
+                found[header.position] = header.last_offset
+        except KafkaError:
+            pass
+        return found
+    finally:
+        os.close(fd)
