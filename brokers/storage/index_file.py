@@ -36,7 +36,12 @@ class IndexFile:
         self._values = array("q")
         self._persisted = 0  # entries already in the file
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._load()
+        try:
+            self._load()
+        except BaseException:
+            os.close(self._fd)
+            self._fd = -1
+            raise
 
     # -- loading ------------------------------------------------------------------------------
     def _load(self) -> None:

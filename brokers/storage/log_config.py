@@ -18,6 +18,7 @@ class InvalidConfigError(ValueError):
 
 
 _POLICIES = {"delete", "compact"}
+_INT_KEYS = ("segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes")
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ class LogConfig:
         return {self.key_of(f.name): str(getattr(self, f.name)) for f in fields(self)}
 
     def validate(self) -> None:
+        for key in _INT_KEYS:  # Kafka declares these INT: .index positions are signed 32-bit
+            value = getattr(self, key.replace(".", "_"))
+            if value > INT_MAX:
+                raise InvalidConfigError(f"topic config {key!r} must be <= {INT_MAX}, got {value}")
         _at_least("segment.bytes", self.segment_bytes, 14)
         _at_least("segment.ms", self.segment_ms, 1)
         _at_least("segment.jitter.ms", self.segment_jitter_ms, 0)
