@@ -41,8 +41,11 @@ class LeaderEpochCache:
 
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` starts writing at ``start_offset``; True if the cache changed."""
-        if epoch < 0:
-            return False
+        entries = self._entries
+        if start_offset < 0:
+            raise ValueError(f"leader epoch {epoch} cannot start at negative offset {start_offset}")
+        if epoch < 0 or (entries and epoch <= entries[-1].epoch):
+            return False  # the common case on every append: no lock, no write
         with self._lock:
             if self._entries and epoch <= self._entries[-1].epoch:
                 return False
@@ -54,21 +57,25 @@ class LeaderEpochCache:
             return True
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """OffsetsForLeaderEpoch: (largest epoch <= requested, the offset where the next epoch starts).
+        """OffsetsForLeaderEpoch, as Kafka's LeaderEpochFileCache.endOffsetFor answers it:
 
-        The latest epoch ends at the log end offset; an epoch below the first entry is unknown.
+        - the latest epoch ends at the log end offset;
+        - an older epoch ends where the next higher epoch starts, reported under the largest known
+          epoch <= requested (or the requested epoch itself when it is below every entry);
+        - an undefined epoch, an empty cache or an epoch above the latest is (-1, -1).
         """
         with self._lock:
             entries = self._entries
             if requested_epoch == UNDEFINED_EPOCH or not entries:
                 return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-            if requested_epoch >= entries[-1].epoch:
-                return entries[-1].epoch, log_end_offset
+            if requested_epoch == entries[-1].epoch:
+                return requested_epoch, log_end_offset
             epochs = [e.epoch for e in entries]
-            index = bisect.bisect_right(epochs, requested_epoch)
-            if index == 0:
+            higher = bisect.bisect_right(epochs, requested_epoch)
+            if higher == len(entries):
                 return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-            return entries[index - 1].epoch, entries[index].start_offset
+            floor_epoch = entries[higher - 1].epoch if higher else requested_epoch
+            return floor_epoch, entries[higher].start_offset
 
     def epoch_for_offset(self, offset: int) -> int:
         with self._lock:

@@ -128,7 +128,7 @@ class Log:
             _require_keys(buf, info)
         with self._lock:
             append_time = -1
-            if self.config.message_timestamp_type == "LogAppendTime":
+            if self.config.log_append_time:
                 append_time = self.now_ms()
                 info = set_log_append_time(buf, info, append_time)
             first = self.log_end_offset
@@ -174,12 +174,13 @@ class Log:
 
     # -- rolling -------------------------------------------------------------------------------
     def _maybe_roll(self, incoming_size: int, max_timestamp: int, first_offset: int, last_offset: int) -> None:
-        segment = self.active_segment
+        segment = self._segments[-1]
         if segment.size == 0:
             return
         config = self.config
-        if segment.rolling_based_timestamp is not None and segment.rolling_based_timestamp >= 0 and max_timestamp >= 0:
-            waited = max_timestamp - segment.rolling_based_timestamp
+        rolling_based = segment.rolling_based_timestamp
+        if rolling_based is not None and rolling_based >= 0 and max_timestamp >= 0:
+            waited = max_timestamp - rolling_based
         else:
             waited = self.now_ms() - segment.created_ms
         if (segment.size > config.segment_bytes - incoming_size

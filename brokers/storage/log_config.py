@@ -7,6 +7,7 @@ names the offending key in its error. Broker-level ``log.*`` defaults map onto t
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from typing import Any, Mapping
 
 LONG_MAX = 2**63 - 1
@@ -40,13 +41,17 @@ class LogConfig:
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
 
-    @property
+    @cached_property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
+
+    @cached_property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
 
     @staticmethod
     def key_of(field_name: str) -> str:

@@ -111,14 +111,8 @@ class LogSegment:
             written += _pwrite_rest(self._fd, memoryview(buf)[written:], start + written)
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = headers[0].max_timestamp
-        interval = self.index_interval_bytes
         for header in headers:
-            self._observe(header)
-            if self._bytes_since_last_index_entry > interval:
-                self.offset_index.append(header.last_offset, start + header.position)
-                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-                self._bytes_since_last_index_entry = 0
-            self._bytes_since_last_index_entry += header.size
+            self._index_batch(header, start + header.position)
         self.size = start + len(buf)
 
     # -- reading -------------------------------------------------------------------------------
@@ -177,7 +171,7 @@ class LogSegment:
                     break
                 if self.rolling_based_timestamp is None:
                     self.rolling_based_timestamp = header.max_timestamp
-                self._index_batch(header)
+                self._index_batch(header, header.position)
                 valid_end = header.end
         except CorruptRecordError:
             pass
@@ -186,10 +180,11 @@ class LogSegment:
             self._truncate_file(valid_end)
         return cut
 
-    def _index_batch(self, header: BatchHeader) -> None:
+    def _index_batch(self, header: BatchHeader, position: int) -> None:
+        """Track the batch at file ``position``; add index entries every ``index.interval.bytes``."""
         self._observe(header)
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self.offset_index.append(header.last_offset, header.position)
+            self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += header.size

@@ -110,8 +110,18 @@ def test_end_offset_for_undefined_epoch(populated):
     assert populated.end_offset_for(UNDEFINED_EPOCH, 500) == (UNDEFINED_EPOCH, UNDEFINED_OFFSET)
 
 
-def test_end_offset_for_epoch_below_first_is_undefined(populated):
-    assert populated.end_offset_for(0, 500) == (UNDEFINED_EPOCH, UNDEFINED_OFFSET)
+def test_end_offset_for_epoch_below_first_ends_where_the_first_starts(populated):
+    """Kafka answers (requested epoch, first entry's start offset): the follower truncates there."""
+    assert populated.end_offset_for(0, 500) == (0, 0)
+
+
+def test_end_offset_for_epoch_above_latest_is_undefined(populated):
+    assert populated.end_offset_for(7, 500) == (UNDEFINED_EPOCH, UNDEFINED_OFFSET)
+
+
+def test_negative_start_offset_is_refused(cache):
+    with pytest.raises(ValueError):
+        cache.assign(1, -5)
 
 
 def test_end_offset_for_latest_epoch_is_log_end(populated):
@@ -133,7 +143,8 @@ def test_end_offset_for_absent_epoch_uses_largest_epoch_below(populated):
 def test_end_offset_for_single_entry(cache):
     cache.assign(3, 10)
     assert cache.end_offset_for(3, 42) == (3, 42)
-    assert cache.end_offset_for(2, 42) == (UNDEFINED_EPOCH, UNDEFINED_OFFSET)
+    assert cache.end_offset_for(2, 42) == (2, 10)
+    assert cache.end_offset_for(4, 42) == (UNDEFINED_EPOCH, UNDEFINED_OFFSET)
 
 
 # -- epoch_for_offset -----------------------------------------------------------------------------
