@@ -14,6 +14,7 @@ import os
 import platform
 import random
 import shutil
+import statistics
 import struct
 import tempfile
 import time
@@ -54,40 +55,55 @@ def _mbps(nbytes: int, seconds: float) -> float:
     return nbytes / MIB / seconds if seconds > 0 else float("inf")
 
 
-def bench_append(workdir: Path, batch_bytes: int, total_mib: int, record_bytes: int) -> dict:
+def _timed_raw(path: Path, templates: list[bytearray], count: int) -> tuple[float, float, float]:
+    """(write seconds, write+fsync seconds, read seconds) of a plain os.write loop."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    start = time.perf_counter()
+    for i in range(count):
+        os.write(fd, templates[i & 7])
+    written = time.perf_counter() - start
+    os.fsync(fd)
+    synced = time.perf_counter() - start
+    os.close(fd)
+    read = _raw_read(path)
+    path.unlink()
+    return written, synced, read
+
+
+def _timed_log(directory: Path, templates: list[bytearray], count: int) -> tuple[float, float, float, int]:
+    """(append seconds, append+flush seconds, read seconds, segments) through Log."""
+    log = Log(directory, LogConfig())
+    start = time.perf_counter()
+    for i in range(count):
+        log.append_as_leader(templates[i & 7], 0)
+    written = time.perf_counter() - start
+    log.flush()
+    synced = time.perf_counter() - start
+    read = _log_read(log)
+    segments = len(log.segments)
+    log.delete()
+    return written, synced, read, segments
+
+
+def bench_append(workdir: Path, batch_bytes: int, total_mib: int, record_bytes: int, rounds: int = 3) -> dict:
+    """Raw and log runs alternate ``rounds`` times (each fsynced and deleted before the next, so
+    neither inherits the other's dirty pages); medians are reported."""
     templates = [producer_batch(batch_bytes, record_bytes, seed) for seed in range(8)]
     size = len(templates[0])
     count = max(1, total_mib * MIB // size)
     total = count * size
-
-    raw_path = workdir / "raw.bin"
-    fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    start = time.perf_counter()
-    for i in range(count):
-        os.write(fd, templates[i & 7])
-    raw_write = time.perf_counter() - start
-    os.fsync(fd)
-    raw_total = time.perf_counter() - start
-    os.close(fd)
-    raw_read = _raw_read(raw_path)
-    raw_path.unlink()
-
-    log = Log(workdir / f"bench-{batch_bytes}-0", LogConfig())
-    start = time.perf_counter()
-    for i in range(count):
-        log.append_as_leader(templates[i & 7], 0)
-    log_write = time.perf_counter() - start
-    log.flush()
-    log_total = time.perf_counter() - start
-    log_read = _log_read(log)
-    segments = len(log.segments)
-    log.delete()
+    raws, logs = [], []
+    for n in range(rounds):
+        raws.append(_timed_raw(workdir / "raw.bin", templates, count))
+        logs.append(_timed_log(workdir / f"bench-{batch_bytes}-{n}", templates, count))
+    raw_w, raw_s, raw_r = (statistics.median(r[i] for r in raws) for i in range(3))
+    log_w, log_s, log_r = (statistics.median(r[i] for r in logs) for i in range(3))
     return {
         "batch_bytes": size, "batches": count, "mib": total / MIB, "records_per_batch": _records(templates[0]),
-        "raw_write": _mbps(total, raw_write), "raw_write_fsync": _mbps(total, raw_total),
-        "log_append": _mbps(total, log_write), "log_append_flush": _mbps(total, log_total),
-        "batches_per_s": count / log_write, "ratio": raw_write / log_write, "ratio_fsync": raw_total / log_total,
-        "raw_read": _mbps(total, raw_read), "log_read": _mbps(total, log_read), "segments": segments,
+        "raw_write": _mbps(total, raw_w), "raw_write_fsync": _mbps(total, raw_s),
+        "log_append": _mbps(total, log_w), "log_append_flush": _mbps(total, log_s),
+        "batches_per_s": count / log_w, "ratio": raw_w / log_w, "ratio_fsync": raw_s / log_s,
+        "raw_read": _mbps(total, raw_r), "log_read": _mbps(total, log_r), "segments": logs[0][3],
     }
 
 

@@ -186,6 +186,26 @@ def _read_record(buf: bytes, pos: int) -> tuple[Record, int]:
     return Record(offset_delta, timestamp_delta, key, value, headers, attributes), end
 
 
+def record_timestamps(buf, header: BatchHeader) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of each record in a batch, skipping keys, values and headers unread.
+
+    For ListOffsets by timestamp, which only needs the first record at or after a time.
+    """
+    section = memoryview(buf)[header.position + HEADER_SIZE : header.end]
+    data = decompress(header.compression, section) if header.compression else bytes(section)
+    log_append = header.attributes & TIMESTAMP_TYPE_BIT
+    pos, end = 0, len(data)
+    for _ in range(header.records_count):
+        if pos >= end:
+            raise CorruptRecordError(f"batch at offset {header.base_offset} ends before its {header.records_count} records")
+        length, body = decode_varint(data, pos)
+        timestamp_delta, after = decode_varlong(data, body + 1)
+        offset_delta, _ = decode_varint(data, after)
+        timestamp = header.max_timestamp if log_append else header.base_timestamp + timestamp_delta
+        yield header.base_offset + offset_delta, timestamp
+        pos = body + length
+
+
 def decode_records(data, count: int | None = None) -> list[Record]:
     """Decode an uncompressed records section holding exactly ``count`` records (None: until it ends)."""
     buf = data if isinstance(data, bytes) else bytes(data)

@@ -131,11 +131,12 @@ def batch_size_at(buf, position: int = 0) -> int | None:
     return LOG_OVERHEAD + _INT32.unpack_from(buf, position + LENGTH_AT)[0]
 
 
-def read_header(buf, position: int = 0, file_position: int | None = None) -> BatchHeader:
+def read_header(buf, position: int = 0, file_position: int | None = None, room: int | None = None) -> BatchHeader:
     """Parse the header at ``position``; raise CorruptRecordError if it is not a v2 header that fits.
 
     ``file_position``, when given, is recorded as the header's position instead of ``position``
-    (for buffers that are a chunk of a file).
+    (for buffers that are a chunk of a file). ``room`` is how many bytes the whole batch may take
+    (default: the rest of ``buf``); a header-only scan of a file passes the bytes left in the file.
     """
     available = len(buf) - position
     if available < LOG_OVERHEAD:
@@ -148,8 +149,9 @@ def read_header(buf, position: int = 0, file_position: int | None = None) -> Bat
         raise CorruptRecordError(f"batch at position {where} has magic {header.magic}, only v2 is supported")
     if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
         raise CorruptRecordError(f"batch at position {where} has length {header.batch_length}, below the header")
-    if header.size > available:
-        raise CorruptRecordError(f"batch at position {where} claims {header.size} bytes but only {available} remain")
+    room = available if room is None else room
+    if header.size > room:
+        raise CorruptRecordError(f"batch at position {where} claims {header.size} bytes but only {room} remain")
     return header
 
 

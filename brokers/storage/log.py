@@ -419,10 +419,11 @@ def _require_keys(buf, info: BatchSetInfo) -> None:
 
 
 def _first_record_at_or_after(batch, timestamp: int) -> tuple[int, int] | None:
-    """Decode one batch (the only record-level work on this path) for the first record >= timestamp."""
-    from brokers.protocol.record import iter_records
+    """Read one batch's record timestamps (the only record-level work on this path)."""
+    from brokers.protocol.record import record_timestamps
+    from brokers.protocol.records import read_header
 
-    for record in iter_records(batch, verify_crc=False):
-        if record.timestamp >= timestamp:
-            return record.offset, record.timestamp
+    for offset, record_timestamp in record_timestamps(batch, read_header(batch)):
+        if record_timestamp >= timestamp:
+            return offset, record_timestamp
     return None

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from brokers.protocol.errors import CorruptRecordError
-from brokers.protocol.records import LOG_OVERHEAD, BatchHeader, batch_size_at, check_crc, read_header
+from brokers.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, batch_size_at, check_crc, read_header
 from brokers.storage.files import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -31,6 +31,7 @@ from brokers.storage.time_index import TimeIndex
 
 INT32_MAX = 2**31 - 1
 _SCAN_CHUNK = 1 << 20
+_HEADER_SCAN_CHUNK = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +118,15 @@ class LogSegment:
 
     # -- reading -------------------------------------------------------------------------------
     def iter_headers(self, position: int = 0, end: int | None = None, *, verify_crc: bool = False) -> Iterator[BatchHeader]:
-        """Headers of the batches from ``position`` (a batch start) to ``end`` (default: the size)."""
-        return scan_batches(self._fd, position, self.size if end is None else end, verify_crc=verify_crc)
+        """Headers of the batches from ``position`` (a batch start) to ``end`` (default: the size).
+
+        With ``verify_crc`` whole batches are read (recovery, cleaning); without, only headers are
+        (lookups), in small reads that skip over the batch bodies.
+        """
+        end = self.size if end is None else end
+        if verify_crc:
+            return scan_batches(self._fd, position, end, verify_crc=True)
+        return scan_headers(self._fd, position, end)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset``, found from the index then scanning."""
@@ -308,6 +316,20 @@ def scan_batches(fd: int, position: int, end: int, *, verify_crc: bool = False) 
                 check_crc(chunk, header, 0)
             yield header
             at = header.size
+        position += at
+
+
+def scan_headers(fd: int, position: int, end: int, chunk_size: int = _HEADER_SCAN_CHUNK) -> Iterator[BatchHeader]:
+    """Headers only, from ``position`` to ``end``: small reads, batch bodies skipped, no CRC."""
+    while position < end:
+        chunk = os.pread(fd, min(chunk_size, end - position), position)
+        at = 0
+        while len(chunk) - at >= HEADER_SIZE:
+            header = read_header(chunk, at, position + at, room=end - position - at)
+            yield header
+            at += header.size
+        if at == 0:  # fewer than 61 bytes left before ``end``
+            read_header(chunk, 0, position, room=end - position)  # raises: cut short
         position += at
 
 
