@@ -85,13 +85,14 @@ def _timed_log(directory: Path, templates: list[bytearray], count: int) -> tuple
     return written, synced, read, segments
 
 
-def bench_append(workdir: Path, batch_bytes: int, total_mib: int, record_bytes: int, rounds: int = 3) -> dict:
-    """Raw and log runs alternate ``rounds`` times (each fsynced and deleted before the next, so
-    neither inherits the other's dirty pages); medians are reported."""
+def bench_append(workdir: Path, batch_bytes: int, total_mib: int, record_bytes: int, rounds: int = 5) -> dict:
+    """Raw and log runs alternate ``rounds`` times after an untimed warm-up write (each fsynced and
+    deleted before the next, so neither inherits the other's dirty pages); medians are reported."""
     templates = [producer_batch(batch_bytes, record_bytes, seed) for seed in range(8)]
     size = len(templates[0])
     count = max(1, total_mib * MIB // size)
     total = count * size
+    _timed_raw(workdir / "warm-up.bin", templates, count)  # fault in page-cache memory first (VMs back it lazily)
     raws, logs = [], []
     for n in range(rounds):
         raws.append(_timed_raw(workdir / "raw.bin", templates, count))

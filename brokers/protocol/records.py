@@ -56,6 +56,7 @@ TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+_MAX_CODEC = max(CODEC_NAMES)
 
 
 def crc32c(data) -> int:
@@ -196,6 +197,7 @@ class BatchSetInfo(NamedTuple):
     records_count: int
     max_timestamp: int
     shallow_offset_delta_of_max_timestamp: int  # offset delta (from the first batch's base) of that batch's last record
+    max_batch_size: int
 
     @property
     def offsets_count(self) -> int:
@@ -204,31 +206,41 @@ class BatchSetInfo(NamedTuple):
 
 
 def validate_batches(buf, *, producer: bool = True) -> BatchSetInfo:
-    """Validate a produce request's record set: v2 magic, lengths, CRC32C and, for producers, counts.
+    """Validate a produce request's record set: v2 magic, lengths, CRC32C, codec and, for
+    producers, counts and no control batches.
 
-    Rejects the set whole: one bad batch raises CorruptRecordError or InvalidRecordError.
+    Rejects the set whole: one bad batch raises CorruptRecordError, InvalidRecordError or
+    UnsupportedCompressionError. This runs once per append, so it is one flat loop.
     """
-    if len(buf) == 0:
+    end = len(buf)
+    if end == 0:
         raise InvalidRecordError("empty record set")
+    view = memoryview(buf)
+    crc = _crc32c.crc32c
     headers = []
-    records = 0
+    records = max_size = delta = max_ts_delta = 0
     max_ts = -1
-    max_ts_delta = 0
-    delta = 0
-    for header in iter_batches(buf, verify_crc=True):
-        if header.compression not in CODEC_NAMES:
-            raise UnsupportedCompressionError(f"batch at position {header.position} uses unknown codec {header.compression}")
+    position = 0
+    while position < end:
+        header = read_header(view, position)
+        size = LOG_OVERHEAD + header.batch_length
+        if crc(view[position + CRC_START : position + size]) != header.crc:
+            check_crc(view, header)  # raises with the details
+        attributes = header.attributes
+        if attributes & COMPRESSION_MASK > _MAX_CODEC:
+            raise UnsupportedCompressionError(f"batch at position {position} uses unknown codec {attributes & COMPRESSION_MASK}")
         if producer:
             check_counts(header)
-            if header.is_control:
+            if attributes & CONTROL_BIT:
                 raise InvalidRecordError("producers may not send control batches")
         headers.append(header)
         records += header.records_count
         delta += header.last_offset_delta + 1
         if header.max_timestamp > max_ts:
-            max_ts = header.max_timestamp
-            max_ts_delta = delta - 1
-    return BatchSetInfo(tuple(headers), len(buf), records, max_ts, max_ts_delta)
+            max_ts, max_ts_delta = header.max_timestamp, delta - 1
+        max_size = max(max_size, size)
+        position += size
+    return BatchSetInfo(tuple(headers), end, records, max_ts, max_ts_delta, max_size)
 
 
 def assign_offsets(buf, info: BatchSetInfo, first_offset: int, leader_epoch: int) -> tuple[BatchHeader, ...]:

@@ -81,13 +81,15 @@ class IndexFile:
         return bisect_right(self._keys, key) - 1
 
     def _append(self, key: int, value: int) -> None:
-        if self.is_full:
+        keys = self._keys
+        count = len(keys)
+        if count >= self.max_entries:
             raise CorruptIndexError(f"{self.path}: index is full ({self.max_entries} entries)")
-        if self._keys and key <= self._keys[-1]:
-            raise CorruptIndexError(f"{self.path}: key {key} is not above the last key {self._keys[-1]}")
-        self._keys.append(key)
+        if count and key <= keys[-1]:
+            raise CorruptIndexError(f"{self.path}: key {key} is not above the last key {keys[-1]}")
+        keys.append(key)
         self._values.append(value)
-        if len(self._keys) - self._persisted >= _PENDING_FLUSH_ENTRIES:
+        if count + 1 - self._persisted >= _PENDING_FLUSH_ENTRIES:
             self._write_pending()
 
     def _truncate_entries(self, count: int) -> None:

@@ -164,11 +164,10 @@ class Log:
                              append_time)
 
     def _check_sizes(self, info: BatchSetInfo) -> None:
-        for header in info.headers:
-            if header.size > self.config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size} bytes exceeds max.message.bytes={self.config.max_message_bytes}"
-                )
+        if info.max_batch_size > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {info.max_batch_size} bytes exceeds max.message.bytes={self.config.max_message_bytes}"
+            )
         if info.size > self.config.segment_bytes:
             raise RecordTooLargeError(f"{info.size} bytes exceed segment.bytes={self.config.segment_bytes}")
 

@@ -112,8 +112,9 @@ class LogSegment:
             written += _pwrite_rest(self._fd, memoryview(buf)[written:], start + written)
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = headers[0].max_timestamp
+        index_batch = self._index_batch
         for header in headers:
-            self._index_batch(header, start + header.position)
+            index_batch(header, start + header.position)
         self.size = start + len(buf)
 
     # -- reading -------------------------------------------------------------------------------
@@ -190,7 +191,10 @@ class LogSegment:
 
     def _index_batch(self, header: BatchHeader, position: int) -> None:
         """Track the batch at file ``position``; add index entries every ``index.interval.bytes``."""
-        self._observe(header)
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+        self.next_offset = header.last_offset + 1
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
