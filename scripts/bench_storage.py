@@ -3,7 +3,8 @@
 Phases, each on the same disk in the same run:
 1. append: for each producer batch size, ``total_mib`` of realistic uncompressed batches of
    ``record_bytes`` records, appended with ``Log.append_as_leader`` (validate CRC32C, assign offsets,
-   write), then one ``flush``; beside it a raw ``os.write`` loop of the same bytes and one ``fsync``.
+   write) and, in the same loop iteration, ``os.write`` of the same bytes to a raw file; each call
+   timed on its own; then one ``flush`` / ``fsync`` each. Three rounds, medians.
 2. read: the appended log read back through ``Log.read`` ranges (page cache) vs raw ``pread``.
 3. lookups: random ``read(offset)`` and ``offset_for_timestamp`` on a log of 1 segment and on the
    same data in 100 segments, to show the O(log n) index path.
@@ -55,56 +56,64 @@ def _mbps(nbytes: int, seconds: float) -> float:
     return nbytes / MIB / seconds if seconds > 0 else float("inf")
 
 
-def _timed_raw(path: Path, templates: list[bytearray], count: int) -> tuple[float, float, float]:
-    """(write seconds, write+fsync seconds, read seconds) of a plain os.write loop."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    start = time.perf_counter()
+def _interleaved(workdir: Path, templates: list[bytearray], count: int, n: int) -> tuple[float, float, Log, Path]:
+    """Append batch i to the log and os.write it to a raw file in the same iteration, timing each.
+
+    Both writers meet the same page-cache state at the same moment (this VM backs memory lazily and
+    the kernel may pause either writer), so their ratio is fair even when absolute speed drifts.
+    """
+    raw_path = workdir / f"raw-{n}.bin"
+    fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    log = Log(workdir / f"bench-{len(templates[0])}-{n}", LogConfig())
+    clock = time.perf_counter
+    raw_s = log_s = 0.0
     for i in range(count):
-        os.write(fd, templates[i & 7])
-    written = time.perf_counter() - start
-    os.fsync(fd)
-    synced = time.perf_counter() - start
+        batch = templates[i & 7]
+        t0 = clock()
+        os.write(fd, batch)
+        t1 = clock()
+        log.append_as_leader(batch, 0)
+        t2 = clock()
+        raw_s += t1 - t0
+        log_s += t2 - t1
     os.close(fd)
-    read = _raw_read(path)
-    path.unlink()
-    return written, synced, read
+    return raw_s, log_s, log, raw_path
 
 
-def _timed_log(directory: Path, templates: list[bytearray], count: int) -> tuple[float, float, float, int]:
-    """(append seconds, append+flush seconds, read seconds, segments) through Log."""
-    log = Log(directory, LogConfig())
+def _fsync_seconds(path: Path) -> float:
+    fd = os.open(path, os.O_RDONLY)
     start = time.perf_counter()
-    for i in range(count):
-        log.append_as_leader(templates[i & 7], 0)
-    written = time.perf_counter() - start
-    log.flush()
-    synced = time.perf_counter() - start
-    read = _log_read(log)
-    segments = len(log.segments)
-    log.delete()
-    return written, synced, read, segments
+    os.fsync(fd)
+    os.close(fd)
+    return time.perf_counter() - start
 
 
-def bench_append(workdir: Path, batch_bytes: int, total_mib: int, record_bytes: int, rounds: int = 5) -> dict:
-    """Raw and log runs alternate ``rounds`` times after an untimed warm-up write (each fsynced and
-    deleted before the next, so neither inherits the other's dirty pages); medians are reported."""
+def bench_append(workdir: Path, batch_bytes: int, total_mib: int, record_bytes: int, rounds: int = 3) -> dict:
+    """``rounds`` runs of ``total_mib`` each, raw and log interleaved batch by batch; then one
+    fsync each, and a sequential read of both. Medians over the rounds are reported."""
     templates = [producer_batch(batch_bytes, record_bytes, seed) for seed in range(8)]
     size = len(templates[0])
     count = max(1, total_mib * MIB // size)
     total = count * size
-    _timed_raw(workdir / "warm-up.bin", templates, count)  # fault in page-cache memory first (VMs back it lazily)
-    raws, logs = [], []
+    runs = []
     for n in range(rounds):
-        raws.append(_timed_raw(workdir / "raw.bin", templates, count))
-        logs.append(_timed_log(workdir / f"bench-{batch_bytes}-{n}", templates, count))
-    raw_w, raw_s, raw_r = (statistics.median(r[i] for r in raws) for i in range(3))
-    log_w, log_s, log_r = (statistics.median(r[i] for r in logs) for i in range(3))
+        raw_w, log_w, log, raw_path = _interleaved(workdir, templates, count, n)
+        raw_sync = _fsync_seconds(raw_path)
+        start = time.perf_counter()
+        log.flush()
+        log_sync = time.perf_counter() - start
+        runs.append((raw_w, log_w, raw_w + raw_sync, log_w + log_sync, _raw_read(raw_path), _log_read(log)))
+        segments = len(log.segments)
+        log.delete()
+        raw_path.unlink()
+    raw_w, log_w, raw_s, log_s, raw_r, log_r = (statistics.median(r[i] for r in runs) for i in range(6))
     return {
         "batch_bytes": size, "batches": count, "mib": total / MIB, "records_per_batch": _records(templates[0]),
         "raw_write": _mbps(total, raw_w), "raw_write_fsync": _mbps(total, raw_s),
         "log_append": _mbps(total, log_w), "log_append_flush": _mbps(total, log_s),
         "batches_per_s": count / log_w, "ratio": raw_w / log_w, "ratio_fsync": raw_s / log_s,
-        "raw_read": _mbps(total, raw_r), "log_read": _mbps(total, log_r), "segments": logs[0][3],
+        "raw_read": _mbps(total, raw_r), "log_read": _mbps(total, log_r), "segments": segments,
+        "raw_us": raw_w / count * 1e6, "log_us": log_w / count * 1e6,
     }
 
 
@@ -194,13 +203,13 @@ def run_storage_bench(directory: Path | None, total_mib: int, batch_sizes: list[
         print(f"machine: {machine()}")
         print(f"directory: {workdir.resolve()}  ({total_mib} MiB per batch size, {record_bytes}-byte records)")
         print()
-        print("| batch | records/batch | raw write MB/s | log append MB/s | append/raw | batches/s "
-              "| raw+fsync MB/s | log+flush MB/s | raw read MB/s | log read MB/s |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| batch | records/batch | raw write MB/s | log append MB/s | append/raw | raw µs/batch | log µs/batch "
+              "| batches/s | raw+fsync MB/s | log+flush MB/s | raw read MB/s | log read MB/s |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for size in batch_sizes:
             r = bench_append(workdir, size, total_mib, record_bytes)
             print(f"| {r['batch_bytes']} B | {r['records_per_batch']} | {r['raw_write']:.0f} | {r['log_append']:.0f} "
-                  f"| {r['ratio']:.0%} | {r['batches_per_s']:.0f} | {r['raw_write_fsync']:.0f} "
+                  f"| {r['ratio']:.0%} | {r['raw_us']:.1f} | {r['log_us']:.1f} | {r['batches_per_s']:.0f} | {r['raw_write_fsync']:.0f} "
                   f"| {r['log_append_flush']:.0f} | {r['raw_read']:.0f} | {r['log_read']:.0f} |", flush=True)
         print()
         print("| segments | offsets | read(offset) µs | offset_for_timestamp µs |")
