@@ -1,7 +1,9 @@
 """A real writer process for the crash-recovery test: appends a planned sequence of batches to a
 LogManager-owned log until it is killed, reporting every durable point on stdout.
 
-Run as ``python crash_writer.py <log_dir> <seed>``. Each line ``FLUSHED <offset> <segment base>
+Run as ``python crash_writer.py <log_dir> <seed> [compact]``; with ``compact`` the topic is
+compacted, keys come from a small key space and the cleaner runs every few batches in the same
+process, so kills also land inside cleaning and segment swaps. Each line ``FLUSHED <offset> <segment base>
 <segment size>`` promises that every offset below <offset> was fsynced, and that the active segment
 <segment base> held <segment size> bytes at that moment.
 """
@@ -21,6 +23,13 @@ from brokers.storage.log_manager import LogManager  # noqa: E402
 
 TP = TopicPartition("crash-test", 0)
 CONFIG = LogConfig(segment_bytes=48 * 1024, index_interval_bytes=512, flush_messages=40)
+COMPACT_CONFIG = LogConfig(segment_bytes=16 * 1024, index_interval_bytes=512, flush_messages=40,
+                           cleanup_policy="compact", min_cleanable_dirty_ratio=0.0, delete_retention_ms=0)
+KEY_SPACE = 40
+
+
+def key_of(batch: int, j: int, compact: bool) -> bytes:
+    return b"k%d" % ((batch * 7 + j) % KEY_SPACE if compact else j)
 
 
 def planned_batches(seed: int):
@@ -34,25 +43,33 @@ def planned_batches(seed: int):
         n += 1
 
 
-def planned_values(seed: int, count: int) -> list[bytes]:
-    out: list[bytes] = []
-    for values, _, _ in planned_batches(seed):
-        out.extend(values)
+def planned_records(seed: int, count: int, compact: bool = False) -> list[tuple[bytes, bytes]]:
+    """The first ``count`` (key, value) pairs the writer appends."""
+    out: list[tuple[bytes, bytes]] = []
+    for n, (values, _, _) in enumerate(planned_batches(seed)):
+        out.extend((key_of(n, j, compact), v) for j, v in enumerate(values))
         if len(out) >= count:
             return out[:count]
     return out
 
 
-def main(log_dir: str, seed: int) -> None:
-    manager = LogManager([Path(log_dir)], CONFIG)
+def planned_values(seed: int, count: int) -> list[bytes]:
+    return [value for _, value in planned_records(seed, count)]
+
+
+def main(log_dir: str, seed: int, compact: bool) -> None:
+    manager = LogManager([Path(log_dir)], COMPACT_CONFIG if compact else CONFIG)
     manager.startup()
     log = manager.get_or_create_log(TP)
     if log.log_end_offset:
         raise SystemExit("the crash writer starts from an empty log")
     reported = 0
     for i, (values, codec, epoch) in enumerate(planned_batches(seed)):
-        records = [Record(j, j, b"k%d" % j, v) for j, v in enumerate(values)]
+        records = [Record(j, j, key_of(i, j, compact), v) for j, v in enumerate(values)]
         log.append_as_leader(build_batch(records, base_timestamp=1_000_000 + i, codec=codec), epoch)
+        if compact and i % 10 == 9:
+            log.update_high_watermark(log.log_end_offset)
+            manager.clean_logs()
         if log.recovery_point != reported:
             reported = log.recovery_point
             if i % 3 == 0:
@@ -62,4 +79,4 @@ def main(log_dir: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3:] == ["compact"])

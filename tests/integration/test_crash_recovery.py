@@ -20,15 +20,15 @@ import pytest
 from brokers.protocol.record import iter_records
 from brokers.protocol.records import iter_batches, read_header
 from brokers.storage.log_manager import LogManager
-from tests.integration.crash_writer import CONFIG, TP, planned_values
+from tests.integration.crash_writer import COMPACT_CONFIG, CONFIG, TP, planned_records, planned_values
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 ROUNDS = int(os.environ.get("ZKAFKA_CRASH_ROUNDS", "24"))
 
 
-def run_writer_and_kill(log_dir: Path, seed: int, rng: random.Random) -> list[tuple[int, int, int]]:
+def run_writer_and_kill(log_dir: Path, seed: int, rng: random.Random, *extra: str) -> list[tuple[int, int, int]]:
     """Start the writer, wait until it has flushed at least once, SIGKILL it at a random moment."""
-    proc = subprocess.Popen([sys.executable, str(WRITER), str(log_dir), str(seed)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, str(WRITER), str(log_dir), str(seed), *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     flushed = []
     deadline = time.monotonic() + 60
@@ -75,14 +75,21 @@ def check_indexes(log) -> None:
             assert segment.base_offset + relative < segment.next_offset
 
 
-def read_everything(log) -> list[bytes]:
-    values, offset = [], log.log_start_offset
+def read_records(log) -> list:
+    records, offset = [], log.log_start_offset
     while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20).records.read()
+        found = log.read(offset, 1 << 20).records
+        if found is None:
+            break
+        data = found.read()
         batches = list(iter_batches(data, verify_crc=True))  # a whole, CRC-valid prefix: never torn bytes
-        values.extend(r.value for r in iter_records(data))
+        records.extend(r for r in iter_records(data) if r.offset >= offset)
         offset = batches[-1].next_offset
-    return values
+    return records
+
+
+def read_everything(log) -> list[bytes]:
+    return [r.value for r in read_records(log)]
 
 
 @pytest.mark.parametrize("round_", range(ROUNDS))
@@ -115,3 +122,27 @@ def test_kill_minus_nine_loses_nothing_flushed(tmp_path, round_):
     again.startup()
     assert read_everything(again.get_log(TP)) == survivors + [b"after-crash"]
     again.shutdown()
+
+
+@pytest.mark.parametrize("round_", range(max(4, ROUNDS // 2)))
+def test_kill_minus_nine_during_compaction_keeps_every_latest_value(tmp_path, round_):
+    """Kills land in appends, cleaning and segment swaps: after recovery every record is the one
+    written at its offset, offsets only go up, and each key's latest value is still there."""
+    rng = random.Random(10_000 + round_)
+    seed = 5000 + round_
+    flushed = run_writer_and_kill(tmp_path, seed, rng, "compact")
+    manager = LogManager([tmp_path], COMPACT_CONFIG)
+    manager.startup()
+    log = manager.get_log(TP)
+    end = log.log_end_offset
+    assert end >= flushed[-1][0], "flushed records were lost"
+    history = planned_records(seed, end, compact=True)
+    records = read_records(log)
+    offsets = [r.offset for r in records]
+    assert offsets == sorted(set(offsets))
+    assert all((r.key, r.value) == history[r.offset] for r in records), "a record is not what was written there"
+    latest = {key: offset for offset, (key, _) in enumerate(history)}
+    assert set(latest.values()) <= set(offsets), "compaction lost the latest value of a key"
+    assert not list((tmp_path / TP.dir_name).glob("*.swap")) and not list((tmp_path / TP.dir_name).glob("*.cleaned"))
+    check_indexes(log)
+    manager.shutdown()
