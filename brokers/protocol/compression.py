@@ -85,18 +85,23 @@ def decompress(codec: int, data) -> bytes:
         raise CorruptRecordError(f"{name} records section ({len(data)} bytes) does not decompress: {exc}") from exc
 
 
-def _gunzip(data) -> bytes:
-    """Every gzip member in ``data``, concatenated (Java's GZIPInputStream reads them all)."""
+def _all_frames(data, new_frame, name: str) -> bytes:
+    """Every frame (gzip member, LZ4 frame, zstd frame) in ``data``, concatenated, the way Java's
+    streams read them; a library's one-shot decompress would stop after the first frame."""
     out = []
     rest = data
     while True:
-        member = zlib.decompressobj(_GZIP_WBITS)
-        out.append(member.decompress(rest))
-        if not member.eof:
-            raise CorruptRecordError(f"gzip records section ({len(data)} bytes) is truncated")
-        rest = member.unused_data
+        frame = new_frame()
+        out.append(frame.decompress(rest))
+        if not frame.eof:
+            raise CorruptRecordError(f"{name} records section ({len(data)} bytes) is truncated")
+        rest = frame.unused_data
         if not rest:
             return b"".join(out)
+
+
+def _gunzip(data) -> bytes:
+    return _all_frames(data, lambda: zlib.decompressobj(_GZIP_WBITS), "gzip")
 
 
 def _xerial_compress(data) -> bytes:
@@ -134,31 +139,12 @@ def _unsnappy(data) -> bytes:
 
 
 def _unlz4(data) -> bytes:
-    """Every LZ4 frame in ``data``, concatenated (lz4.frame.decompress alone stops after the first)."""
-    out = []
-    rest = data
-    while True:
-        frame = lz4.frame.LZ4FrameDecompressor()
-        out.append(frame.decompress(rest))
-        if not frame.eof:
-            raise CorruptRecordError(f"lz4 records section ({len(data)} bytes) is truncated")
-        rest = frame.unused_data
-        if not rest:
-            return b"".join(out)
+    return _all_frames(data, lz4.frame.LZ4FrameDecompressor, "lz4")
 
 
 def _unzstd(data) -> bytes:
-    """Every zstd frame in ``data``, streamed so that frames without a content size work."""
-    out = []
-    rest = data
-    while True:
-        frame = _ZSTD_DECOMPRESSOR.decompressobj()
-        out.append(frame.decompress(rest))
-        if not frame.eof:
-            raise CorruptRecordError(f"zstd records section ({len(data)} bytes) is truncated")
-        rest = frame.unused_data
-        if not rest:
-            return b"".join(out)
+    """Streamed, so that frames without a content size (librdkafka's) work."""
+    return _all_frames(data, _ZSTD_DECOMPRESSOR.decompressobj, "zstd")
 
 
 _DECODERS = {GZIP: _gunzip, SNAPPY: _unsnappy, LZ4: _unlz4, ZSTD: _unzstd}

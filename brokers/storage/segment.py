@@ -256,6 +256,9 @@ class LogSegment:
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self._close_log()
+
+    def _close_log(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -272,9 +275,7 @@ class LogSegment:
     def delete(self) -> None:
         self.offset_index.delete()
         self.time_index.delete()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._close_log()
         self.log_path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:
