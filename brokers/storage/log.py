@@ -102,13 +102,18 @@ class Log:
         return sum(s.size for s in self._segments)
 
     def _reindex(self) -> None:
-        """Refresh the lookup tables after the segment list changed."""
-        self._bases = [s.base_offset for s in self._segments]
+        """Publish a new snapshot for readers after the segment list changed (under the lock).
+
+        Readers take ``self._snapshot`` once: one attribute read, so a concurrent roll or retention
+        pass never shows them a half-updated list. It holds the segments, their base offsets (for
+        bisect) and a running max of the closed segments' max timestamps (for offset_for_timestamp).
+        """
+        segments = tuple(self._segments)
         running, prefix = -1, []
-        for segment in self._segments[:-1]:
+        for segment in segments[:-1]:
             running = max(running, segment.max_timestamp)
             prefix.append(running)
-        self._closed_max_ts_prefix = prefix
+        self._snapshot = (segments, [s.base_offset for s in segments], prefix)
 
     def update_high_watermark(self, offset: int) -> int:
         with self._lock:
@@ -209,7 +214,8 @@ class Log:
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_message: bool = True) -> FetchDataInfo:
         """Bytes from the batch holding ``offset`` up to ``max_offset`` (exclusive, e.g. the HW)."""
-        segments, bases, end = self._segments, self._bases, self.log_end_offset
+        segments, bases, _ = self._snapshot
+        end = segments[-1].next_offset
         if offset < self.log_start_offset or offset > end:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{self.log_start_offset}, {end}] of {self.topic_partition}"
@@ -232,7 +238,7 @@ class Log:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``, or None."""
-        segments, prefix = self._segments, self._closed_max_ts_prefix
+        segments, _, prefix = self._snapshot
         index = bisect.bisect_left(prefix, timestamp)
         for segment in segments[index:]:
             header = segment.find_offset_by_timestamp(timestamp)
@@ -251,8 +257,9 @@ class Log:
             target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
             if target <= self.recovery_point:
                 return
-            start = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
-            stop = bisect.bisect_left(self._bases, target)
+            bases = self._snapshot[1]
+            start = max(0, bisect.bisect_right(bases, self.recovery_point) - 1)
+            stop = bisect.bisect_left(bases, target)
             dirty = self._segments[start:stop]
             if up_to is None:
                 self._unflushed_messages = 0
