@@ -38,3 +38,79 @@ class TopicPartition:
         if not sep or not topic or not partition.isdigit():
             raise ValueError(f"not a partition directory name: {name!r}")
         return cls(topic, int(partition))
+
+
+NO_LEADER = BrokerId(-1)
+LEADER_DURING_DELETE = BrokerId(-2)
+INITIAL_LEADER_EPOCH = LeaderEpoch(0)
+INITIAL_CONTROLLER_EPOCH = ControllerEpoch(0)
+INITIAL_ZK_VERSION = ZkVersion(0)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A partition's leadership as the controller decided it (Kafka's LeaderAndIsr).
+
+    ``zk_version`` is the version of ``/brokers/topics/<t>/partitions/<p>/state`` that holds it.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int = INITIAL_ZK_VERSION
+
+    def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> "LeaderAndIsr":
+        """The next leadership: leader epoch + 1 (every controller decision bumps it)."""
+        return LeaderAndIsr(leader, self.leader_epoch + 1, tuple(isr), self.zk_version)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIsrAndControllerEpoch:
+    """The content of a partition state znode: leadership plus the controller epoch that decided it."""
+
+    leader_and_isr: LeaderAndIsr
+    controller_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndPoint:
+    """One listener: ``PLAINTEXT://host:port``."""
+
+    listener: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    def __str__(self) -> str:
+        return f"{self.listener}://{self.host}:{self.port}"
+
+    @classmethod
+    def parse(cls, text: str, protocol_map: dict[str, str] | None = None) -> "EndPoint":
+        """``LISTENER://host:port``; an empty host means all interfaces (``0.0.0.0``)."""
+        listener, sep, rest = text.strip().partition("://")
+        host, colon, port = rest.rpartition(":")
+        if not sep or not colon or not listener or not port.isdigit():
+            raise ValueError(f"not a listener (LISTENER://host:port): {text!r}")
+        host = host.strip("[]")
+        protocol = (protocol_map or {}).get(listener, listener if listener in _PROTOCOLS else "PLAINTEXT")
+        return cls(listener, host, int(port), protocol)
+
+
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """A live broker as registered in ``/brokers/ids/<id>``; ``epoch`` is the znode's czxid."""
+
+    id: int
+    endpoints: tuple[EndPoint, ...]
+    rack: str | None = None
+    epoch: int = -1
+    http_port: int | None = None
+
+    def endpoint(self, listener: str | None = None) -> EndPoint:
+        for endpoint in self.endpoints:
+            if listener is None or endpoint.listener == listener:
+                return endpoint
+        raise KeyError(f"broker {self.id} has no listener {listener!r}")

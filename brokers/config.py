@@ -1,0 +1,273 @@
+"""BrokerConfig: a Kafka-style ``server.properties`` with Kafka's key names and defaults.
+
+Every key is declared once in ``SCHEMA`` (type, default). An unknown key or a value of the wrong
+type raises ``ConfigError`` naming the key and the file line. Broker-level ``log.*`` defaults are
+translated to topic-level keys (``log.segment.bytes`` -> ``segment.bytes``) in ``log_defaults`` so
+that ``brokers.app`` can build the storage layer's LogConfig without this module importing it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from brokers.model import EndPoint
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return lowered == "true"
+
+
+def _list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _map(text: str) -> dict[str, str]:
+    out = {}
+    for item in _list(text):
+        key, sep, value = item.partition(":")
+        if not sep:
+            raise ValueError(f"expected KEY:VALUE pairs, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {"int": int, "bool": _bool, "str": str.strip, "list": _list,
+                                            "double": float, "map": _map}
+
+# key: (type, default). None = unset. "accepted" keys exist in common server.properties files; they
+# parse and validate but change nothing yet.
+SCHEMA: dict[str, tuple[str, Any]] = {
+    "broker.id": ("int", -1),
+    "broker.id.generation.enable": ("bool", True),
+    "reserved.broker.max.id": ("int", 1000),
+    "broker.rack": ("str", None),
+    "zookeeper.connect": ("str", None),
+    "zookeeper.session.timeout.ms": ("int", 18000),
+    "zookeeper.connection.timeout.ms": ("int", None),
+    "zookeeper.max.in.flight.requests": ("int", 10),
+    "listeners": ("list", ["PLAINTEXT://:9092"]),
+    "advertised.listeners": ("list", None),
+    "listener.security.protocol.map": ("map", None),
+    "inter.broker.listener.name": ("str", None),
+    "http.port": ("int", 8080),
+    "log.dirs": ("list", None),
+    "log.dir": ("str", "/tmp/kafka-logs"),
+    "num.partitions": ("int", 1),
+    "default.replication.factor": ("int", 1),
+    "min.insync.replicas": ("int", 1),
+    "unclean.leader.election.enable": ("bool", False),
+    "auto.create.topics.enable": ("bool", True),
+    "delete.topic.enable": ("bool", True),
+    "auto.leader.rebalance.enable": ("bool", True),
+    "leader.imbalance.check.interval.seconds": ("int", 300),
+    "leader.imbalance.per.broker.percentage": ("int", 10),
+    "controlled.shutdown.enable": ("bool", True),
+    "controlled.shutdown.max.retries": ("int", 3),
+    "controlled.shutdown.retry.backoff.ms": ("int", 5000),
+    "controller.socket.timeout.ms": ("int", 30000),
+    "request.timeout.ms": ("int", 30000),
+    "replica.lag.time.max.ms": ("int", 30000),
+    "replica.fetch.wait.max.ms": ("int", 500),
+    "replica.fetch.min.bytes": ("int", 1),
+    "replica.fetch.max.bytes": ("int", 1048576),
+    "replica.fetch.response.max.bytes": ("int", 10485760),
+    "replica.fetch.backoff.ms": ("int", 1000),
+    "num.replica.fetchers": ("int", 1),
+    "replica.high.watermark.checkpoint.interval.ms": ("int", 5000),
+    "offsets.topic.num.partitions": ("int", 50),
+    "offsets.topic.replication.factor": ("int", 3),
+    "offsets.retention.minutes": ("int", 10080),
+    "offset.metadata.max.bytes": ("int", 4096),
+    "group.initial.rebalance.delay.ms": ("int", 3000),
+    "group.min.session.timeout.ms": ("int", 6000),
+    "group.max.session.timeout.ms": ("int", 1800000),
+    "log.retention.check.interval.ms": ("int", 300000),
+    "log.flush.offset.checkpoint.interval.ms": ("int", 60000),
+    "log.flush.start.offset.checkpoint.interval.ms": ("int", 60000),
+    "log.flush.scheduler.interval.ms": ("int", 1000),
+    "log.cleaner.enable": ("bool", True),
+    "log.cleaner.backoff.ms": ("int", 15000),
+    "log.cleaner.threads": ("int", 1),
+    # accepted: common in server.properties, no effect in zkafka yet
+    "num.network.threads": ("int", 3),
+    "num.io.threads": ("int", 8),
+    "socket.send.buffer.bytes": ("int", 102400),
+    "socket.receive.buffer.bytes": ("int", 102400),
+    "socket.request.max.bytes": ("int", 104857600),
+    "num.recovery.threads.per.data.dir": ("int", 1),
+    "transaction.state.log.replication.factor": ("int", 3),
+    "transaction.state.log.min.isr": ("int", 2),
+}
+
+# broker key -> topic key (LogConfig), in order of precedence where several map to one topic key
+LOG_KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "log.segment.bytes": ("segment.bytes", str),
+    "log.roll.ms": ("segment.ms", str),
+    "log.roll.hours": ("segment.ms", lambda v: str(int(v) * 3600000)),
+    "log.roll.jitter.ms": ("segment.jitter.ms", str),
+    "log.roll.jitter.hours": ("segment.jitter.ms", lambda v: str(int(v) * 3600000)),
+    "log.index.size.max.bytes": ("segment.index.bytes", str),
+    "log.index.interval.bytes": ("index.interval.bytes", str),
+    "log.retention.ms": ("retention.ms", str),
+    "log.retention.minutes": ("retention.ms", lambda v: str(int(v) * 60000)),
+    "log.retention.hours": ("retention.ms", lambda v: str(int(v) * 3600000)),
+    "log.retention.bytes": ("retention.bytes", str),
+    "log.cleanup.policy": ("cleanup.policy", str),
+    "log.cleaner.delete.retention.ms": ("delete.retention.ms", str),
+    "log.cleaner.min.cleanable.ratio": ("min.cleanable.dirty.ratio", str),
+    "log.cleaner.min.compaction.lag.ms": ("min.compaction.lag.ms", str),
+    "log.segment.delete.delay.ms": ("file.delete.delay.ms", str),
+    "log.flush.interval.messages": ("flush.messages", str),
+    "log.flush.interval.ms": ("flush.ms", str),
+    "message.max.bytes": ("max.message.bytes", str),
+    "log.message.timestamp.type": ("message.timestamp.type", str),
+}
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    values: dict[str, Any]
+    log_defaults: dict[str, str]
+    source: str = "<properties>"
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in SCHEMA:
+            raise KeyError(f"unknown broker config {key!r}")
+        return self.values[key]
+
+    @property
+    def broker_id(self) -> int:
+        return self.values["broker.id"]
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self.values["zookeeper.connect"]
+
+    @property
+    def zookeeper_session_timeout_ms(self) -> int:
+        return self.values["zookeeper.session.timeout.ms"]
+
+    @property
+    def zookeeper_connection_timeout_ms(self) -> int:
+        return self.values["zookeeper.connection.timeout.ms"] or self.zookeeper_session_timeout_ms
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(d) for d in (self.values["log.dirs"] or [self.values["log.dir"]])]
+
+    @property
+    def listeners(self) -> list[EndPoint]:
+        return [EndPoint.parse(text, self.values["listener.security.protocol.map"]) for text in self.values["listeners"]]
+
+    @property
+    def advertised_listeners(self) -> list[EndPoint]:
+        texts = self.values["advertised.listeners"]
+        if not texts:
+            return [e if e.host not in ("", "0.0.0.0") else EndPoint(e.listener, "127.0.0.1", e.port, e.security_protocol)
+                    for e in self.listeners]
+        return [EndPoint.parse(text, self.values["listener.security.protocol.map"]) for text in texts]
+
+    @property
+    def http_port(self) -> int:
+        return self.values["http.port"]
+
+    @classmethod
+    def from_file(cls, path: Path, overrides: dict[str, str] | None = None) -> "BrokerConfig":
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read broker config {path}: {exc.strerror}") from None
+        props = parse_properties(text, str(path))
+        props.update(overrides or {})
+        return cls.from_properties(props, str(path))
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], source: str = "<properties>") -> "BrokerConfig":
+        values = {key: default for key, (_, default) in SCHEMA.items()}
+        log_defaults: dict[str, str] = {}
+        precedence: dict[str, int] = {}
+        for key, raw in props.items():
+            if key in LOG_KEYS:
+                topic_key, convert = LOG_KEYS[key]
+                rank = list(LOG_KEYS).index(key)
+                if topic_key not in precedence or rank < precedence[topic_key]:
+                    log_defaults[topic_key] = _convert(key, raw, convert, source)
+                    precedence[topic_key] = rank
+                continue
+            if key not in SCHEMA:
+                raise ConfigError(f"{source}: unknown broker config {key!r}")
+            kind = SCHEMA[key][0]
+            values[key] = _convert(key, raw, _PARSERS[kind], source)
+        config = cls(values, log_defaults, source)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        if not self.values["zookeeper.connect"]:
+            raise ConfigError(f"{self.source}: zookeeper.connect is required (e.g. zookeeper.connect=127.0.0.1:2181)")
+        for key in ("zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
+                    "min.insync.replicas", "offsets.topic.num.partitions", "offsets.topic.replication.factor"):
+            if self.values[key] <= 0:
+                raise ConfigError(f"{self.source}: {key} must be positive, got {self.values[key]}")
+        if not 0 <= self.values["http.port"] <= 65535:
+            raise ConfigError(f"{self.source}: http.port must be a port number, got {self.values['http.port']}")
+        for key in ("listeners", "advertised.listeners"):
+            try:
+                getattr(self, key.replace(".", "_"))
+            except ValueError as exc:
+                raise ConfigError(f"{self.source}: {key}: {exc}") from None
+
+
+def _convert(key: str, raw: str, convert: Callable[[str], Any], source: str) -> Any:
+    try:
+        return convert(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: broker config {key!r} has a bad value {raw!r} ({exc})") from None
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
+    """Java ``.properties``: ``#``/``!`` comments, ``=``/``:``/space separators, ``\\`` line
+    continuation, ``\\t`` ``\\n`` ``\\uXXXX`` escapes. A line without a key raises ConfigError."""
+    props: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        number = i + 1
+        line = lines[i].lstrip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while _continues(line) and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        match = re.match(r"((?:\\.|[^=:\s\\])+)\s*[=:\s]?\s*(.*)$", line)
+        if not match:
+            raise ConfigError(f"{source}:{number}: cannot parse {lines[number - 1]!r}")
+        props[_unescape(match.group(1))] = _unescape(match.group(2).rstrip())
+    return props
+
+
+def _continues(line: str) -> bool:
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _unescape(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        body = match.group(1)
+        if body.startswith("u"):
+            return chr(int(body[1:], 16))
+        return _ESCAPES.get(body, body)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", replace, text)

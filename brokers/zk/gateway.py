@@ -1,0 +1,256 @@
+"""ZkGateway: the broker's only door to ZooKeeper, async on the broker's event loop.
+
+kazoo's threaded client does the talking; every blocking call runs in ``asyncio.to_thread`` and
+every watch or session-state callback hops back onto the loop with ``call_soon_threadsafe``, so
+handlers only ever run on the loop. kazoo's exceptions become ``brokers.zk.errors``; kazoo's stat
+becomes ``ZnodeStat``. Multi-ops take our op types (``CreateOp``, ``SetDataOp``, ``DeleteOp``,
+``CheckOp``); ``fenced_multi`` prepends the ``/controller_epoch`` version check that every
+controller write carries (KAFKA-6082).
+"""
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (
+    BadVersionError as KazooBadVersion,
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError as KazooNodeExists,
+    NoNodeError as KazooNoNode,
+    NotEmptyError as KazooNotEmpty,
+    RolledBackError,
+    SessionExpiredError as KazooSessionExpired,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+
+from brokers.zk.errors import (
+    BadVersionError,
+    ConnectionLossError,
+    ControllerMovedError,
+    MultiOpError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+    ZkError,
+)
+from brokers.zk.paths import ControllerEpochZNode
+
+log = logging.getLogger(__name__)
+
+
+class SessionState(enum.Enum):
+    CONNECTED = "CONNECTED"
+    SUSPENDED = "SUSPENDED"  # connection lost, session may still be alive
+    LOST = "LOST"  # session expired: ephemerals and watches are gone
+
+
+@dataclass(frozen=True, slots=True)
+class ZnodeStat:
+    version: int
+    czxid: int
+    mzxid: int
+    ephemeral_owner: int
+    num_children: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # CREATED, DELETED, CHANGED, CHILD
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOp:
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+    sequential: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetDataOp:
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp:
+    path: str
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOp:
+    path: str
+    version: int
+
+
+Op = CreateOp | SetDataOp | DeleteOp | CheckOp
+
+_TRANSLATE: tuple[tuple[type[BaseException], type[ZkError]], ...] = (
+    (KazooNoNode, NoNodeError), (KazooNodeExists, NodeExistsError), (KazooBadVersion, BadVersionError),
+    (KazooNotEmpty, NotEmptyError), (KazooSessionExpired, SessionExpiredError), (ConnectionLoss, ConnectionLossError),
+    (KazooTimeoutError, ConnectionLossError),
+)
+
+
+def translate(exc: BaseException) -> ZkError:
+    for kazoo_type, ours in _TRANSLATE:
+        if isinstance(exc, kazoo_type):
+            return ours(str(exc) or kazoo_type.__name__)
+    return ZkError(f"{type(exc).__name__}: {exc}")
+
+
+def _stat(stat: Any) -> ZnodeStat:
+    return ZnodeStat(stat.version, stat.czxid, stat.mzxid, stat.ephemeralOwner, stat.numChildren)
+
+
+class ZkGateway:
+    def __init__(self, connect: str, *, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None,
+                 loop: asyncio.AbstractEventLoop | None = None):
+        self.connect_string = connect
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
+        self._loop = loop
+        self._listeners: list[Callable[[SessionState], None]] = []
+        self._client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000, connection_retry={"max_tries": -1, "max_delay": 1},
+                                   command_retry={"max_tries": 0})
+        self._client.add_listener(self._on_state)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect, creating the chroot if the connect string names one."""
+        self._loop = self._loop or asyncio.get_running_loop()
+        try:
+            await asyncio.to_thread(self._client.start, self.connection_timeout_ms / 1000)
+        except (KazooTimeoutError, KazooException) as exc:
+            raise ConnectionLossError(
+                f"could not connect to ZooKeeper at {self.connect_string} within {self.connection_timeout_ms} ms"
+            ) from exc
+        if self._client.chroot:
+            await self.ensure_path("/")
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._stop)
+
+    def _stop(self) -> None:
+        self._client.stop()
+        self._client.close()
+
+    @property
+    def session_id(self) -> int:
+        client_id = self._client.client_id
+        return client_id[0] if client_id else 0
+
+    @property
+    def connected(self) -> bool:
+        return self._client.connected
+
+    def add_state_listener(self, listener: Callable[[SessionState], None]) -> None:
+        """``listener(state)`` runs on the event loop after every session state change."""
+        self._listeners.append(listener)
+
+    def _on_state(self, state: str) -> None:  # kazoo's thread
+        ours = {KazooState.CONNECTED: SessionState.CONNECTED, KazooState.SUSPENDED: SessionState.SUSPENDED,
+                KazooState.LOST: SessionState.LOST}[state]
+        log.info("ZooKeeper session %s", ours.value)
+        if self._loop is not None and not self._loop.is_closed():
+            for listener in list(self._listeners):
+                self._loop.call_soon_threadsafe(listener, ours)
+
+    def _hop(self, callback: Callable[[WatchEvent], Any] | None) -> Callable[[Any], None] | None:
+        """A kazoo watch that runs ``callback`` on the event loop."""
+        if callback is None:
+            return None
+        loop = self._loop
+
+        def watch(event: Any) -> None:
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(callback, WatchEvent(str(event.type), event.path))
+
+        return watch
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise translate(exc) from exc
+
+    # -- reads ---------------------------------------------------------------------------------
+    async def get(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> tuple[bytes, ZnodeStat]:
+        data, stat = await self._call(self._client.get, path, watch=self._hop(watch))
+        return data, _stat(stat)
+
+    async def get_or_none(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        try:
+            return await self.get(path)
+        except NoNodeError:
+            return None
+
+    async def get_children(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> list[str]:
+        return sorted(await self._call(self._client.get_children, path, watch=self._hop(watch)))
+
+    async def exists(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> ZnodeStat | None:
+        stat = await self._call(self._client.exists, path, watch=self._hop(watch))
+        return _stat(stat) if stat is not None else None
+
+    # -- writes --------------------------------------------------------------------------------
+    async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False,
+                     makepath: bool = False) -> str:
+        return await self._call(self._client.create, path, data, ephemeral=ephemeral, sequence=sequential,
+                                makepath=makepath)
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        return _stat(await self._call(self._client.set, path, data, version=version))
+
+    async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
+        await self._call(self._client.delete, path, version=version, recursive=recursive)
+
+    async def ensure_path(self, path: str) -> None:
+        await self._call(self._client.ensure_path, path)
+
+    async def multi(self, ops: list[Op]) -> list[Any]:
+        """Run ``ops`` atomically; results are created paths / ZnodeStats / True in op order.
+
+        A failure raises MultiOpError naming the first failing op (the rest were rolled back).
+        """
+        return await asyncio.to_thread(self._multi, ops)
+
+    def _multi(self, ops: list[Op]) -> list[Any]:
+        transaction = self._client.transaction()
+        for op in ops:
+            if isinstance(op, CreateOp):
+                transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+            elif isinstance(op, SetDataOp):
+                transaction.set_data(op.path, op.data, version=op.version)
+            elif isinstance(op, DeleteOp):
+                transaction.delete(op.path, version=op.version)
+            else:
+                transaction.check(op.path, op.version)
+        try:
+            results = transaction.commit()
+        except (KazooException, KazooTimeoutError) as exc:
+            raise translate(exc) from exc
+        for index, result in enumerate(results):
+            if isinstance(result, BaseException) and not isinstance(result, RolledBackError):
+                raise MultiOpError(index, translate(result))
+        return [_stat(r) if hasattr(r, "czxid") else r for r in results]
+
+    async def fenced_multi(self, epoch_zk_version: int, ops: list[Op]) -> list[Any]:
+        """A controller write: ``ops`` apply only while ``/controller_epoch`` still has the version this
+        controller got when it was elected; otherwise ControllerMovedError (the caller resigns)."""
+        try:
+            return (await self.multi([CheckOp(ControllerEpochZNode.PATH, epoch_zk_version), *ops]))[1:]
+        except MultiOpError as exc:
+            if exc.index == 0:
+                raise ControllerMovedError(
+                    f"/controller_epoch is no longer at version {epoch_zk_version}: another controller was elected"
+                ) from exc
+            raise MultiOpError(exc.index - 1, exc.cause) from exc

@@ -1,0 +1,283 @@
+"""Every znode of classic Kafka (reference/kafka-zk-classic.md §1), declared once: path, encode, decode.
+
+Paths are relative to the chroot; the gateway applies it. JSON shapes are Kafka 2.8's, so Kafka's own
+tools can read a zkafka cluster's ZooKeeper. Conditional-write rules (§1.3) are noted per znode; the
+writers enforce them with znode versions and the controller-epoch check.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+
+
+def _json(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _load(data: bytes | None, what: str) -> dict[str, Any]:
+    if not data:
+        raise ValueError(f"{what}: empty znode")
+    try:
+        value = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{what}: not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what}: expected a JSON object")
+    return value
+
+
+def _now_ms() -> str:
+    return str(int(time.time() * 1000))
+
+
+class BrokerIdsZNode:
+    """``/brokers/ids``: persistent parent; the controller watches its children."""
+
+    PATH = "/brokers/ids"
+
+
+class BrokerIdZNode:
+    """``/brokers/ids/<id>``: EPHEMERAL registration (v5 JSON); czxid = broker epoch.
+
+    Created through a multi (create empty + setData expecting version 0) to learn the stat; an
+    existing node owned by this broker's previous session is deleted and re-created (KAFKA-7165).
+    """
+
+    VERSION = 5
+
+    @staticmethod
+    def path(broker_id: int) -> str:
+        return f"{BrokerIdsZNode.PATH}/{broker_id}"
+
+    @staticmethod
+    def encode(broker: BrokerInfo) -> bytes:
+        plaintext = next((e for e in broker.endpoints if e.security_protocol == "PLAINTEXT"), None)
+        data: dict[str, Any] = {
+            "version": BrokerIdZNode.VERSION,
+            "host": plaintext.host if plaintext else None,
+            "port": plaintext.port if plaintext else -1,
+            "jmx_port": -1,
+            "timestamp": _now_ms(),
+            "endpoints": [str(e) for e in broker.endpoints],
+            "listener_security_protocol_map": {e.listener: e.security_protocol for e in broker.endpoints},
+            "features": {},
+        }
+        if broker.rack is not None:
+            data["rack"] = broker.rack
+        if broker.http_port is not None:
+            data["zkafka_http_port"] = broker.http_port  # our control plane; Kafka's readers ignore it
+        return _json(data)
+
+    @staticmethod
+    def decode(broker_id: int, data: bytes, czxid: int = -1) -> BrokerInfo:
+        value = _load(data, f"/brokers/ids/{broker_id}")
+        protocols = value.get("listener_security_protocol_map") or {}
+        if "endpoints" in value:
+            endpoints = tuple(EndPoint.parse(e, protocols) for e in value["endpoints"])
+        else:  # v1
+            endpoints = (EndPoint("PLAINTEXT", value["host"], int(value["port"])),)
+        return BrokerInfo(broker_id, endpoints, value.get("rack"), czxid, value.get("zkafka_http_port"))
+
+
+class BrokerSequenceIdZNode:
+    """``/brokers/seqid``: its version + reserved.broker.max.id generates broker ids."""
+
+    PATH = "/brokers/seqid"
+
+
+class TopicsZNode:
+    PATH = "/brokers/topics"
+
+
+class TopicZNode:
+    """``/brokers/topics/<topic>``: the replica assignment (v3 JSON, partition keys are strings)."""
+
+    VERSION = 3
+
+    @staticmethod
+    def path(topic: str) -> str:
+        return f"{TopicsZNode.PATH}/{topic}"
+
+    @staticmethod
+    def encode(assignment: dict[int, list[int]], topic_id: str | None = None) -> bytes:
+        data: dict[str, Any] = {
+            "version": TopicZNode.VERSION,
+            "partitions": {str(p): list(replicas) for p, replicas in sorted(assignment.items())},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+        if topic_id is not None:
+            data["topic_id"] = topic_id
+        return _json(data)
+
+    @staticmethod
+    def decode(topic: str, data: bytes) -> dict[int, list[int]]:
+        value = _load(data, f"/brokers/topics/{topic}")
+        partitions = value.get("partitions")
+        if not isinstance(partitions, dict):
+            raise ValueError(f"/brokers/topics/{topic}: no partitions")
+        return {int(p): [int(r) for r in replicas] for p, replicas in partitions.items()}
+
+    @staticmethod
+    def decode_topic_id(data: bytes) -> str | None:
+        return _load(data, "topic").get("topic_id")
+
+
+class TopicPartitionsZNode:
+    @staticmethod
+    def path(topic: str) -> str:
+        return f"{TopicZNode.path(topic)}/partitions"
+
+
+class TopicPartitionZNode:
+    @staticmethod
+    def path(tp: TopicPartition) -> str:
+        return f"{TopicPartitionsZNode.path(tp.topic)}/{tp.partition}"
+
+
+class TopicPartitionStateZNode:
+    """``.../partitions/<p>/state``: leader, leader epoch, ISR and the deciding controller epoch.
+
+    Written with the partition's expected zkVersion (compare-and-set); its stat.version travels in
+    LeaderAndIsr as ``zk_version``.
+    """
+
+    VERSION = 1
+
+    @staticmethod
+    def path(tp: TopicPartition) -> str:
+        return f"{TopicPartitionZNode.path(tp)}/state"
+
+    @staticmethod
+    def encode(state: LeaderIsrAndControllerEpoch) -> bytes:
+        lai = state.leader_and_isr
+        return _json({"controller_epoch": state.controller_epoch, "leader": lai.leader,
+                      "version": TopicPartitionStateZNode.VERSION, "leader_epoch": lai.leader_epoch,
+                      "isr": list(lai.isr)})
+
+    @staticmethod
+    def decode(data: bytes, zk_version: int) -> LeaderIsrAndControllerEpoch:
+        value = _load(data, "partition state")
+        lai = LeaderAndIsr(int(value["leader"]), int(value["leader_epoch"]), tuple(int(b) for b in value["isr"]),
+                           zk_version)
+        return LeaderIsrAndControllerEpoch(lai, int(value["controller_epoch"]))
+
+
+class ControllerZNode:
+    """``/controller``: EPHEMERAL, created in the same multi that bumps ``/controller_epoch``."""
+
+    PATH = "/controller"
+
+    @staticmethod
+    def encode(broker_id: int) -> bytes:
+        return _json({"version": 1, "brokerid": broker_id, "timestamp": _now_ms()})
+
+    @staticmethod
+    def decode(data: bytes) -> int:
+        return int(_load(data, ControllerZNode.PATH)["brokerid"])
+
+
+class ControllerEpochZNode:
+    """``/controller_epoch``: a decimal integer; created as 0 so the first controller gets epoch 1.
+
+    Bumped with setData expecting the version read just before (inside the election multi); every
+    later controller write carries a check on that version (KAFKA-6082 fencing).
+    """
+
+    PATH = "/controller_epoch"
+
+    @staticmethod
+    def encode(epoch: int) -> bytes:
+        return str(epoch).encode()
+
+    @staticmethod
+    def decode(data: bytes) -> int:
+        try:
+            return int(data.decode())
+        except (UnicodeDecodeError, ValueError):
+            raise ValueError(f"/controller_epoch: not an integer: {data!r}") from None
+
+
+class DeleteTopicsZNode:
+    PATH = "/admin/delete_topics"
+
+    @staticmethod
+    def path(topic: str) -> str:
+        return f"{DeleteTopicsZNode.PATH}/{topic}"
+
+
+class IsrChangeNotificationZNode:
+    """``/isr_change_notification/isr_change_<seq>`` (PERSISTENT_SEQUENTIAL): partitions whose ISR changed."""
+
+    PATH = "/isr_change_notification"
+    PREFIX = "isr_change_"
+
+    @staticmethod
+    def encode(partitions: list[TopicPartition]) -> bytes:
+        return _json({"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in partitions]})
+
+    @staticmethod
+    def decode(data: bytes) -> list[TopicPartition]:
+        return [TopicPartition(p["topic"], int(p["partition"])) for p in _load(data, "isr change")["partitions"]]
+
+
+class ConfigEntityZNode:
+    """``/config/<type>/<name>``: only overrides, all values strings."""
+
+    TYPES = ("topics", "clients", "users", "brokers", "ips")
+
+    @staticmethod
+    def path(entity_type: str, name: str) -> str:
+        return f"/config/{entity_type}/{name}"
+
+    @staticmethod
+    def encode(config: dict[str, str]) -> bytes:
+        return _json({"version": 1, "config": {k: str(v) for k, v in sorted(config.items())}})
+
+    @staticmethod
+    def decode(data: bytes) -> dict[str, str]:
+        return {k: str(v) for k, v in (_load(data, "config").get("config") or {}).items()}
+
+
+class ConfigChangesZNode:
+    PATH = "/config/changes"
+
+
+class ClusterIdZNode:
+    """``/cluster/id``: ``{"version":"1","id":...}`` (the version is a string here)."""
+
+    PATH = "/cluster/id"
+
+    @staticmethod
+    def encode(cluster_id: str) -> bytes:
+        return _json({"version": "1", "id": cluster_id})
+
+    @staticmethod
+    def decode(data: bytes) -> str:
+        return str(_load(data, ClusterIdZNode.PATH)["id"])
+
+
+class ConsumerOffsetZNode:
+    """``/consumers/<group>/offsets/<topic>/<partition>``: the committed offset as decimal text."""
+
+    @staticmethod
+    def path(group: str, tp: TopicPartition) -> str:
+        return f"/consumers/{group}/offsets/{tp.topic}/{tp.partition}"
+
+    @staticmethod
+    def encode(offset: int) -> bytes:
+        return str(offset).encode()
+
+    @staticmethod
+    def decode(data: bytes) -> int:
+        return int(data.decode())
+
+
+PERSISTENT_ROOTS = (
+    "/consumers", BrokerIdsZNode.PATH, TopicsZNode.PATH, ConfigChangesZNode.PATH, DeleteTopicsZNode.PATH,
+    BrokerSequenceIdZNode.PATH, IsrChangeNotificationZNode.PATH, "/latest_producer_id_block",
+    "/log_dir_event_notification", *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
+)

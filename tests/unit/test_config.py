@@ -1,0 +1,80 @@
+"""BrokerConfig: Kafka's keys and defaults from server.properties; bad keys and values are named."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brokers.config import BrokerConfig, ConfigError, parse_properties
+from brokers.model import EndPoint
+
+SERVER_PROPERTIES = r"""
+# A Kafka-style file
+broker.id=1
+zookeeper.connect=127.0.0.1:2181/zkafka
+zookeeper.session.timeout.ms = 6000
+log.dirs=/tmp/zk-a, /tmp/zk-b
+listeners=PLAINTEXT://:9092
+advertised.listeners=PLAINTEXT://broker1:9092
+num.partitions: 3
+! another comment style
+log.retention.hours=168
+log.retention.minutes=10
+log.segment.bytes=1048576
+log.cleanup.policy=compact,\
+    delete
+http.port 8081
+num.network.threads=3
+"""
+
+
+def test_reads_a_kafka_server_properties(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text(SERVER_PROPERTIES)
+    config = BrokerConfig.from_file(path)
+    assert config.broker_id == 1
+    assert config.zookeeper_connect == "127.0.0.1:2181/zkafka"
+    assert config.zookeeper_session_timeout_ms == 6000
+    assert config.zookeeper_connection_timeout_ms == 6000  # defaults to the session timeout
+    assert config.log_dirs == [Path("/tmp/zk-a"), Path("/tmp/zk-b")]
+    assert config.listeners == [EndPoint("PLAINTEXT", "", 9092)]
+    assert config.advertised_listeners == [EndPoint("PLAINTEXT", "broker1", 9092)]
+    assert config["num.partitions"] == 3
+    assert config.http_port == 8081
+    # log.* keys become topic-level defaults; minutes beat hours (Kafka's precedence)
+    assert config.log_defaults == {"retention.ms": "600000", "segment.bytes": "1048576",
+                                   "cleanup.policy": "compact,delete"}
+
+
+def test_kafka_defaults():
+    config = BrokerConfig.from_properties({"zookeeper.connect": "localhost:2181"})
+    assert config["default.replication.factor"] == 1
+    assert config["unclean.leader.election.enable"] is False
+    assert config["auto.create.topics.enable"] is True
+    assert config["offsets.topic.num.partitions"] == 50
+    assert config.log_dirs == [Path("/tmp/kafka-logs")]
+    assert config.advertised_listeners == [EndPoint("PLAINTEXT", "127.0.0.1", 9092)]
+
+
+@pytest.mark.parametrize("props, named", [
+    ({"zookeeper.connect": "x", "num.partition": "1"}, "num.partition"),
+    ({"zookeeper.connect": "x", "num.partitions": "three"}, "num.partitions"),
+    ({"zookeeper.connect": "x", "delete.topic.enable": "yes"}, "delete.topic.enable"),
+    ({"zookeeper.connect": "x", "listeners": "nonsense"}, "listeners"),
+    ({"zookeeper.connect": "x", "num.partitions": "0"}, "num.partitions"),
+    ({"num.partitions": "1"}, "zookeeper.connect"),
+    ({"zookeeper.connect": "x", "http.port": "70000"}, "http.port"),
+])
+def test_bad_keys_and_values_are_named(props, named):
+    with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
+        BrokerConfig.from_properties(props, "server.properties")
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read broker config"):
+        BrokerConfig.from_file(tmp_path / "nope.properties")
+
+
+def test_properties_syntax():
+    text = "a.b = c\\\n   d\nx:y\nz w\nesc=\\u0041\\tB\n  # indented comment\nempty=\n"
+    assert parse_properties(text) == {"a.b": "cd", "x": "y", "z": "w", "esc": "A\tB", "empty": ""}

@@ -1,0 +1,71 @@
+"""Znode encodings are Kafka 2.8's JSON, byte-compatible with what Kafka's tools read and write."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.zk import paths
+
+
+def test_broker_registration_v5():
+    broker = BrokerInfo(2, (EndPoint("PLAINTEXT", "h1", 9092), EndPoint("INTERNAL", "h1", 9093)), rack="r1",
+                        http_port=8082)
+    data = json.loads(paths.BrokerIdZNode.encode(broker))
+    assert data["version"] == 5 and data["host"] == "h1" and data["port"] == 9092 and data["jmx_port"] == -1
+    assert data["endpoints"] == ["PLAINTEXT://h1:9092", "INTERNAL://h1:9093"]
+    assert data["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT"}
+    assert data["rack"] == "r1" and isinstance(data["timestamp"], str) and data["features"] == {}
+    decoded = paths.BrokerIdZNode.decode(2, paths.BrokerIdZNode.encode(broker), czxid=77)
+    assert decoded == BrokerInfo(2, broker.endpoints, "r1", 77, 8082)
+    assert paths.BrokerIdZNode.path(2) == "/brokers/ids/2"
+
+
+def test_decodes_a_kafka_written_registration():
+    kafka = (b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://k1:9092"],'
+             b'"jmx_port":-1,"features":{},"host":"k1","timestamp":"1700000000000","port":9092,"version":5}')
+    assert paths.BrokerIdZNode.decode(1, kafka, 5) == BrokerInfo(1, (EndPoint("PLAINTEXT", "k1", 9092),), None, 5)
+
+
+def test_topic_assignment():
+    data = paths.TopicZNode.encode({1: [2, 3, 1], 0: [1, 2, 3]}, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+    assert json.loads(data) == {"version": 3, "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]}, "adding_replicas": {},
+                                "removing_replicas": {}, "topic_id": "AAAAAAAAAAAAAAAAAAAAAA"}
+    assert paths.TopicZNode.decode("t", data) == {0: [1, 2, 3], 1: [2, 3, 1]}
+    assert paths.TopicZNode.decode("t", b'{"version":1,"partitions":{"0":[5]}}') == {0: [5]}
+
+
+def test_partition_state():
+    tp = TopicPartition("t", 4)
+    state = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 4, (2, 3, 1), 9), 7)
+    assert paths.TopicPartitionStateZNode.path(tp) == "/brokers/topics/t/partitions/4/state"
+    assert json.loads(paths.TopicPartitionStateZNode.encode(state)) == {
+        "controller_epoch": 7, "leader": 2, "version": 1, "leader_epoch": 4, "isr": [2, 3, 1]}
+    assert paths.TopicPartitionStateZNode.decode(paths.TopicPartitionStateZNode.encode(state), 9) == state
+
+
+def test_controller_and_epoch():
+    assert paths.ControllerZNode.decode(paths.ControllerZNode.encode(3)) == 3
+    assert json.loads(paths.ControllerZNode.encode(3))["version"] == 1
+    assert paths.ControllerEpochZNode.encode(7) == b"7"
+    assert paths.ControllerEpochZNode.decode(b"7") == 7
+    with pytest.raises(ValueError):
+        paths.ControllerEpochZNode.decode(b"seven")
+
+
+def test_other_znodes():
+    assert json.loads(paths.ClusterIdZNode.encode("abc")) == {"version": "1", "id": "abc"}
+    assert paths.ClusterIdZNode.decode(paths.ClusterIdZNode.encode("abc")) == "abc"
+    assert paths.ConfigEntityZNode.decode(paths.ConfigEntityZNode.encode({"retention.ms": "60000"})) == {"retention.ms": "60000"}
+    tps = [TopicPartition("a", 0), TopicPartition("b", 3)]
+    assert paths.IsrChangeNotificationZNode.decode(paths.IsrChangeNotificationZNode.encode(tps)) == tps
+    assert paths.ConsumerOffsetZNode.path("g", TopicPartition("t", 1)) == "/consumers/g/offsets/t/1"
+    assert paths.DeleteTopicsZNode.path("t") == "/admin/delete_topics/t"
+    assert "/brokers/ids" in paths.PERSISTENT_ROOTS and "/config/topics" in paths.PERSISTENT_ROOTS
+
+
+@pytest.mark.parametrize("data", [b"", b"not json", b"[1,2]"])
+def test_garbage_znodes_raise_value_error(data):
+    with pytest.raises(ValueError):
+        paths.TopicZNode.decode("t", data)
