@@ -1,0 +1,273 @@
+"""KafkaZkClient: Kafka's ZooKeeper operations in Kafka's terms, over ZkGateway.
+
+Every write follows reference §1.3: broker registration through a multi to learn the czxid (broker
+epoch); controller election as one multi (create ``/controller`` + conditional epoch bump); every
+controller write fenced by the ``/controller_epoch`` version; partition state written with the
+partition's expected znode version.
+"""
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.zk.errors import BadVersionError, MultiOpError, NodeExistsError, NoNodeError, ZkError
+from brokers.zk.gateway import CreateOp, DeleteOp, SetDataOp, WatchEvent, ZkGateway
+from brokers.zk.paths import (
+    PERSISTENT_ROOTS,
+    BrokerIdsZNode,
+    BrokerIdZNode,
+    ClusterIdZNode,
+    ConfigEntityZNode,
+    ControllerEpochZNode,
+    ControllerZNode,
+    DeleteTopicsZNode,
+    IsrChangeNotificationZNode,
+    TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicPartitionZNode,
+    TopicsZNode,
+    TopicZNode,
+)
+
+log = logging.getLogger(__name__)
+Watch = Callable[[WatchEvent], Any] | None
+
+
+class DuplicateBrokerIdError(ZkError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerElection:
+    """The outcome of an election attempt: who is controller, and (if we won) our epoch and its version."""
+
+    controller_id: int
+    epoch: int = -1
+    epoch_zk_version: int = -1
+    won: bool = False
+
+
+def new_uuid_base64() -> str:
+    """Kafka's cluster and topic ids: 22 characters of URL-safe base64 of a random UUID."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class KafkaZkClient:
+    def __init__(self, gateway: ZkGateway):
+        self.zk = gateway
+
+    # -- start-up ------------------------------------------------------------------------------
+    async def create_persistent_roots(self) -> None:
+        for path in PERSISTENT_ROOTS:
+            await self.zk.ensure_path(path)
+
+    async def get_or_create_cluster_id(self) -> str:
+        try:
+            await self.zk.create(ClusterIdZNode.PATH, ClusterIdZNode.encode(new_uuid_base64()), makepath=True)
+        except NodeExistsError:
+            pass
+        data, _ = await self.zk.get(ClusterIdZNode.PATH)
+        return ClusterIdZNode.decode(data)
+
+    # -- brokers -------------------------------------------------------------------------------
+    async def register_broker(self, broker: BrokerInfo) -> int:
+        """Create the ephemeral ``/brokers/ids/<id>``; return the broker epoch (its czxid).
+
+        A node left by this broker's own earlier session is replaced (KAFKA-7165); a node owned by
+        another live session means another broker runs with this id.
+        """
+        path = BrokerIdZNode.path(broker.id)
+        data = BrokerIdZNode.encode(broker)
+        for _ in range(3):
+            try:
+                _, stat = await self.zk.multi([CreateOp(path, b"", ephemeral=True), SetDataOp(path, data, 0)])
+                return stat.czxid
+            except MultiOpError as exc:
+                if not isinstance(exc.cause, NodeExistsError):
+                    raise exc.cause from exc
+            existing = await self.zk.exists(path)
+            if existing is None:
+                continue
+            if existing.ephemeral_owner != self.zk.session_id:
+                raise DuplicateBrokerIdError(
+                    f"broker id {broker.id} is already registered by another live broker (session "
+                    f"{existing.ephemeral_owner:#x}); each broker needs its own broker.id")
+            await self.zk.delete(path, existing.version)
+        raise ZkError(f"could not register broker {broker.id}")
+
+    async def get_broker_ids(self, watch: Watch = None) -> list[int]:
+        return sorted(int(child) for child in await self.zk.get_children(BrokerIdsZNode.PATH, watch))
+
+    async def get_broker(self, broker_id: int, watch: Watch = None) -> BrokerInfo | None:
+        try:
+            data, stat = await self.zk.get(BrokerIdZNode.path(broker_id), watch)
+        except NoNodeError:
+            return None
+        return BrokerIdZNode.decode(broker_id, data, stat.czxid)
+
+    async def get_all_brokers(self) -> dict[int, BrokerInfo]:
+        brokers = {}
+        for broker_id in await self.get_broker_ids():
+            info = await self.get_broker(broker_id)
+            if info is not None:
+                brokers[broker_id] = info
+        return brokers
+
+    # -- controller ----------------------------------------------------------------------------
+    async def get_controller_id(self, watch: Watch = None) -> int | None:
+        try:
+            data, _ = await self.zk.get(ControllerZNode.PATH, watch)
+        except NoNodeError:
+            if watch is not None:
+                await self.zk.exists(ControllerZNode.PATH, watch)  # re-arm: fire when one appears
+            return None
+        return ControllerZNode.decode(data)
+
+    async def get_controller_epoch(self) -> tuple[int, int]:
+        """(epoch, znode version) of ``/controller_epoch``, creating it as 0 if missing."""
+        try:
+            await self.zk.create(ControllerEpochZNode.PATH, ControllerEpochZNode.encode(0))
+        except NodeExistsError:
+            pass
+        data, stat = await self.zk.get(ControllerEpochZNode.PATH)
+        return ControllerEpochZNode.decode(data), stat.version
+
+    async def try_elect_controller(self, broker_id: int) -> ControllerElection:
+        """Kafka's ``elect()``: one multi creates ``/controller`` and bumps the epoch conditionally."""
+        current = await self.get_controller_id()
+        if current is not None:
+            return ControllerElection(current)
+        epoch, version = await self.get_controller_epoch()
+        try:
+            _, stat = await self.zk.multi([
+                CreateOp(ControllerZNode.PATH, ControllerZNode.encode(broker_id), ephemeral=True),
+                SetDataOp(ControllerEpochZNode.PATH, ControllerEpochZNode.encode(epoch + 1), version),
+            ])
+            return ControllerElection(broker_id, epoch + 1, stat.version, won=True)
+        except MultiOpError as exc:
+            if not isinstance(exc.cause, (NodeExistsError, BadVersionError)):
+                raise exc.cause from exc
+        winner = await self.get_controller_id()
+        now_epoch, now_version = await self.get_controller_epoch()
+        if winner == broker_id and now_epoch == epoch + 1:  # our multi committed but its answer was lost
+            return ControllerElection(broker_id, now_epoch, now_version, won=True)
+        return ControllerElection(winner if winner is not None else -1)
+
+    async def resign_controller(self, epoch_zk_version: int) -> None:
+        """Delete ``/controller`` (fenced: only while our epoch stands) so others can elect."""
+        try:
+            await self.zk.fenced_multi(epoch_zk_version, [DeleteOp(ControllerZNode.PATH)])
+        except ZkError as exc:
+            log.info("resign: /controller not deleted (%s)", exc)
+
+    # -- topics --------------------------------------------------------------------------------
+    async def get_all_topics(self, watch: Watch = None) -> list[str]:
+        return await self.zk.get_children(TopicsZNode.PATH, watch)
+
+    async def get_topic_assignment(self, topic: str, watch: Watch = None) -> dict[int, list[int]] | None:
+        try:
+            data, _ = await self.zk.get(TopicZNode.path(topic), watch)
+        except NoNodeError:
+            return None
+        return TopicZNode.decode(topic, data)
+
+    async def create_topic(self, topic: str, assignment: dict[int, list[int]], config: dict[str, str]) -> None:
+        """The admin path (CreateTopics / kafka-topics --zookeeper): config first, then assignment."""
+        config_path = ConfigEntityZNode.path("topics", topic)
+        try:
+            await self.zk.create(config_path, ConfigEntityZNode.encode(config), makepath=True)
+        except NodeExistsError:
+            await self.zk.set(config_path, ConfigEntityZNode.encode(config))
+        await self.zk.create(TopicZNode.path(topic), TopicZNode.encode(assignment, new_uuid_base64()), makepath=True)
+
+    async def get_topic_config(self, topic: str) -> dict[str, str]:
+        try:
+            data, _ = await self.zk.get(ConfigEntityZNode.path("topics", topic))
+        except NoNodeError:
+            return {}
+        return ConfigEntityZNode.decode(data)
+
+    # -- partition state -----------------------------------------------------------------------
+    async def get_partition_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+        try:
+            data, stat = await self.zk.get(TopicPartitionStateZNode.path(tp))
+        except NoNodeError:
+            return None
+        return TopicPartitionStateZNode.decode(data, stat.version)
+
+    async def create_partition_state(self, epoch_zk_version: int, tp: TopicPartition,
+                                     state: LeaderIsrAndControllerEpoch) -> None:
+        """New -> Online: create ``partitions/<p>/state`` (and its parents) in one fenced multi."""
+        ops = []
+        for parent in (TopicPartitionsZNode.path(tp.topic), TopicPartitionZNode.path(tp)):
+            if await self.zk.exists(parent) is None:
+                ops.append(CreateOp(parent))
+        ops.append(CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state)))
+        await self.zk.fenced_multi(epoch_zk_version, ops)
+
+    async def update_partition_state(self, epoch_zk_version: int, tp: TopicPartition,
+                                     state: LeaderIsrAndControllerEpoch) -> int:
+        """Compare-and-set on the partition's znode version (in ``state``); return the new version.
+
+        Raises MultiOpError(BadVersionError) when someone else wrote first, ControllerMovedError when
+        this controller was deposed.
+        """
+        lai = state.leader_and_isr
+        (stat,) = await self.zk.fenced_multi(epoch_zk_version, [
+            SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), lai.zk_version)])
+        return stat.version
+
+    # -- deletion and notifications ------------------------------------------------------------
+    async def get_topic_deletions(self, watch: Watch = None) -> list[str]:
+        return await self.zk.get_children(DeleteTopicsZNode.PATH, watch)
+
+    async def request_topic_deletion(self, topic: str) -> None:
+        try:
+            await self.zk.create(DeleteTopicsZNode.path(topic), makepath=True)
+        except NodeExistsError:
+            pass
+
+    async def delete_topic(self, epoch_zk_version: int, topic: str) -> None:
+        """Remove the topic's znodes bottom-up, its config and its deletion marker, fenced."""
+        ops: list[Any] = []
+        partitions_path = TopicPartitionsZNode.path(topic)
+        for partition in await self._children_or_empty(partitions_path):
+            tp = TopicPartition(topic, int(partition))
+            if await self.zk.exists(TopicPartitionStateZNode.path(tp)):
+                ops.append(DeleteOp(TopicPartitionStateZNode.path(tp)))
+            ops.append(DeleteOp(TopicPartitionZNode.path(tp)))
+        if await self.zk.exists(partitions_path):
+            ops.append(DeleteOp(partitions_path))
+        ops.append(DeleteOp(TopicZNode.path(topic)))
+        for path in (ConfigEntityZNode.path("topics", topic), DeleteTopicsZNode.path(topic)):
+            if await self.zk.exists(path):
+                ops.append(DeleteOp(path))
+        await self.zk.fenced_multi(epoch_zk_version, ops)
+
+    async def delete_topic_deletion_marker(self, epoch_zk_version: int, topic: str) -> None:
+        await self.zk.fenced_multi(epoch_zk_version, [DeleteOp(DeleteTopicsZNode.path(topic))])
+
+    async def get_isr_change_notifications(self, watch: Watch = None) -> list[str]:
+        return await self.zk.get_children(IsrChangeNotificationZNode.PATH, watch)
+
+    async def read_isr_change_notification(self, name: str) -> list[TopicPartition]:
+        try:
+            data, _ = await self.zk.get(f"{IsrChangeNotificationZNode.PATH}/{name}")
+        except NoNodeError:
+            return []
+        return IsrChangeNotificationZNode.decode(data)
+
+    async def delete_isr_change_notifications(self, epoch_zk_version: int, names: list[str]) -> None:
+        if names:
+            await self.zk.fenced_multi(epoch_zk_version,
+                                       [DeleteOp(f"{IsrChangeNotificationZNode.PATH}/{n}") for n in names])
+
+    async def _children_or_empty(self, path: str) -> list[str]:
+        try:
+            return await self.zk.get_children(path)
+        except NoNodeError:
+            return []
