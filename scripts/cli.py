@@ -1,11 +1,12 @@
 """``zkafka``: the project's command line. Thin: parse flags, make one library call, print.
 
-Subcommands so far: ``--version``, ``log dump <dir|file>``, ``bench storage``. Later issues add
-``zookeeper``, ``cluster``, ``demo``.
+Subcommands so far: ``--version``, ``log dump <dir|file>``, ``bench storage``,
+``zookeeper start|stop|status`` (scripts/zookeeper.py). Later issues add ``cluster``, ``demo``.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -41,7 +42,65 @@ def build_parser() -> argparse.ArgumentParser:
                          help="comma-separated producer batch sizes in bytes (default 16384,1048576)")
     storage.add_argument("--record-bytes", type=int, default=100, help="record value size (default 100)")
     storage.add_argument("--lookups", type=int, default=2000, help="random read/offset_for_timestamp lookups")
+
+    zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
+    zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
+    zk_start = zk_commands.add_parser("start", help="start in the background; exits 0 once it serves")
+    zk_start.set_defaults(subparser=zk_start)
+    zk_start.add_argument("--port", type=int, default=2181,
+                          help="client port; an ensemble's node N uses PORT+N-1, quorum/election ports "
+                               "PORT+10+N-1 and PORT+20+N-1 (default 2181)")
+    zk_start.add_argument("--ensemble", type=int, default=1, metavar="N",
+                          help="number of nodes (1 = standalone, the default; at most 10)")
+    zk_start.add_argument("--tick-time", type=int, default=2000, metavar="MS", help="tickTime in ms (default 2000)")
+    zk_start.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness (default 60)")
+    zk_stop = zk_commands.add_parser("stop", help="stop it (SIGTERM, then SIGKILL after a grace period)")
+    zk_status = zk_commands.add_parser("status", help="pid, mode and port per node; exit 0 serving, "
+                                                      "1 degraded, 3 stopped")
+    zk_status.add_argument("--json", action="store_true", help="print JSON")
+    for p in (zk_start, zk_stop, zk_status):
+        p.add_argument("--data-dir", type=Path, default=Path(".zkafka/zookeeper"),
+                       help="where configs, data, logs and pid files live (default ./.zkafka/zookeeper)")
     return parser
+
+
+def _zookeeper(args: argparse.Namespace) -> int:
+    from scripts import zookeeper
+
+    if args.zk_command == "start":
+        if not 1 <= args.ensemble <= zookeeper.MAX_ENSEMBLE:
+            args.subparser.error(f"--ensemble must be between 1 and {zookeeper.MAX_ENSEMBLE}, got {args.ensemble}")
+        if args.timeout <= 0:
+            args.subparser.error(f"--timeout must be positive, got {args.timeout}")
+        if args.tick_time <= 0:
+            args.subparser.error(f"--tick-time must be positive, got {args.tick_time}")
+        try:
+            zookeeper.ensemble_ports(args.port, args.ensemble)
+        except ValueError as exc:
+            args.subparser.error(f"--port: {exc}")
+    try:
+        if args.zk_command == "start":
+            zk = zookeeper.start(args.data_dir, args.port, ensemble=args.ensemble, tick_time=args.tick_time,
+                                 timeout=args.timeout)
+            print(zk.connect_string)
+            for node in getattr(zk, "nodes", [zk]):
+                print(f"  {node.connect_string} pid {node.pid} log {node.log_path} pidfile {node.pid_path}")
+            return 0
+        if args.zk_command == "stop":
+            pids = zookeeper.stop(args.data_dir)
+            print(f"stopped pid {', '.join(map(str, pids))}" if pids else "not running")
+            return 0
+        info = zookeeper.status(args.data_dir)
+    except zookeeper.ZooKeeperError as exc:
+        print(f"zkafka zookeeper {args.zk_command}: {exc}", file=sys.stderr)
+        return 3 if args.zk_command == "status" else 1
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(f"{info['state']} {info['connect_string']} ({info['data_dir']})")
+        for n in info["nodes"]:
+            print(f"  {n['connect_string']} pid {n['pid'] or '-'} mode {n['mode'] or '-'} log {n['log']}")
+    return {"serving": 0, "degraded": 1}.get(info["state"], 3)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--total-mib must be positive and every batch size at least 200 bytes")
         run_storage_bench(args.dir, args.total_mib, sizes, args.record_bytes, args.lookups)
         return 0
+    if args.command == "zookeeper":
+        return _zookeeper(args)
     parser.print_help()
     return 2
 

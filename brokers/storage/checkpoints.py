@@ -111,3 +111,25 @@ class LeaderEpochCheckpointFile:
 
     def read(self) -> list[tuple[int, int]]:
         return self._file.read()
+
+
+META_PROPERTIES = "meta.properties"
+
+
+def read_meta_properties(log_dir: Path) -> dict[str, str]:
+    """``meta.properties`` of a log dir (``version``, ``broker.id``, ``cluster.id``); empty if absent."""
+    try:
+        text = (Path(log_dir) / META_PROPERTIES).read_text()
+    except FileNotFoundError:
+        return {}
+    entries = {}
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            entries[key.strip()] = value.strip()
+    return entries
+
+
+def write_meta_properties(log_dir: Path, broker_id: int, cluster_id: str) -> None:
+    text = f"#\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n"
+    atomic_write(Path(log_dir) / META_PROPERTIES, text.encode())

@@ -1,0 +1,177 @@
+"""BrokerServer: the composition root. The only module that wires every package together.
+
+Start order (Kafka 2.8, reference §1.4): ZooKeeper session and persistent roots -> cluster id and
+``meta.properties`` -> logs loaded (recovery off the loop) -> metadata cache and replica manager ->
+HTTP (control plane) -> ``/brokers/ids/<id>`` registration (broker epoch) -> controller candidate.
+Stop in reverse. A session that expires is answered by resigning, then re-registering and
+re-electing once a new session is up.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from brokers.config import BrokerConfig, ConfigError
+from brokers.control import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from brokers.http.server import HttpServer
+from brokers.model import BrokerInfo
+from brokers.protocol.errors import ErrorCode
+from brokers.replication.metadata_cache import MetadataCache
+from brokers.replication.replica_manager import ReplicaManager
+from brokers.storage.checkpoints import read_meta_properties, write_meta_properties
+from brokers.storage.log_config import InvalidConfigError, LogConfig
+from brokers.storage.log_manager import LogManager, LogManagerConfig
+from brokers.storage.scheduler import Scheduler
+from brokers.zk.client import KafkaZkClient
+from brokers.zk.gateway import SessionState, ZkGateway
+from coordinator.controller import ControllerConfig, KafkaController
+
+log = logging.getLogger(__name__)
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.broker_id = config.broker_id
+        try:
+            self.default_log_config = LogConfig.from_properties(config.log_defaults)
+        except InvalidConfigError as exc:
+            raise ConfigError(f"{config.source}: {exc}") from None
+        self.cluster_id: str | None = None
+        self.broker_epoch = -1
+        self.zk = ZkGateway(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms,
+                            connection_timeout_ms=config.zookeeper_connection_timeout_ms)
+        self.kzc = KafkaZkClient(self.zk)
+        self.scheduler: Scheduler | None = None
+        self.log_manager: LogManager | None = None
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.replica_manager: ReplicaManager | None = None
+        self.http = HttpServer(self, "127.0.0.1", config.http_port)
+        self.controller: KafkaController | None = None
+        self._session_lost = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- start-up ------------------------------------------------------------------------------
+    async def startup(self) -> None:
+        await self.zk.start()
+        self.zk.add_state_listener(self._on_session_state)
+        await self.kzc.create_persistent_roots()
+        self.cluster_id = await self.kzc.get_or_create_cluster_id()
+        self._check_meta_properties()
+        self.scheduler = Scheduler(f"broker-{self.broker_id}-scheduler")
+        self.log_manager = LogManager(self.config.log_dirs, self.default_log_config, self._log_manager_config(),
+                                      scheduler=self.scheduler)
+        await asyncio.to_thread(self.log_manager.startup)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self._topic_log_config,
+                                              lambda: self.broker_epoch)
+        await self.http.start()
+        self.broker_epoch = await self.kzc.register_broker(self.broker_info())
+        log.info("broker %d registered with epoch %d (cluster %s)", self.broker_id, self.broker_epoch, self.cluster_id)
+        self.controller = KafkaController(self.broker_id, self.kzc, ControllerConfig.from_broker(self.config))
+        await self.controller.startup()
+
+    def broker_info(self) -> BrokerInfo:
+        return BrokerInfo(self.broker_id, tuple(self.config.advertised_listeners), self.config["broker.rack"],
+                          self.broker_epoch, self.http.port)
+
+    def _log_manager_config(self) -> LogManagerConfig:
+        c = self.config
+        return LogManagerConfig(
+            retention_check_interval_ms=c["log.retention.check.interval.ms"],
+            flush_check_interval_ms=c["log.flush.scheduler.interval.ms"],
+            flush_offset_checkpoint_interval_ms=c["log.flush.offset.checkpoint.interval.ms"],
+            flush_start_offset_checkpoint_interval_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
+            high_watermark_checkpoint_interval_ms=c["replica.high.watermark.checkpoint.interval.ms"],
+            cleaner_backoff_ms=c["log.cleaner.backoff.ms"], cleaner_enable=c["log.cleaner.enable"])
+
+    def _check_meta_properties(self) -> None:
+        """Every log dir belongs to this broker id and this cluster, or start-up stops (Kafka's rule)."""
+        for log_dir in self.config.log_dirs:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            meta = read_meta_properties(log_dir)
+            if meta.get("cluster.id") not in (None, self.cluster_id):
+                raise ConfigError(f"{log_dir}/meta.properties belongs to cluster {meta['cluster.id']}, but "
+                                  f"ZooKeeper's /cluster/id is {self.cluster_id}: wrong zookeeper.connect or log.dirs?")
+            if meta.get("broker.id") not in (None, str(self.broker_id)):
+                raise ConfigError(f"{log_dir}/meta.properties belongs to broker {meta['broker.id']}, "
+                                  f"not broker.id={self.broker_id}")
+            if not meta:
+                write_meta_properties(log_dir, self.broker_id, self.cluster_id or "")
+
+    async def _topic_log_config(self, topic: str) -> LogConfig:
+        overrides = await self.kzc.get_topic_config(topic)
+        try:
+            return LogConfig.from_properties(overrides, base=self.default_log_config)
+        except InvalidConfigError as exc:
+            log.error("topic %s has a bad config override (%s); using the broker defaults", topic, exc)
+            return self.default_log_config
+
+    # -- ZooKeeper session ---------------------------------------------------------------------
+    def _on_session_state(self, state: SessionState) -> None:
+        if state is SessionState.LOST:
+            self._session_lost = True
+            if self.controller is not None:
+                self._spawn(self.controller.on_session_expired())
+        elif state is SessionState.CONNECTED and self._session_lost:
+            self._session_lost = False
+            self._spawn(self._reregister())
+
+    async def _reregister(self) -> None:
+        """A new session: the old ephemerals are gone; register again (new epoch) and re-elect."""
+        self.broker_epoch = await self.kzc.register_broker(self.broker_info())
+        log.info("broker %d re-registered with epoch %d", self.broker_id, self.broker_epoch)
+        if self.controller is not None:
+            await self.controller.on_new_session()
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- control plane (brokers.control.ControlRequestHandler) ---------------------------------
+    async def leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        return await self.replica_manager.become_leader_or_follower(request)
+
+    async def update_metadata(self, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+        error = self.replica_manager.fence("UpdateMetadata", request.controller_id, request.controller_epoch,
+                                            request.broker_epoch)
+        if error == ErrorCode.NONE:
+            self.metadata_cache.update(request)
+        return UpdateMetadataResponse(int(error))
+
+    async def stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
+        return await self.replica_manager.stop_replicas(request)
+
+    async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
+        if self.controller is None or not self.controller.is_active:
+            return ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ())
+        return await self.controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+
+    def health(self) -> dict:
+        controller = self.controller.describe() if self.controller else {}
+        return {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch, "cluster_id": self.cluster_id,
+                "zookeeper_connected": self.zk.connected, "controller": controller,
+                "controller_epoch_seen": self.replica_manager.controller_epoch if self.replica_manager else 0,
+                "rejected_requests": len(self.replica_manager.rejected) if self.replica_manager else 0,
+                "metadata": self.metadata_cache.snapshot(),
+                "partitions": self.replica_manager.describe() if self.replica_manager else {}}
+
+    # -- shutdown ------------------------------------------------------------------------------
+    async def shutdown(self) -> None:
+        """Reverse order: controller, registration (session close), HTTP, logs (flush, checkpoints)."""
+        if self.controller is not None:
+            await self.controller.shutdown()
+        await self.zk.close()
+        await self.http.stop()
+        if self.log_manager is not None:
+            await asyncio.to_thread(self.log_manager.shutdown)

@@ -1,0 +1,116 @@
+"""The broker's HTTP server (aiohttp.web): control-plane endpoints and /healthz (ARCHITECTURE §5).
+
+Control endpoints take and return msgpack (``application/msgpack``), one per ``brokers.control``
+API: ``POST /control/v1/leader-and-isr``, ``/update-metadata``, ``/stop-replica``,
+``/controlled-shutdown``. The body is decoded into the request dataclass and handed to the
+matching ``ControlRequestHandler`` method; fencing (controller and broker epochs) is the handler's
+job, answered inside the response's ``error_code`` as Kafka does. A body that does not decode is a
+400 with a text message; a handler that raises is a 500. Either way the server keeps serving.
+
+``GET /healthz`` answers ``handler.health()`` as JSON.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Awaitable, Callable
+
+from aiohttp import web
+
+from brokers.control import CONTROL_APIS, ControlApi, ControlRequestHandler, decode, encode
+
+log = logging.getLogger(__name__)
+
+MSGPACK = "application/msgpack"
+HANDLER_KEY: web.AppKey[ControlRequestHandler] = web.AppKey("control_handler", ControlRequestHandler)
+# UpdateMetadata to a broker of a large cluster carries every partition: allow more than aiohttp's 1 MiB.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+def _control_route(api: ControlApi) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        try:
+            message = decode(api.request, body)
+        except ValueError as exc:
+            log.warning("bad %s body from %s: %s", api.path, request.remote, exc)
+            return web.Response(status=400, text=f"malformed {api.request.__name__}: {exc}\n")
+        handler = request.app[HANDLER_KEY]
+        try:
+            response = await getattr(handler, api.method)(message)
+        except Exception as exc:  # the handler's bug must not take the server down
+            log.exception("%s handler failed", api.method)
+            return web.Response(status=500, text=f"{api.method} failed: {type(exc).__name__}: {exc}\n")
+        if not isinstance(response, api.response):
+            log.error("%s handler returned %s, not %s", api.method, type(response).__name__, api.response.__name__)
+            return web.Response(status=500, text=f"{api.method} returned {type(response).__name__}\n")
+        return web.Response(body=encode(response), content_type=MSGPACK)
+
+    handle.__name__ = f"handle_{api.method}"
+    return handle
+
+
+async def _healthz(request: web.Request) -> web.StreamResponse:
+    try:
+        health = request.app[HANDLER_KEY].health()
+    except Exception as exc:
+        log.exception("health() failed")
+        return web.json_response({"status": "error", "error": f"{type(exc).__name__}: {exc}"}, status=500)
+    return web.json_response(health)
+
+
+def add_control_routes(app: web.Application, handler: ControlRequestHandler) -> None:
+    """Register the control endpoints and /healthz for ``handler`` on ``app``."""
+    app[HANDLER_KEY] = handler
+    for api in CONTROL_APIS:
+        app.router.add_post(api.path, _control_route(api))
+    app.router.add_get("/healthz", _healthz)
+
+
+def create_app(handler: ControlRequestHandler) -> web.Application:
+    """The broker's web application: control plane + health (admin API and metrics join it later)."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    add_control_routes(app, handler)
+    return app
+
+
+class HttpServer:
+    """Serves ``create_app(handler)`` on ``host:port``; port 0 binds a free port, then ``.port`` tells it."""
+
+    def __init__(self, handler: ControlRequestHandler, host: str = "127.0.0.1", port: int = 0,
+                 *, shutdown_timeout: float = 5.0):
+        self.handler = handler
+        self.host = host
+        self._requested_port = port
+        self._shutdown_timeout = shutdown_timeout
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port once started; the configured one before."""
+        return self._port if self._port is not None else self._requested_port
+
+    @property
+    def running(self) -> bool:
+        return self._runner is not None
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("HTTP server already started")
+        runner = web.AppRunner(create_app(self.handler), shutdown_timeout=self._shutdown_timeout)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.host, self._requested_port)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._port = runner.addresses[0][1]
+        log.info("HTTP server listening on http://%s:%d", self.host, self._port)
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+            log.info("HTTP server on port %s stopped", self._port)

@@ -1,0 +1,50 @@
+"""MetadataCache: what this broker knows of the cluster, fed only by the controller's UpdateMetadata.
+
+Live brokers are replaced wholesale by each request; partition states are replaced per partition,
+and a partition whose leader is -2 (LeaderDuringDelete) is removed. Metadata responses (issue 4)
+are answered from here alone, as in Kafka.
+"""
+from __future__ import annotations
+
+from brokers.control import PartitionState, UpdateMetadataRequest
+from brokers.model import LEADER_DURING_DELETE, BrokerInfo, TopicPartition
+
+
+class MetadataCache:
+    def __init__(self, broker_id: int):
+        self.broker_id = broker_id
+        self.controller_id: int | None = None
+        self.live_brokers: dict[int, BrokerInfo] = {}
+        self.partitions: dict[TopicPartition, PartitionState] = {}
+
+    def update(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
+        """Apply an UpdateMetadata; return the partitions it deleted."""
+        self.controller_id = request.controller_id
+        self.live_brokers = {broker.id: broker for broker in request.live_brokers}
+        deleted = []
+        for state in request.partition_states:
+            tp = TopicPartition(state.topic, state.partition)
+            if state.leader == LEADER_DURING_DELETE:
+                if self.partitions.pop(tp, None) is not None:
+                    deleted.append(tp)
+            else:
+                self.partitions[tp] = state
+        return deleted
+
+    def topics(self) -> set[str]:
+        return {tp.topic for tp in self.partitions}
+
+    def partitions_of(self, topic: str) -> dict[int, PartitionState]:
+        return {tp.partition: state for tp, state in self.partitions.items() if tp.topic == topic}
+
+    def leader_of(self, tp: TopicPartition) -> BrokerInfo | None:
+        state = self.partitions.get(tp)
+        return self.live_brokers.get(state.leader) if state else None
+
+    def snapshot(self) -> dict:
+        return {
+            "controller_id": self.controller_id,
+            "live_brokers": sorted(self.live_brokers),
+            "partitions": {str(tp): {"leader": s.leader, "leader_epoch": s.leader_epoch, "isr": list(s.isr),
+                                     "replicas": list(s.replicas)} for tp, s in sorted(self.partitions.items())},
+        }

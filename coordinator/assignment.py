@@ -1,0 +1,157 @@
+"""Replica assignment and topic-name rules (pure: data in, data out).
+
+Kafka's rack-unaware placement (``AdminUtils.assignReplicasToBrokersRackUnaware``, reference §3.1),
+its continuation for CreatePartitions (``AdminZkClient.addPartitions``, reference §2.5 "Partition
+addition") and its topic-name rules (``org.apache.kafka.common.internals.Topic``).
+
+The algorithm, with ``B`` the broker ids sorted ascending and ``n = len(B)``:
+
+- ``startIndex`` and the initial ``shift`` are two independent random numbers in ``[0, n)``; when a
+  fixed start index ``>= 0`` is given both are that value (Kafka's ``fixedStartIndex``).
+- for partition ``p`` (from ``startPartitionId``): if ``p > 0 and p % n == 0`` then ``shift += 1``;
+  ``first = (p + startIndex) % n``; replica 0 is ``B[first]`` and replica ``j + 1`` is
+  ``B[(first + 1 + (shift + j) % (n - 1)) % n]``.
+
+Leaders (first replicas) therefore go round-robin over the brokers, and followers are shifted after
+each full round so the same replica lists do not repeat.
+"""
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable, Mapping
+
+from brokers.protocol.errors import ErrorCode, KafkaError
+
+MAX_TOPIC_NAME_LENGTH = 249
+"""Kafka's ``Topic.MAX_NAME_LENGTH``: 255 (file name limit) minus room for ``-<partition>`` and suffixes."""
+
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+_RNG = random.Random()
+
+
+# -- topic names -----------------------------------------------------------------------------------
+
+def validate_topic_name(name: str) -> None:
+    """Raise ``KafkaError(INVALID_TOPIC_EXCEPTION)`` unless ``name`` is a legal Kafka topic name.
+
+    Rules (Kafka's ``Topic.validate``): not empty; not ``.`` or ``..`` (they are directory names);
+    at most 249 characters; only ASCII letters, digits, ``.``, ``_`` and ``-``.
+    """
+    if not name:
+        _invalid_topic("topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        _invalid_topic('topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        _invalid_topic(f"topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
+                       f"topic name: {name!r}")
+    if _LEGAL_TOPIC_NAME.fullmatch(name) is None:
+        _invalid_topic(f"topic name {name!r} is illegal, it contains a character other than "
+                       "ASCII alphanumerics, '.', '_' and '-'")
+
+
+def _invalid_topic(message: str) -> None:
+    raise KafkaError(message, ErrorCode.INVALID_TOPIC_EXCEPTION)
+
+
+def topics_collide(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` are equal once ``.`` and ``_`` are treated as the same character.
+
+    Kafka's ``Topic.hasCollision``: metric names replace ``.`` with ``_``, so ``my.topic`` and
+    ``my_topic`` would share metrics. Identical names collide too (callers check for an existing
+    topic first, to answer ``TOPIC_ALREADY_EXISTS`` rather than a collision).
+    """
+    return a.replace(".", "_") == b.replace(".", "_")
+
+
+# -- replica assignment ----------------------------------------------------------------------------
+
+def assign_replicas_to_brokers(broker_ids: Iterable[int], num_partitions: int, replication_factor: int, *,
+                               start_index: int = -1, start_partition_id: int = 0,
+                               rng: random.Random | None = None) -> dict[int, list[int]]:
+    """Kafka's rack-unaware assignment: ``{partition id: [replica broker ids]}``.
+
+    ``broker_ids`` are sorted ascending (Kafka's admin path sorts broker metadata by id); duplicates
+    are ignored. With ``start_index < 0`` the start index and the initial follower shift are drawn
+    from ``rng`` (a fresh module-level ``random.Random`` when None), in that order; with
+    ``start_index >= 0`` both are ``start_index``. Partition ids start at
+    ``max(0, start_partition_id)``.
+
+    Errors (Kafka's codes): ``num_partitions <= 0`` -> ``INVALID_PARTITIONS`` (37);
+    ``replication_factor <= 0`` or greater than the number of brokers -> ``INVALID_REPLICATION_FACTOR`` (38).
+    """
+    brokers = sorted(set(broker_ids))
+    _validate(len(brokers), num_partitions, replication_factor)
+    n = len(brokers)
+    if start_index >= 0:
+        first_index, shift = start_index, start_index
+    else:
+        rand = rng if rng is not None else _RNG
+        first_index = rand.randrange(n)
+        shift = rand.randrange(n)
+    assignment: dict[int, list[int]] = {}
+    partition = max(0, start_partition_id)
+    for _ in range(num_partitions):
+        if partition > 0 and partition % n == 0:
+            shift += 1
+        first = (partition + first_index) % n
+        replicas = [brokers[first]]
+        replicas.extend(brokers[_replica_index(first, shift, j, n)] for j in range(replication_factor - 1))
+        assignment[partition] = replicas
+        partition += 1
+    return assignment
+
+
+def _replica_index(first_replica_index: int, shift: int, replica_index: int, n_brokers: int) -> int:
+    """Kafka's ``AdminUtils.replicaIndex``: the broker index of follower ``replica_index``.
+
+    The offset from the first replica is in ``[1, n - 1]``, so a follower never lands on the leader.
+    """
+    offset = 1 + (shift + replica_index) % (n_brokers - 1)
+    return (first_replica_index + offset) % n_brokers
+
+
+def _validate(n_brokers: int, num_partitions: int, replication_factor: int) -> None:
+    if num_partitions <= 0:
+        raise KafkaError("number of partitions must be larger than 0", ErrorCode.INVALID_PARTITIONS)
+    if replication_factor <= 0:
+        raise KafkaError("replication factor must be larger than 0", ErrorCode.INVALID_REPLICATION_FACTOR)
+    if replication_factor > n_brokers:
+        raise KafkaError(f"replication factor: {replication_factor} larger than available brokers: {n_brokers}",
+                         ErrorCode.INVALID_REPLICATION_FACTOR)
+
+
+def assign_new_partitions(existing: Mapping[int, list[int]], broker_ids: Iterable[int],
+                          new_total: int) -> dict[int, list[int]]:
+    """Replica lists for the partitions CreatePartitions adds: ``{partition id: replicas}``, new ones only.
+
+    Kafka's ``AdminZkClient.addPartitions``: the replication factor is partition 0's; partition ids
+    continue from the current count; the fixed start index is the position in the sorted broker list
+    of the first broker whose id is ``>=`` partition 0's first replica (0 when there is none), so the
+    round-robin carries on where topic creation left it.
+
+    Errors: ``existing`` empty or without partition 0 -> ``UNKNOWN_TOPIC_OR_PARTITION``;
+    ``new_total <= len(existing)`` -> ``INVALID_PARTITIONS`` (partitions can only be added); plus the
+    errors of :func:`assign_replicas_to_brokers` (e.g. fewer live brokers than the replication factor).
+    """
+    if 0 not in existing or not existing[0]:
+        raise KafkaError("the topic has no partition 0 assignment", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    current = len(existing)
+    if new_total <= current:
+        raise KafkaError(f"the number of partitions for a topic can only be increased; it currently has "
+                         f"{current} partitions, {new_total} would not be an increase", ErrorCode.INVALID_PARTITIONS)
+    brokers = sorted(set(broker_ids))
+    partition0 = existing[0]
+    start_index = next((i for i, b in enumerate(brokers) if b >= partition0[0]), 0)
+    return assign_replicas_to_brokers(brokers, new_total - current, len(partition0),
+                                      start_index=start_index, start_partition_id=current)
+
+
+__all__ = [
+    "MAX_TOPIC_NAME_LENGTH",
+    "assign_new_partitions",
+    "assign_replicas_to_brokers",
+    "topics_collide",
+    "validate_topic_name",
+]

@@ -1,0 +1,43 @@
+"""ControllerContext: the controller's in-memory view of the cluster, rebuilt from ZooKeeper on
+failover and changed only by the event thread."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicPartition
+
+
+@dataclass
+class ControllerContext:
+    epoch: int = 0
+    epoch_zk_version: int = -1
+    live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+    assignments: dict[TopicPartition, list[int]] = field(default_factory=dict)
+    leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
+    topics_to_delete: set[str] = field(default_factory=set)
+    deletion_awaiting: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # topic -> {(partition, broker)}
+
+    @property
+    def live_broker_ids(self) -> set[int]:
+        return set(self.live_brokers)
+
+    @property
+    def all_topics(self) -> set[str]:
+        return {tp.topic for tp in self.assignments}
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        return sorted(tp for tp in self.assignments if tp.topic == topic)
+
+    def partitions_on(self, broker_id: int) -> list[TopicPartition]:
+        return sorted(tp for tp, replicas in self.assignments.items() if broker_id in replicas)
+
+    def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
+        return sorted(tp for tp, state in self.leadership.items() if state.leader_and_isr.leader == broker_id)
+
+    def remove_topic(self, topic: str) -> None:
+        for tp in self.partitions_of(topic):
+            self.assignments.pop(tp, None)
+            self.leadership.pop(tp, None)
+        self.topics_to_delete.discard(topic)
+        self.deletion_awaiting.pop(topic, None)

@@ -1,0 +1,304 @@
+"""KafkaController: election with epoch fencing, failover, and the reactions of reference §2.5.
+
+Every broker runs one. All work goes through one event queue (``ControllerEventManager``); ZooKeeper
+watches only enqueue events. Every controller write is fenced by the ``/controller_epoch`` version
+won at election: when one fails with ControllerMovedError the controller resigns and re-elects.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from brokers.config import BrokerConfig
+from brokers.control import ControlledShutdownResponse, StopReplicaResponse
+from brokers.model import TopicPartition
+from brokers.protocol.errors import ErrorCode
+from brokers.zk.client import KafkaZkClient
+from brokers.zk.errors import ControllerMovedError, SessionExpiredError
+from coordinator import events as ev
+from coordinator.channel import ControllerChannelManager
+from coordinator.context import ControllerContext
+from coordinator.event_manager import ControllerEventManager
+from coordinator.leadership import PartitionLeadership
+from coordinator.partition_state_machine import PartitionState, PartitionStates
+from coordinator.request_batch import ControllerBrokerRequestBatch
+from coordinator.topics import TopicDeletionManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    unclean_leader_election: bool = False
+    delete_topic_enable: bool = True
+
+    @classmethod
+    def from_broker(cls, config: BrokerConfig) -> "ControllerConfig":
+        return cls(config["unclean.leader.election.enable"], config["delete.topic.enable"])
+
+
+class KafkaController:
+    def __init__(self, broker_id: int, kzc: KafkaZkClient, config: ControllerConfig):
+        self.broker_id = broker_id
+        self.kzc = kzc
+        self.config = config
+        self.events = ControllerEventManager(self.process)
+        self.active_controller_id = -1
+        self.context = ControllerContext()
+        self.channel: ControllerChannelManager | None = None
+        self.elections_won = 0
+        self.resignations = 0
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self.context = ControllerContext()
+        self.states = PartitionStates()
+        self.batch = ControllerBrokerRequestBatch(self.broker_id, self.context)
+        self.leadership = PartitionLeadership(self.kzc, self.context, self.batch, self.states,
+                                              lambda topic: self.config.unclean_leader_election)
+        self.deletion = TopicDeletionManager(self)
+
+    @property
+    def is_active(self) -> bool:
+        return self.active_controller_id == self.broker_id and self.context.epoch_zk_version >= 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def startup(self) -> None:
+        self.events.start()
+        self.events.put(ev.Startup())
+
+    async def shutdown(self) -> None:
+        await self.events.close()
+        if self.is_active:
+            await self._resign(delete_znode=True)
+
+    async def on_session_expired(self) -> None:
+        self.events.put(ev.Expire())
+
+    async def on_new_session(self) -> None:
+        self.events.put(ev.RegisterBrokerAndReelect())
+
+    # -- the event thread ----------------------------------------------------------------------
+    async def process(self, event: ev.ControllerEvent) -> None:
+        try:
+            await self._dispatch(event)
+            if self.is_active:
+                self._send_batch()
+        except (ControllerMovedError, SessionExpiredError) as exc:
+            log.warning("controller %d lost its fencing (%s): resigning", self.broker_id, exc)
+            await self._resign(delete_znode=False)
+            if not isinstance(exc, SessionExpiredError):
+                self.events.put(ev.Reelect())
+            if isinstance(event, ev.ControlledShutdown) and not event.result.done():
+                event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ()))
+
+    async def _dispatch(self, event: ev.ControllerEvent) -> None:
+        if isinstance(event, (ev.Startup, ev.Reelect, ev.RegisterBrokerAndReelect)):
+            await self._elect()
+        elif isinstance(event, ev.Expire):
+            await self._resign(delete_znode=False)
+        elif isinstance(event, ev.ControlledShutdown):
+            await self._on_controlled_shutdown(event)
+        elif not self.is_active:
+            return  # watches that fired for a controller we no longer are
+        elif isinstance(event, ev.BrokerChange):
+            await self._on_broker_change()
+        elif isinstance(event, ev.TopicChange):
+            await self._on_topic_change()
+        elif isinstance(event, ev.TopicDeletion):
+            await self.deletion.on_deletion_requests()
+        elif isinstance(event, ev.StopReplicaResponseReceived):
+            await self.deletion.on_stop_replica_response(event)
+        elif isinstance(event, ev.IsrChangeNotification):
+            await self._on_isr_change()
+
+    def _watch(self, event: ev.ControllerEvent):
+        return lambda _watch_event: self.events.put(event)
+
+    # -- election ------------------------------------------------------------------------------
+    async def _elect(self) -> None:
+        was_active = self.is_active
+        current = await self.kzc.get_controller_id(watch=self._watch(ev.Reelect()))
+        if was_active and current != self.broker_id:
+            await self._resign(delete_znode=False)
+        if current is not None:
+            self.active_controller_id = current
+            return
+        result = await self.kzc.try_elect_controller(self.broker_id)
+        self.active_controller_id = result.controller_id
+        if result.won:
+            self.context.epoch, self.context.epoch_zk_version = result.epoch, result.epoch_zk_version
+            self.elections_won += 1
+            log.info("broker %d is controller with epoch %d", self.broker_id, result.epoch)
+            await self._on_failover()
+
+    async def _on_failover(self) -> None:
+        """Become controller (§2.3): watches, context from ZooKeeper, metadata first, then leaders."""
+        ctx = self.context
+        self.channel = ControllerChannelManager(self.broker_id)
+        broker_ids = await self.kzc.get_broker_ids(watch=self._watch(ev.BrokerChange()))
+        for broker_id in broker_ids:
+            info = await self.kzc.get_broker(broker_id)
+            if info is not None:
+                ctx.live_brokers[broker_id] = info
+                self.channel.add_broker(info)
+        await self._load_topics(await self.kzc.get_all_topics(watch=self._watch(ev.TopicChange())))
+        await self.kzc.get_isr_change_notifications(watch=self._watch(ev.IsrChangeNotification()))
+        self.batch.add_update_metadata(ctx.live_brokers, ctx.leadership)
+        for tp in sorted(ctx.leadership):
+            self.batch.add_leader_and_isr(ctx.assignments[tp], tp)
+        await self._elect_offline_and_new()
+        dead = {b for replicas in ctx.assignments.values() for b in replicas} - ctx.live_broker_ids
+        await self.leadership.take_replicas_offline(dead)  # replica state machine start-up: OfflineReplica
+        await self.deletion.on_deletion_requests()
+
+    async def _load_topics(self, topics: list[str]) -> list[TopicPartition]:
+        """Read assignments and partition states of ``topics`` into the context; return new partitions."""
+        ctx, new = self.context, []
+        for topic in topics:
+            assignment = await self.kzc.get_topic_assignment(topic)
+            for partition, replicas in (assignment or {}).items():
+                tp = TopicPartition(topic, partition)
+                ctx.assignments[tp] = replicas
+                state = await self.kzc.get_partition_state(tp)
+                if state is None:
+                    self.states.set_initial(tp, PartitionState.New)
+                    new.append(tp)
+                else:
+                    ctx.leadership[tp] = state
+                    leader = state.leader_and_isr.leader
+                    online = leader in ctx.live_brokers
+                    self.states.set_initial(tp, PartitionState.Online if online else PartitionState.Offline)
+        return new
+
+    async def _elect_offline_and_new(self) -> None:
+        new = sorted(tp for tp in self.context.assignments if self.states.get(tp) is PartitionState.New)
+        await self.leadership.online_new_partitions(new)
+        offline = sorted(tp for tp in self.context.leadership if self.states.get(tp) is PartitionState.Offline
+                         and tp.topic not in self.context.topics_to_delete)
+        await self.leadership.elect(offline, self.leadership.offline_strategy())
+
+    async def _resign(self, delete_znode: bool) -> None:
+        if self.context.epoch_zk_version < 0 and self.channel is None:
+            return
+        log.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.context.epoch)
+        if delete_znode:
+            await self.kzc.resign_controller(self.context.epoch_zk_version)
+        if self.channel is not None:
+            await self.channel.close()
+            self.channel = None
+        self.resignations += 1
+        self.active_controller_id = -1
+        self._reset_state()
+
+    def _send_batch(self) -> None:
+        if self.channel is None:
+            return
+        self.batch.send(self.channel.send, self._on_stop_replica_response)
+
+    def _on_stop_replica_response(self, broker_id: int, response: StopReplicaResponse) -> None:
+        self.events.put(ev.StopReplicaResponseReceived(broker_id, response.partition_errors, response.error_code))
+
+    # -- broker changes ------------------------------------------------------------------------
+    async def _on_broker_change(self) -> None:
+        ctx = self.context
+        current = set(await self.kzc.get_broker_ids(watch=self._watch(ev.BrokerChange())))
+        infos = {b: await self.kzc.get_broker(b) for b in current}
+        infos = {b: info for b, info in infos.items() if info is not None}
+        dead = {b for b in ctx.live_brokers if b not in infos}
+        bounced = {b for b, info in infos.items() if b in ctx.live_brokers and info.epoch != ctx.live_brokers[b].epoch}
+        new = {b for b in infos if b not in ctx.live_brokers}
+        if dead | bounced:
+            await self._on_brokers_failed(dead | bounced)
+        if new | bounced:
+            for b in new | bounced:
+                ctx.live_brokers[b] = infos[b]
+                self.channel.add_broker(infos[b])
+            await self._on_brokers_started(new | bounced)
+
+    async def _on_brokers_failed(self, brokers: set[int]) -> None:
+        ctx = self.context
+        log.info("controller %d: brokers %s failed", self.broker_id, sorted(brokers))
+        for b in brokers:
+            ctx.live_brokers.pop(b, None)
+            ctx.shutting_down.discard(b)
+            self.channel.remove_broker(b)
+        led = sorted(tp for b in brokers for tp in ctx.partitions_led_by(b) if tp.topic not in ctx.topics_to_delete)
+        for tp in led:
+            self.states.transition([tp], PartitionState.Offline)
+        await self.leadership.elect(led, self.leadership.offline_strategy())
+        await self.leadership.take_replicas_offline(brokers)
+        self.batch.add_update_metadata(ctx.live_brokers, [])
+
+    async def _on_brokers_started(self, brokers: set[int]) -> None:
+        ctx = self.context
+        log.info("controller %d: brokers %s started", self.broker_id, sorted(brokers))
+        self.batch.add_update_metadata(ctx.live_brokers, [])
+        self.batch.add_update_metadata(brokers, ctx.leadership)
+        for b in brokers:
+            for tp in ctx.partitions_on(b):
+                if tp in ctx.leadership:
+                    self.batch.add_leader_and_isr([b], tp)
+        await self._elect_offline_and_new()
+        await self.deletion.resume()
+
+    # -- topics --------------------------------------------------------------------------------
+    async def _on_topic_change(self) -> None:
+        ctx = self.context
+        topics = set(await self.kzc.get_all_topics(watch=self._watch(ev.TopicChange())))
+        for gone in ctx.all_topics - topics:
+            ctx.remove_topic(gone)
+        new_topics = sorted(topics - ctx.all_topics)
+        if new_topics:
+            new = await self._load_topics(new_topics)
+            log.info("controller %d: new topics %s", self.broker_id, new_topics)
+            await self.leadership.online_new_partitions(new)
+
+    async def _on_isr_change(self) -> None:
+        ctx = self.context
+        names = await self.kzc.get_isr_change_notifications(watch=self._watch(ev.IsrChangeNotification()))
+        changed = set()
+        for name in names:
+            changed.update(await self.kzc.read_isr_change_notification(name))
+        for tp in changed:
+            state = await self.kzc.get_partition_state(tp)
+            if state is not None and tp in ctx.assignments:
+                ctx.leadership[tp] = state
+        self.batch.add_update_metadata(ctx.live_brokers, sorted(changed & set(ctx.assignments)))
+        await self.kzc.delete_isr_change_notifications(ctx.epoch_zk_version, names)
+
+    # -- controlled shutdown -------------------------------------------------------------------
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
+        future = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, future))
+        return await future
+
+    async def _on_controlled_shutdown(self, event: ev.ControlledShutdown) -> None:
+        ctx = self.context
+        if not self.is_active:
+            event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ()))
+            return
+        info = ctx.live_brokers.get(event.broker_id)
+        if info is None or (event.broker_epoch >= 0 and event.broker_epoch < info.epoch):
+            code = ErrorCode.STALE_BROKER_EPOCH if info else ErrorCode.UNKNOWN_SERVER_ERROR
+            event.result.set_result(ControlledShutdownResponse(int(code), ()))
+            return
+        ctx.shutting_down.add(event.broker_id)
+        led = [tp for tp in ctx.partitions_led_by(event.broker_id) if len(ctx.assignments.get(tp, ())) > 1]
+        await self.leadership.elect(led, self.leadership.controlled_shutdown_strategy())
+        for tp in ctx.partitions_on(event.broker_id):
+            if tp in ctx.leadership and ctx.leadership[tp].leader_and_isr.leader != event.broker_id:
+                self.batch.add_stop_replica(event.broker_id, tp, delete=False)
+        remaining = tuple((tp.topic, tp.partition) for tp in ctx.partitions_led_by(event.broker_id))
+        event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NONE), remaining))
+
+    # -- introspection -------------------------------------------------------------------------
+    def describe(self) -> dict:
+        return {"active_controller_id": self.active_controller_id, "is_controller": self.is_active,
+                "epoch": self.context.epoch if self.is_active else None,
+                "epoch_zk_version": self.context.epoch_zk_version if self.is_active else None,
+                "elections_won": self.elections_won, "resignations": self.resignations,
+                "live_brokers": sorted(self.context.live_brokers) if self.is_active else [],
+                "events_processed": self.events.processed}
+

@@ -1,0 +1,69 @@
+"""Controller events (Kafka's ControllerEvent family). Everything the controller reacts to, from
+ZooKeeper watches, the control plane or its own timers, is one of these on one queue."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Startup:
+    pass
+
+
+@dataclass(frozen=True)
+class Reelect:
+    """``/controller`` was created, changed or deleted."""
+
+
+@dataclass(frozen=True)
+class Expire:
+    """The ZooKeeper session expired: resign at once."""
+
+
+@dataclass(frozen=True)
+class RegisterBrokerAndReelect:
+    """A new session is up (the broker re-registered): try to become controller again."""
+
+
+@dataclass(frozen=True)
+class BrokerChange:
+    pass
+
+
+@dataclass(frozen=True)
+class TopicChange:
+    pass
+
+
+@dataclass(frozen=True)
+class TopicDeletion:
+    pass
+
+
+@dataclass(frozen=True)
+class IsrChangeNotification:
+    pass
+
+
+@dataclass(frozen=True)
+class StopReplicaResponseReceived:
+    broker_id: int
+    errors: tuple[tuple[str, int, int], ...]
+    error_code: int
+
+
+@dataclass
+class ControlledShutdown:
+    broker_id: int
+    broker_epoch: int
+    result: asyncio.Future = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ShutdownEventThread:
+    pass
+
+
+ControllerEvent = (Startup | Reelect | Expire | RegisterBrokerAndReelect | BrokerChange | TopicChange | TopicDeletion
+                   | IsrChangeNotification | StopReplicaResponseReceived | ControlledShutdown | ShutdownEventThread)

@@ -1,0 +1,145 @@
+"""Partition leadership changes with their ZooKeeper writes (the I/O shell around the pure
+``leader_election`` and ``partition_state_machine`` modules).
+
+- New -> Online: leader = first live replica, ISR = live replicas, leader epoch 0; the state znode is
+  created in a fenced multi.
+- Offline/Online -> Online: an election strategy picks the leader; the state is written with leader
+  epoch + 1 as a compare-and-set on the znode version, fenced by the controller epoch. On a version
+  conflict the state is re-read from ZooKeeper and the election retried once.
+- Replicas going offline leave the ISR (never emptying it, pitfall 9), leader -1 if they led.
+Every change queues LeaderAndIsr for the partition's live replicas (and so UpdateMetadata to all).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from brokers.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.zk.client import KafkaZkClient
+from brokers.zk.errors import BadVersionError, MultiOpError, NodeExistsError
+from coordinator.context import ControllerContext
+from coordinator.leader_election import (
+    ElectionResult,
+    controlled_shutdown_election,
+    offline_election,
+    remove_replica_from_isr,
+)
+from coordinator.partition_state_machine import PartitionState, PartitionStates
+from coordinator.request_batch import ControllerBrokerRequestBatch
+
+log = logging.getLogger(__name__)
+
+Strategy = Callable[[TopicPartition, list[int], tuple[int, ...]], ElectionResult]
+
+
+class PartitionLeadership:
+    def __init__(self, kzc: KafkaZkClient, context: ControllerContext, batch: ControllerBrokerRequestBatch,
+                 states: PartitionStates, unclean_allowed: Callable[[str], bool]):
+        self.kzc = kzc
+        self.context = context
+        self.batch = batch
+        self.states = states
+        self.unclean_allowed = unclean_allowed
+
+    # -- strategies ----------------------------------------------------------------------------
+    def offline_strategy(self) -> Strategy:
+        live = self.context.live_broker_ids - self.context.shutting_down
+        return lambda tp, replicas, isr: offline_election(replicas, isr, live, self.unclean_allowed(tp.topic))
+
+    def controlled_shutdown_strategy(self) -> Strategy:
+        live, shutting = self.context.live_broker_ids, set(self.context.shutting_down)
+        return lambda tp, replicas, isr: controlled_shutdown_election(replicas, isr, live, shutting)
+
+    # -- New -> Online -------------------------------------------------------------------------
+    async def online_new_partitions(self, tps: list[TopicPartition]) -> None:
+        ctx = self.context
+        for tp in tps:
+            if self.states.get(tp) is PartitionState.NonExistent:
+                self.states.transition([tp], PartitionState.New)
+            live = [b for b in ctx.assignments[tp] if b in ctx.live_brokers]
+            if not live:
+                log.warning("%s has no live replica; it stays New", tp)
+                continue
+            state = LeaderIsrAndControllerEpoch(LeaderAndIsr(live[0], 0, tuple(live), 0), ctx.epoch)
+            try:
+                await self.kzc.create_partition_state(ctx.epoch_zk_version, tp, state)
+            except MultiOpError as exc:
+                if not isinstance(exc.cause, NodeExistsError):
+                    raise
+                state = await self.kzc.get_partition_state(tp)  # created by an earlier controller
+            ctx.leadership[tp] = state
+            self.states.transition([tp], PartitionState.Online)
+            self.batch.add_leader_and_isr(ctx.assignments[tp], tp, is_new=True)
+
+    # -- elections -----------------------------------------------------------------------------
+    async def elect(self, tps: list[TopicPartition], strategy: Strategy) -> list[TopicPartition]:
+        """Elect leaders for ``tps``; return those still without one (they go Offline)."""
+        failed = []
+        for tp in tps:
+            if not await self._elect_one(tp, strategy):
+                failed.append(tp)
+        return failed
+
+    async def _elect_one(self, tp: TopicPartition, strategy: Strategy, retry: bool = True) -> bool:
+        ctx = self.context
+        current = ctx.leadership.get(tp)
+        if current is None:
+            return False
+        replicas = ctx.assignments[tp]
+        result = strategy(tp, replicas, current.leader_and_isr.isr)
+        if result.leader is None:
+            self._mark_offline(tp)
+            return False
+        new = current.leader_and_isr.new_leader_and_isr(result.leader, tuple(result.isr))
+        try:
+            version = await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
+                                                            LeaderIsrAndControllerEpoch(new, ctx.epoch))
+        except MultiOpError as exc:
+            if not isinstance(exc.cause, BadVersionError) or not retry:
+                raise
+            ctx.leadership[tp] = await self.kzc.get_partition_state(tp)  # someone wrote first: re-read
+            return await self._elect_one(tp, strategy, retry=False)
+        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(new.leader, new.leader_epoch, new.isr, version),
+                                                         ctx.epoch)
+        self._transition(tp, PartitionState.Online)
+        self.batch.add_leader_and_isr(replicas, tp)
+        log.info("%s: leader %d epoch %d isr %s", tp, new.leader, new.leader_epoch, list(new.isr))
+        return True
+
+    def _mark_offline(self, tp: TopicPartition) -> None:
+        self._transition(tp, PartitionState.Offline)
+        self.batch.add_update_metadata(self.context.live_brokers, [tp])
+
+    def _transition(self, tp: TopicPartition, target: PartitionState) -> None:
+        if self.states.get(tp) is PartitionState.NonExistent:
+            self.states.transition([tp], PartitionState.New)
+        self.states.transition([tp], target)
+
+    # -- replicas going offline ----------------------------------------------------------------
+    async def take_replicas_offline(self, broker_ids: set[int]) -> None:
+        """OfflineReplica for every replica on ``broker_ids``: leave the ISR (never emptying it)."""
+        ctx = self.context
+        for tp in sorted(ctx.leadership):
+            for broker in broker_ids & set(ctx.assignments.get(tp, ())):
+                await self._remove_from_isr(tp, broker)
+
+    async def _remove_from_isr(self, tp: TopicPartition, broker: int) -> None:
+        ctx = self.context
+        current = ctx.leadership[tp].leader_and_isr
+        leader, isr = remove_replica_from_isr(current.leader, current.isr, broker)
+        if (leader, tuple(isr)) == (current.leader, current.isr):
+            return
+        new = current.new_leader_and_isr(leader, tuple(isr))
+        try:
+            version = await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
+                                                            LeaderIsrAndControllerEpoch(new, ctx.epoch))
+        except MultiOpError as exc:
+            if not isinstance(exc.cause, BadVersionError):
+                raise
+            ctx.leadership[tp] = await self.kzc.get_partition_state(tp)
+            return await self._remove_from_isr(tp, broker)
+        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, new.leader_epoch, tuple(isr), version),
+                                                         ctx.epoch)
+        if leader < 0:
+            self._mark_offline(tp)
+        self.batch.add_leader_and_isr([b for b in ctx.assignments[tp] if b != broker], tp)

@@ -1,0 +1,112 @@
+"""Topic administration: creation (the admin path that CreateTopics and ``kafka-topics --zookeeper``
+share) and the controller's TopicDeletionManager (reference §2.5 "Topic deletion").
+
+Deletion: a marker under ``/admin/delete_topics`` queues the topic; while any replica's broker is
+down the topic is ineligible and waits. Otherwise brokers learn leader -2 (LeaderDuringDelete), every
+replica gets StopReplica(delete=true), and once all have answered without error the topic's znodes,
+config and marker are removed in one fenced multi.
+"""
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING
+
+from brokers.model import TopicPartition
+from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.zk.client import KafkaZkClient
+from coordinator import events as ev
+from coordinator.assignment import assign_replicas_to_brokers, topics_collide, validate_topic_name
+from coordinator.partition_state_machine import PartitionState
+
+if TYPE_CHECKING:
+    from coordinator.controller import KafkaController
+
+log = logging.getLogger(__name__)
+
+
+async def create_topic(kzc: KafkaZkClient, topic: str, num_partitions: int, replication_factor: int,
+                       config: dict[str, str] | None = None, *, rng: random.Random | None = None) -> dict[int, list[int]]:
+    """Validate, assign replicas (Kafka's rack-unaware algorithm) and write the topic's znodes."""
+    validate_topic_name(topic)
+    existing = await kzc.get_all_topics()
+    if topic in existing:
+        raise KafkaError(f"topic {topic!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS)
+    clash = next((t for t in existing if topics_collide(t, topic)), None)
+    if clash is not None:
+        raise KafkaError(f"topic {topic!r} collides with existing topic {clash!r} ('.' and '_' clash in metric names)",
+                         ErrorCode.INVALID_TOPIC_EXCEPTION)
+    brokers = await kzc.get_broker_ids()
+    assignment = assign_replicas_to_brokers(brokers, num_partitions, replication_factor, rng=rng)
+    await kzc.create_topic(topic, assignment, dict(config or {}))
+    log.info("created topic %s with assignment %s", topic, assignment)
+    return assignment
+
+
+class TopicDeletionManager:
+    def __init__(self, controller: "KafkaController"):
+        self.controller = controller
+
+    @property
+    def context(self):
+        return self.controller.context
+
+    async def on_deletion_requests(self) -> None:
+        ctl, ctx = self.controller, self.context
+        topics = await ctl.kzc.get_topic_deletions(watch=ctl._watch(ev.TopicDeletion()))
+        for topic in topics:
+            if not ctl.config.delete_topic_enable or topic not in ctx.all_topics:
+                if not ctl.config.delete_topic_enable:
+                    log.warning("delete.topic.enable=false: ignoring the deletion of %s", topic)
+                await ctl.kzc.delete_topic_deletion_marker(ctx.epoch_zk_version, topic)
+                continue
+            ctx.topics_to_delete.add(topic)
+        await self.resume()
+
+    async def resume(self) -> None:
+        """Start deleting every queued topic whose replicas are all on live brokers."""
+        ctx, batch = self.context, self.controller.batch
+        for topic in sorted(ctx.topics_to_delete):
+            if topic in ctx.deletion_awaiting:
+                continue
+            replicas = {(tp.partition, b) for tp in ctx.partitions_of(topic) for b in ctx.assignments[tp]}
+            if any(b not in ctx.live_brokers for _, b in replicas):
+                log.info("deletion of %s waits: a replica's broker is offline", topic)
+                continue
+            ctx.deletion_awaiting[topic] = replicas
+            partitions = ctx.partitions_of(topic)
+            batch.add_update_metadata(ctx.live_brokers, partitions)
+            for tp in partitions:
+                self._move(tp, PartitionState.Offline)
+                for broker in ctx.assignments[tp]:
+                    batch.add_stop_replica(broker, tp, delete=True)
+            if not replicas:
+                await self._complete(topic)
+
+    async def on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
+        ctx = self.context
+        for topic, partition, error in event.errors:
+            awaiting = ctx.deletion_awaiting.get(topic)
+            if awaiting is None:
+                continue
+            if error == ErrorCode.NONE and event.error_code == ErrorCode.NONE:
+                awaiting.discard((partition, event.broker_id))
+            else:
+                log.warning("replica %s-%d on broker %d failed to delete (error %d); retrying later",
+                            topic, partition, event.broker_id, error)
+                ctx.deletion_awaiting.pop(topic, None)
+        for topic in [t for t, awaiting in ctx.deletion_awaiting.items() if not awaiting]:
+            await self._complete(topic)
+
+    async def _complete(self, topic: str) -> None:
+        ctl, ctx = self.controller, self.context
+        await ctl.kzc.delete_topic(ctx.epoch_zk_version, topic)
+        for tp in ctx.partitions_of(topic):
+            self._move(tp, PartitionState.NonExistent)
+        ctx.remove_topic(topic)
+        log.info("controller %d: deleted topic %s", ctl.broker_id, topic)
+
+    def _move(self, tp: TopicPartition, target: PartitionState) -> None:
+        states = self.controller.states
+        if states.get(tp) is not target:
+            states.transition([tp], target)

@@ -1,0 +1,102 @@
+"""``kafka-topics --zookeeper HOST:PORT`` (Kafka ≤ 2.x's ZooKeeper mode): create, delete, list, describe.
+
+Writes go through the same admin path as CreateTopics (``coordinator.topics.create_topic``): the
+config znode, then ``/brokers/topics/<t>``; the controller does the rest. ``--delete`` writes the
+``/admin/delete_topics/<t>`` marker. Exit codes: 0 ok, 1 a Kafka error (printed with its name), 2 bad flags.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from brokers.model import TopicPartition
+from brokers.protocol.errors import KafkaError
+from brokers.zk.client import KafkaZkClient
+from brokers.zk.errors import ZkError
+from brokers.zk.gateway import ZkGateway
+from coordinator.topics import create_topic
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafka-topics", description="Create, delete, list and describe topics.")
+    action = parser.add_mutually_exclusive_group(required=True)
+    for flag in ("--create", "--delete", "--list", "--describe"):
+        action.add_argument(flag, action="store_true")
+    parser.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/CHROOT]", help="ZooKeeper connect string")
+    parser.add_argument("--topic")
+    parser.add_argument("--partitions", type=int)
+    parser.add_argument("--replication-factor", type=int)
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--if-not-exists", action="store_true")
+    return parser
+
+
+async def _run(args: argparse.Namespace) -> int:
+    zk = ZkGateway(args.zookeeper, session_timeout_ms=10000, connection_timeout_ms=10000)
+    await zk.start()
+    kzc = KafkaZkClient(zk)
+    try:
+        if args.create:
+            config = dict(item.split("=", 1) for item in args.config)
+            try:
+                await create_topic(kzc, args.topic, args.partitions, args.replication_factor, config)
+            except KafkaError as exc:
+                if args.if_not_exists and exc.code.name == "TOPIC_ALREADY_EXISTS":
+                    return 0
+                raise
+            print(f"Created topic {args.topic}.")
+        elif args.delete:
+            if args.topic not in await kzc.get_all_topics():
+                print(f"Error: topic {args.topic!r} does not exist", file=sys.stderr)
+                return 1
+            await kzc.request_topic_deletion(args.topic)
+            print(f"Topic {args.topic} is marked for deletion.")
+        elif args.list:
+            for topic in sorted(await kzc.get_all_topics()):
+                print(topic)
+        else:
+            await _describe(kzc, args.topic)
+        return 0
+    finally:
+        await zk.close()
+
+
+async def _describe(kzc: KafkaZkClient, only: str | None) -> None:
+    for topic in sorted(await kzc.get_all_topics()):
+        if only and topic != only:
+            continue
+        assignment = await kzc.get_topic_assignment(topic) or {}
+        config = await kzc.get_topic_config(topic)
+        rf = len(next(iter(assignment.values()), []))
+        configs = ",".join(f"{k}={v}" for k, v in sorted(config.items()))
+        print(f"Topic: {topic}\tPartitionCount: {len(assignment)}\tReplicationFactor: {rf}\tConfigs: {configs}")
+        for partition, replicas in sorted(assignment.items()):
+            state = await kzc.get_partition_state(TopicPartition(topic, partition))
+            leader = state.leader_and_isr.leader if state else "none"
+            isr = ",".join(map(str, state.leader_and_isr.isr)) if state else ""
+            print(f"\tTopic: {topic}\tPartition: {partition}\tLeader: {leader}\t"
+                  f"Replicas: {','.join(map(str, replicas))}\tIsr: {isr}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (args.create or args.delete) and not args.topic:
+        parser.error("--topic is required with --create and --delete")
+    if args.create and (args.partitions is None or args.replication_factor is None):
+        parser.error("--create needs --partitions and --replication-factor")
+    if any("=" not in item for item in args.config):
+        parser.error("--config takes KEY=VALUE")
+    try:
+        return asyncio.run(_run(args))
+    except KafkaError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except ZkError as exc:
+        print(f"Error: ZooKeeper at {args.zookeeper}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
