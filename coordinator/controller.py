@@ -248,6 +248,8 @@ class KafkaController:
         ctx = self.context
         topics = set(await self.kzc.get_all_topics(watch=self._watch(ev.TopicChange())))
         for gone in ctx.all_topics - topics:
+            for tp in ctx.partitions_of(gone):
+                self.states.remove(tp)
             ctx.remove_topic(gone)
         new_topics = sorted(topics - ctx.all_topics)
         if new_topics:

@@ -127,7 +127,9 @@ class Cluster:
             last = {b: self.health(b) for b in ids}
             for b in ids:
                 if self.broker_pid(b) is None:
-                    raise ClusterError(f"broker {b} exited; see {self.broker_dir(b) / 'broker.log'}:\n{self.tail(b)}")
+                    zk = "running" if self.zookeeper.is_running() else f"NOT running (pid {self.zookeeper.pid})"
+                    raise ClusterError(f"broker {b} exited (ZooKeeper {zk}); see {self.broker_dir(b) / 'broker.log'}:\n"
+                                       f"{self.tail(b)}")
             if all(h and h.get("broker_epoch", -1) > 0 for h in last.values()):
                 controllers = {h["controller"].get("active_controller_id") for h in last.values()}
                 active = [b for b, h in last.items() if h["controller"].get("is_controller")]

@@ -45,6 +45,7 @@ from pathlib import Path
 
 __all__ = [
     "DEFAULT_DATA_DIR", "DEFAULT_PORT", "DEFAULT_TICK_TIME", "JAR_PREFIXES", "MAX_ENSEMBLE", "PORT_STRIDE",
+    "QUORUM_MAIN", "STANDALONE_MAIN", "STATE_FILE",
     "ZooKeeperEnsemble", "ZooKeeperError", "ZooKeeperServer", "ensemble_ports", "find_free_base_port",
     "find_java", "jars_by_prefix", "load", "log4j2_properties", "parse_srvr", "pyspark_jars_dir",
     "resolve_classpath", "srvr", "start", "status", "stop", "zoo_cfg",
@@ -512,7 +513,7 @@ class ZooKeeperServer:
         return info
 
     def __enter__(self) -> ZooKeeperServer:
-        return self if self.is_running() else self.start()
+        return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()

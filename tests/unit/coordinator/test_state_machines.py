@@ -164,10 +164,11 @@ def test_transition_is_atomic_when_any_move_is_illegal():
 def test_transition_is_atomic_when_the_illegal_move_comes_first():
     states = PartitionStates()
     a, b = tps(0, 1)
-    states.set_initial(b, P.Offline)
-    with pytest.raises(IllegalStateTransition):
-        states.transition([a, b], P.NonExistent) if False else states.transition([b, a], P.Offline)
-    assert (states.get(a), states.get(b)) == (P.NonExistent, P.Offline)
+    states.set_initial(b, P.Online)
+    with pytest.raises(IllegalStateTransition) as info:
+        states.transition([a, b], P.Offline)  # a: NonExistent -> Offline is illegal; b alone would be legal
+    assert info.value.key == a
+    assert (states.get(a), states.get(b)) == (P.NonExistent, P.Online)
 
 
 def test_transition_returns_only_partitions_whose_state_changed_in_input_order():

@@ -1,0 +1,205 @@
+"""A real ZooKeeper and real broker processes on 127.0.0.1: registration, controller election and
+failover, zombie fencing, and the topic lifecycle (reference §1-§3)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import msgpack  # noqa: F401 - the control plane's wire format, used through brokers.control
+import pytest
+from kazoo.client import KazooClient
+
+from brokers.control import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, decode, encode
+from brokers.model import TopicPartition
+from brokers.protocol.errors import ErrorCode
+from scripts.cluster import Cluster, ClusterSpec
+from scripts.zookeeper import find_free_base_port
+
+SESSION_MS = 4000
+REPO = Path(__file__).resolve().parents[2]
+KAFKA_TOPICS = Path(sys.executable).with_name("kafka-topics")
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    zk_port = find_free_base_port(1)
+    kafka_base = find_free_base_port(3)
+    http_base = find_free_base_port(3)
+    spec = ClusterSpec(brokers=3, zookeeper_port=zk_port, kafka_port_base=kafka_base, http_port_base=http_base,
+                       tick_time=500, session_timeout_ms=SESSION_MS)
+    c = Cluster(tmp_path / "cluster", spec)
+    c.up(timeout=60)
+    yield c
+    c.down()
+
+
+@pytest.fixture
+def zk(cluster):
+    client = KazooClient(hosts=cluster.zookeeper_connect)
+    client.start(timeout=10)
+    yield client
+    client.stop()
+    client.close()
+
+
+def topics(cluster, *args: str) -> str:
+    result = subprocess.run([str(KAFKA_TOPICS), "--zookeeper", cluster.zookeeper_connect, *args],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def partition_states(zk, topic: str) -> dict[int, tuple[dict, int]]:
+    out = {}
+    for p in zk.get_children(f"/brokers/topics/{topic}/partitions"):
+        data, stat = zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")
+        out[int(p)] = (json.loads(data), stat.version)
+    return out
+
+
+def leadership_consistent(zk, topic: str, live: set[int]) -> bool:
+    states = partition_states(zk, topic)
+    return bool(states) and all(s["leader"] in live and s["leader"] in s["isr"] and set(s["isr"]) <= live
+                                for s, _ in states.values())
+
+
+def test_brokers_register_and_one_controller_with_epoch_1(cluster, zk):
+    assert sorted(zk.get_children("/brokers/ids")) == ["1", "2", "3"]
+    for broker_id in (1, 2, 3):
+        data, stat = zk.get(f"/brokers/ids/{broker_id}")
+        registration = json.loads(data)
+        assert registration["version"] == 5
+        assert registration["endpoints"] == [f"PLAINTEXT://127.0.0.1:{cluster.kafka_port(broker_id)}"]
+        assert stat.ephemeralOwner != 0
+        assert cluster.health(broker_id)["broker_epoch"] == stat.czxid  # broker epoch = czxid
+    controller = json.loads(zk.get("/controller")[0])["brokerid"]
+    assert zk.get("/controller_epoch")[0] == b"1"
+    assert cluster.controller() == (controller, 1)
+    assert {h["controller"]["active_controller_id"] for h in map(cluster.health, (1, 2, 3))} == {controller}
+    cluster_id = json.loads(zk.get("/cluster/id")[0])["id"]
+    meta = (cluster.log_dir(1) / "meta.properties").read_text()
+    assert "broker.id=1" in meta and f"cluster.id={cluster_id}" in meta
+
+
+def test_kill_minus_nine_controller_moves_control_and_leadership(cluster, zk):
+    topics(cluster, "--create", "--topic", "failover", "--partitions", "6", "--replication-factor", "3")
+    wait_for(lambda: leadership_consistent(zk, "failover", {1, 2, 3}), 20, "partition leaders")
+    old, epoch = cluster.controller()
+    killed_at = time.monotonic()
+    cluster.signal_broker(old, signal.SIGKILL)
+    new = wait_for(lambda: (c := cluster.controller()) and c[0] != old and c, SESSION_MS / 1000 + 10, "a new controller")
+    elapsed = time.monotonic() - killed_at
+    assert new[1] > epoch
+    assert elapsed <= SESSION_MS / 1000 + 2, f"failover took {elapsed:.1f} s"
+    live = {1, 2, 3} - {old}
+    wait_for(lambda: leadership_consistent(zk, "failover", live), 20, "leaders on live ISR members")
+
+
+def test_zombie_controller_is_fenced_and_resigns(cluster, zk):
+    topics(cluster, "--create", "--topic", "zombie", "--partitions", "4", "--replication-factor", "3")
+    wait_for(lambda: leadership_consistent(zk, "zombie", {1, 2, 3}), 20, "partition leaders")
+    old, old_epoch = cluster.controller()
+    cluster.signal_broker(old, signal.SIGSTOP)
+    try:
+        new, new_epoch = wait_for(lambda: (c := cluster.controller()) and c[0] != old and c,
+                                  SESSION_MS / 1000 + 15, "a successor controller")
+        assert new_epoch == old_epoch + 1
+        live = {1, 2, 3} - {old}
+        wait_for(lambda: leadership_consistent(zk, "zombie", live), 20, "the successor's leadership")
+        before = partition_states(zk, "zombie")
+        epoch_before = zk.get("/controller_epoch")
+    finally:
+        cluster.signal_broker(old, signal.SIGCONT)
+    # The zombie wakes up, finds its session gone, resigns, and re-registers as a plain broker.
+    health = wait_for(lambda: (h := cluster.health(old)) and h["controller"]["resignations"] >= 1
+                      and h["controller"]["active_controller_id"] == new and h, 30, "the zombie to resign")
+    assert not health["controller"]["is_controller"]
+    old_epoch_of_broker = health["broker_epoch"]
+    wait_for(lambda: str(old) in zk.get_children("/brokers/ids"), 30, "re-registration")
+    assert zk.get(f"/brokers/ids/{old}")[1].czxid == cluster.health(old)["broker_epoch"] >= old_epoch_of_broker
+    assert partition_states(zk, "zombie") == before, "the zombie's writes landed"
+    assert zk.get("/controller_epoch")[0] == epoch_before[0] and zk.get("/controller_epoch")[1].version == epoch_before[1].version
+    assert cluster.controller() == (new, new_epoch)
+    # A request from the old controller epoch (as the zombie would send) is refused by brokers.
+    target = next(b for b in (1, 2, 3) if b != old)
+    stale = LeaderAndIsrRequest(old, old_epoch, -1, (PartitionState("zombie", 0, old_epoch, old, 99, (old,), 0,
+                                                                    (1, 2, 3)),), ())
+    request = urllib.request.Request(f"http://127.0.0.1:{cluster.http_port(target)}/control/v1/leader-and-isr",
+                                     data=encode(stale), headers={"Content-Type": "application/msgpack"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        answer = decode(LeaderAndIsrResponse, response.read())
+    assert answer.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert cluster.health(target)["partitions"]["zombie-0"]["leader_epoch"] != 99
+
+
+def test_topic_lifecycle(cluster, zk):
+    out = topics(cluster, "--create", "--topic", "orders", "--partitions", "6", "--replication-factor", "3")
+    assert "Created topic orders." in out
+    assignment = {int(p): r for p, r in json.loads(zk.get("/brokers/topics/orders")[0])["partitions"].items()}
+    assert sorted(assignment) == list(range(6))
+    assert all(sorted(r) == [1, 2, 3] for r in assignment.values())
+    leaders = [assignment[p][0] for p in range(6)]
+    assert all(leaders[p + 1] == leaders[p] % 3 + 1 for p in range(5))  # round-robin first replicas
+    wait_for(lambda: leadership_consistent(zk, "orders", {1, 2, 3}), 20, "partition leaders")
+    for broker_id in (1, 2, 3):  # every broker holds its replicas' logs on disk
+        wait_for(lambda b=broker_id: all((cluster.log_dir(b) / f"orders-{p}").is_dir() for p in range(6)), 20,
+                 f"logs on broker {broker_id}")
+
+    controller, _ = cluster.controller()
+    victim = next(b for b in (1, 2, 3) if b != controller)
+    led = [p for p, (s, _) in partition_states(zk, "orders").items() if s["leader"] == victim]
+    assert led
+    cluster.signal_broker(victim, signal.SIGKILL)
+    live = {1, 2, 3} - {victim}
+    wait_for(lambda: leadership_consistent(zk, "orders", live), SESSION_MS / 1000 + 10, "leaders moving off the victim")
+    states = partition_states(zk, "orders")
+    assert all(states[p][0]["leader"] in live and states[p][0]["leader_epoch"] >= 1 for p in led)
+    # a broker's metadata cache follows the controller's UpdateMetadata
+    survivor = next(iter(live))
+    wait_for(lambda: cluster.health(survivor)["metadata"]["live_brokers"] == sorted(live), 10, "metadata cache")
+
+    cluster.start_broker(victim)
+    cluster.wait_until_ready(30)
+    topics(cluster, "--delete", "--topic", "orders")
+    wait_for(lambda: not zk.exists("/brokers/topics/orders"), 30, "topic znodes removed")
+    assert not zk.exists("/config/topics/orders") and not zk.exists("/admin/delete_topics/orders")
+    for broker_id in (1, 2, 3):
+        wait_for(lambda b=broker_id: not any(cluster.log_dir(b).glob("orders-*")), 20, f"logs gone on broker {broker_id}")
+    assert "orders" not in topics(cluster, "--list")
+
+
+def test_duplicate_broker_id_is_refused(cluster, tmp_path):
+    properties = tmp_path / "dup.properties"
+    properties.write_text(f"broker.id=1\nzookeeper.connect={cluster.zookeeper_connect}\n"
+                          f"log.dirs={tmp_path / 'dup-logs'}\nlisteners=PLAINTEXT://127.0.0.1:{find_free_base_port(1)}\n"
+                          f"http.port={find_free_base_port(1)}\nzookeeper.session.timeout.ms={SESSION_MS}\n")
+    result = subprocess.run([sys.executable, "-m", "brokers", "--config", str(properties)], capture_output=True,
+                            text=True, timeout=60, cwd=REPO)
+    assert result.returncode != 0
+    assert "broker id 1 is already registered" in result.stderr
+
+
+def test_bad_broker_config_names_the_key(tmp_path):
+    properties = tmp_path / "bad.properties"
+    properties.write_text("broker.id=1\nzookeeper.connect=127.0.0.1:1\nnum.partitons=3\n")
+    result = subprocess.run([sys.executable, "-m", "brokers", str(properties)], capture_output=True, text=True,
+                            timeout=60, cwd=REPO)
+    assert result.returncode == 2
+    assert "num.partitons" in result.stderr
+    assert os.path.basename(str(properties)) in result.stderr
