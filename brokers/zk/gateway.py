@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -129,13 +130,18 @@ class ZkGateway:
         """Connect, creating the chroot if the connect string names one."""
         self._loop = self._loop or asyncio.get_running_loop()
         try:
-            await asyncio.to_thread(self._client.start, self.connection_timeout_ms / 1000)
+            await asyncio.to_thread(self._start_quietly)
         except (KazooTimeoutError, KazooException) as exc:
             raise ConnectionLossError(
                 f"could not connect to ZooKeeper at {self.connect_string} within {self.connection_timeout_ms} ms"
             ) from exc
         if self._client.chroot:
             await self.ensure_path("/")
+
+    def _start_quietly(self) -> None:
+        with warnings.catch_warnings():  # kazoo warns that a chroot is missing; start() creates it next
+            warnings.filterwarnings("ignore", message="No chroot path exists")
+            self._client.start(self.connection_timeout_ms / 1000)
 
     async def close(self) -> None:
         await asyncio.to_thread(self._stop)

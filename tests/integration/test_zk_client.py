@@ -1,0 +1,120 @@
+"""KafkaZkClient and ZkGateway against a real ZooKeeper: registration and broker epochs, election,
+epoch fencing of a deposed controller, chroot, and watches that land on the event loop."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.zk.client import DuplicateBrokerIdError, KafkaZkClient
+from brokers.zk.errors import ControllerMovedError
+from brokers.zk.gateway import ZkGateway
+from scripts.zookeeper import ZooKeeperServer, find_free_base_port
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory):
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zk"), find_free_base_port(1), tick_time=500)
+    server.start(60)
+    yield server
+    server.stop()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def broker(broker_id: int) -> BrokerInfo:
+    return BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id),), http_port=8000 + broker_id)
+
+
+async def client(zookeeper, chroot: str) -> KafkaZkClient:
+    gateway = ZkGateway(zookeeper.connect_string + chroot, session_timeout_ms=4000)
+    await gateway.start()
+    kzc = KafkaZkClient(gateway)
+    await kzc.create_persistent_roots()
+    return kzc
+
+
+def test_registration_epoch_and_duplicate_ids(zookeeper):
+    async def main():
+        a, b = await client(zookeeper, "/reg"), await client(zookeeper, "/reg")
+        try:
+            epoch = await a.register_broker(broker(1))
+            info = await b.get_broker(1)
+            assert info.epoch == epoch and info.endpoints == broker(1).endpoints and info.http_port == 8001
+            with pytest.raises(DuplicateBrokerIdError, match="broker id 1"):
+                await b.register_broker(broker(1))
+            again = await a.register_broker(broker(1))  # our own node (KAFKA-7165): replaced, new epoch
+            assert again > epoch
+            assert await b.get_broker_ids() == [1]
+        finally:
+            await a.zk.close()
+        assert await b.get_broker_ids() == []  # ephemeral: gone with the session
+        await b.zk.close()
+
+    run(main())
+
+
+def test_election_and_failover_bump_the_epoch(zookeeper):
+    async def main():
+        a, b = await client(zookeeper, "/elect"), await client(zookeeper, "/elect")
+        won = await a.try_elect_controller(1)
+        assert won.won and won.epoch == 1
+        lost = await b.try_elect_controller(2)
+        assert not lost.won and lost.controller_id == 1
+        await a.zk.close()
+        second = await b.try_elect_controller(2)
+        assert second.won and second.epoch == 2 and second.epoch_zk_version > won.epoch_zk_version
+        assert await b.get_controller_epoch() == (2, second.epoch_zk_version)
+        await b.zk.close()
+
+    run(main())
+
+
+def test_a_deposed_controllers_writes_are_fenced(zookeeper):
+    async def main():
+        a, b = await client(zookeeper, "/fence"), await client(zookeeper, "/fence")
+        tp = TopicPartition("t", 0)
+        old = await a.try_elect_controller(1)
+        await a.create_topic("t", {0: [1, 2]}, {})
+        state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2), 0), old.epoch)
+        await a.create_partition_state(old.epoch_zk_version, tp, state)
+        await b.zk.delete("/controller")  # a's session "expired" as far as ZooKeeper cares
+        new = await b.try_elect_controller(2)
+        assert new.won and new.epoch == old.epoch + 1
+        before = await b.get_partition_state(tp)
+        zombie_write = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (1,), before.leader_and_isr.zk_version), old.epoch)
+        with pytest.raises(ControllerMovedError):
+            await a.update_partition_state(old.epoch_zk_version, tp, zombie_write)
+        after = await b.get_partition_state(tp)
+        assert after == before
+        current = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 1, (2,), before.leader_and_isr.zk_version), new.epoch)
+        version = await b.update_partition_state(new.epoch_zk_version, tp, current)
+        assert version == before.leader_and_isr.zk_version + 1
+        await a.zk.close()
+        await b.zk.close()
+
+    run(main())
+
+
+def test_watches_run_on_the_event_loop(zookeeper):
+    async def main():
+        a = await client(zookeeper, "/watch")
+        loop_thread = threading.get_ident()
+        fired = asyncio.Event()
+        seen = []
+
+        def on_change(event):
+            seen.append((event.type, threading.get_ident()))
+            fired.set()
+
+        assert await a.get_broker_ids(watch=on_change) == []
+        await a.register_broker(broker(5))
+        await asyncio.wait_for(fired.wait(), 10)
+        assert seen == [("CHILD", loop_thread)]
+        await a.zk.close()
+
+    run(main())
