@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint unit integration bench clean
+.PHONY: install test lint unit integration bench demo demo-down clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "zkafka needs Python >= 3.11, found " + sys.version)'
@@ -35,6 +35,17 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/zkafka bench storage
+
+# A real ZooKeeper (from the pyspark wheel's jars) + 3 brokers under ./.zkafka, a demo topic, and a
+# look at who leads what. Stop with `make demo-down`.
+demo: $(STAMP)
+	$(BIN)/zkafka cluster up --brokers 3 --dir .zkafka
+	$(BIN)/kafka-topics --zookeeper 127.0.0.1:2181 --create --if-not-exists --topic demo --partitions 6 --replication-factor 3
+	$(BIN)/kafka-topics --zookeeper 127.0.0.1:2181 --describe --topic demo
+	$(BIN)/zkafka cluster status --dir .zkafka
+
+demo-down: $(STAMP)
+	$(BIN)/zkafka cluster down --dir .zkafka
 
 clean:
 	rm -rf $(VENV) .zkafka .pytest_cache build *.egg-info

@@ -45,6 +45,10 @@ async def _run(args: argparse.Namespace) -> int:
                 if args.if_not_exists and exc.code.name == "TOPIC_ALREADY_EXISTS":
                     return 0
                 raise
+            if not await _wait_for_leaders(kzc, args.topic, args.partitions):
+                print(f"Created topic {args.topic}, but its partitions have no leaders yet (is a controller running?)",
+                      file=sys.stderr)
+                return 1
             print(f"Created topic {args.topic}.")
         elif args.delete:
             if args.topic not in await kzc.get_all_topics():
@@ -60,6 +64,18 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     finally:
         await zk.close()
+
+
+async def _wait_for_leaders(kzc: KafkaZkClient, topic: str, partitions: int, timeout: float = 15.0) -> bool:
+    """Like CreateTopics: return once the controller has written every partition's state."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        states = [await kzc.get_partition_state(TopicPartition(topic, p)) for p in range(partitions)]
+        if all(state is not None for state in states):
+            return True
+        await asyncio.sleep(0.05)
+    return False
 
 
 async def _describe(kzc: KafkaZkClient, only: str | None) -> None:

@@ -203,3 +203,34 @@ def test_bad_broker_config_names_the_key(tmp_path):
     assert result.returncode == 2
     assert "num.partitons" in result.stderr
     assert os.path.basename(str(properties)) in result.stderr
+
+
+def test_cluster_cli_up_status_down(tmp_path):
+    zkafka = str(Path(sys.executable).with_name("zkafka"))
+    directory = tmp_path / "cli-cluster"
+    up = subprocess.run([zkafka, "cluster", "up", "--brokers", "2", "--dir", str(directory),
+                         "--zookeeper-port", str(find_free_base_port(1)), "--kafka-port-base", str(find_free_base_port(2)),
+                         "--http-port-base", str(find_free_base_port(2)), "--tick-time", "500",
+                         "--session-timeout-ms", str(SESSION_MS)], capture_output=True, text=True, timeout=120)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "controller:        broker" in up.stdout and "epoch 1" in up.stdout
+        status = subprocess.run([zkafka, "cluster", "status", "--dir", str(directory), "--json"],
+                                capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0
+        info = json.loads(status.stdout)
+        assert info["zookeeper"]["mode"] == "standalone"
+        assert [b["alive"] and b["registered"] for b in info["brokers"]] == [True, True]
+        assert info["controller"]["epoch"] == 1
+        assert sum(b["is_controller"] for b in info["brokers"]) == 1
+    finally:
+        down = subprocess.run([zkafka, "cluster", "down", "--dir", str(directory)], capture_output=True, text=True,
+                              timeout=120)
+    assert down.returncode == 0, down.stderr
+    after = subprocess.run([zkafka, "cluster", "status", "--dir", str(directory), "--json"], capture_output=True,
+                           text=True, timeout=60)
+    assert after.returncode == 1
+    info = json.loads(after.stdout)
+    assert not info["zookeeper"]["alive"] and not any(b["alive"] for b in info["brokers"])
+    for broker_id in (1, 2):  # a clean shutdown leaves Kafka's marker for the next start
+        assert (directory / f"broker-{broker_id}" / "logs" / ".kafka_cleanshutdown").exists()
