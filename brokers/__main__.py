@@ -42,7 +42,7 @@ async def run(config: BrokerConfig) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         await server.startup()
-        logging.getLogger("brokers").info("broker %d started", config.broker_id)
+        logging.getLogger("brokers").info("broker %d started", server.broker_id)
         await stop.wait()
     finally:
         await server.shutdown()

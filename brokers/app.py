@@ -67,6 +67,9 @@ class BrokerServer:
         self.zk.add_state_listener(self._on_session_state)
         await self.kzc.create_persistent_roots()
         self.cluster_id = await self.kzc.get_or_create_cluster_id()
+        if self.broker_id < 0:
+            self.broker_id = await self._resolve_broker_id()
+            self.metadata_cache.broker_id = self.broker_id
         self._check_meta_properties()
         self.scheduler = Scheduler(f"broker-{self.broker_id}-scheduler")
         self.log_manager = LogManager(self.config.log_dirs, self.default_log_config, self._log_manager_config(),
@@ -93,6 +96,17 @@ class BrokerServer:
             flush_start_offset_checkpoint_interval_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
             high_watermark_checkpoint_interval_ms=c["replica.high.watermark.checkpoint.interval.ms"],
             cleaner_backoff_ms=c["log.cleaner.backoff.ms"], cleaner_enable=c["log.cleaner.enable"])
+
+    async def _resolve_broker_id(self) -> int:
+        """``broker.id=-1``: the id in meta.properties if a log dir has one, else a generated one."""
+        stored = {read_meta_properties(d).get("broker.id") for d in self.config.log_dirs} - {None}
+        if len(stored) > 1:
+            raise ConfigError(f"log.dirs disagree on broker.id in meta.properties: {sorted(stored)}")
+        if stored:
+            return int(stored.pop())
+        if not self.config["broker.id.generation.enable"]:
+            raise ConfigError(f"{self.config.source}: broker.id=-1 needs broker.id.generation.enable=true")
+        return await self.kzc.generate_broker_id(self.config["reserved.broker.max.id"])
 
     def _check_meta_properties(self) -> None:
         """Every log dir belongs to this broker id and this cluster, or start-up stops (Kafka's rule)."""

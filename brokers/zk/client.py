@@ -20,6 +20,7 @@ from brokers.zk.paths import (
     PERSISTENT_ROOTS,
     BrokerIdsZNode,
     BrokerIdZNode,
+    BrokerSequenceIdZNode,
     ClusterIdZNode,
     ConfigEntityZNode,
     ControllerEpochZNode,
@@ -74,6 +75,12 @@ class KafkaZkClient:
         return ClusterIdZNode.decode(data)
 
     # -- brokers -------------------------------------------------------------------------------
+    async def generate_broker_id(self, reserved_broker_max_id: int) -> int:
+        """``broker.id=-1``: an unconditional write to ``/brokers/seqid``; id = its new version +
+        ``reserved.broker.max.id`` (so the first generated id is 1001)."""
+        stat = await self.zk.set(BrokerSequenceIdZNode.PATH, b"", -1)
+        return stat.version + reserved_broker_max_id
+
     async def register_broker(self, broker: BrokerInfo) -> int:
         """Create the ephemeral ``/brokers/ids/<id>``; return the broker epoch (its czxid).
 

@@ -118,3 +118,12 @@ def test_watches_run_on_the_event_loop(zookeeper):
         await a.zk.close()
 
     run(main())
+
+
+def test_generated_broker_ids_start_after_the_reserved_range(zookeeper):
+    async def main():
+        a = await client(zookeeper, "/seq")
+        assert [await a.generate_broker_id(1000) for _ in range(3)] == [1001, 1002, 1003]
+        await a.zk.close()
+
+    run(main())
