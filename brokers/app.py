@@ -23,6 +23,7 @@ from brokers.control import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from brokers.http.client import post_control
 from brokers.http.server import HttpServer
 from brokers.model import BrokerInfo
 from brokers.protocol.errors import ErrorCode
@@ -181,8 +182,42 @@ class BrokerServer:
                 "partitions": self.replica_manager.describe() if self.replica_manager else {}}
 
     # -- shutdown ------------------------------------------------------------------------------
+    async def _controlled_shutdown(self) -> None:
+        """Ask the controller to move our leaderships away before we leave (controlled.shutdown.enable),
+        retrying ``controlled.shutdown.max.retries`` times ``controlled.shutdown.retry.backoff.ms`` apart."""
+        if not self.config["controlled.shutdown.enable"]:
+            return
+        retries = self.config["controlled.shutdown.max.retries"]
+        for attempt in range(1, retries + 1):
+            try:
+                response = await self._send_controlled_shutdown()
+                if response.error_code == ErrorCode.NONE and not response.remaining_partitions:
+                    log.info("broker %d: controlled shutdown succeeded", self.broker_id)
+                    return
+                log.info("broker %d: controlled shutdown attempt %d: error %d, still leading %s", self.broker_id,
+                         attempt, response.error_code, list(response.remaining_partitions))
+            except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+                log.warning("broker %d: controlled shutdown attempt %d failed: %s", self.broker_id, attempt, exc)
+            if attempt < retries:
+                await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
+        log.warning("broker %d: controlled shutdown incomplete after %d attempts; stopping anyway", self.broker_id, retries)
+
+    async def _send_controlled_shutdown(self) -> ControlledShutdownResponse:
+        request = ControlledShutdownRequest(self.broker_id, self.broker_epoch)
+        if self.controller.is_active:
+            return await self.controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+        controller_id = self.controller.active_controller_id
+        info = self.metadata_cache.live_brokers.get(controller_id) or await self.kzc.get_broker(controller_id)
+        if info is None:
+            raise ConnectionError("no live controller is known")
+        timeout = self.config["controller.socket.timeout.ms"] / 1000
+        return await post_control(info, request, timeout)
+
     async def shutdown(self) -> None:
-        """Reverse order: controller, registration (session close), HTTP, logs (flush, checkpoints)."""
+        """Controlled shutdown first, then reverse order: controller, registration (session close),
+        HTTP, logs (flush, checkpoints)."""
+        if self.controller is not None and self.broker_epoch > 0:
+            await self._controlled_shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
         await self.zk.close()

@@ -295,3 +295,17 @@ def decode(cls: type[M], data: bytes) -> M:
         raise ControlMessageError(cls.__name__, f"not a msgpack document ({exc})") from None
     return _dataclass_from_wire(cls, value, cls.__name__)
 
+
+_UNSPECIFIED_HOSTS = ("", "0.0.0.0", "::")
+
+
+def control_base_url(broker: BrokerInfo) -> str:
+    """``http://host:http_port`` of a broker: its first endpoint's host, wildcard hosts -> 127.0.0.1."""
+    host = broker.endpoints[0].host if broker.endpoints else ""
+    if host in _UNSPECIFIED_HOSTS:
+        host = "127.0.0.1"
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    if broker.http_port is None:
+        raise ValueError(f"broker {broker.id} registered no http port")
+    return f"http://{host}:{broker.http_port}"

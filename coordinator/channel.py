@@ -20,26 +20,13 @@ from typing import Any, Callable
 
 import aiohttp
 
-from brokers.control import ControlRequest, api_for, decode, encode
+from brokers.control import ControlRequest, api_for, control_base_url, decode, encode
 from brokers.model import BrokerInfo
 
 log = logging.getLogger(__name__)
 
 Callback = Callable[[Any], None]
 MSGPACK = "application/msgpack"
-_UNSPECIFIED_HOSTS = ("", "0.0.0.0", "::")
-
-
-def control_base_url(broker: BrokerInfo) -> str:
-    """``http://host:http_port`` of a broker: its first endpoint's host, wildcard hosts -> 127.0.0.1."""
-    host = broker.endpoints[0].host if broker.endpoints else ""
-    if host in _UNSPECIFIED_HOSTS:
-        host = "127.0.0.1"
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    if broker.http_port is None:
-        raise ValueError(f"broker {broker.id} registered no http port")
-    return f"http://{host}:{broker.http_port}"
 
 
 @dataclass

@@ -292,7 +292,9 @@ class KafkaController:
         for tp in ctx.partitions_on(event.broker_id):
             if tp in ctx.leadership and ctx.leadership[tp].leader_and_isr.leader != event.broker_id:
                 self.batch.add_stop_replica(event.broker_id, tp, delete=False)
-        remaining = tuple((tp.topic, tp.partition) for tp in ctx.partitions_led_by(event.broker_id))
+        await self.leadership.take_replicas_offline({event.broker_id})  # leave the ISRs it only follows
+        remaining = tuple((tp.topic, tp.partition) for tp in ctx.partitions_led_by(event.broker_id)
+                          if len(ctx.assignments.get(tp, ())) > 1)  # single-replica partitions cannot move
         event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NONE), remaining))
 
     # -- introspection -------------------------------------------------------------------------

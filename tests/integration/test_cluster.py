@@ -234,3 +234,16 @@ def test_cluster_cli_up_status_down(tmp_path):
     assert not info["zookeeper"]["alive"] and not any(b["alive"] for b in info["brokers"])
     for broker_id in (1, 2):  # a clean shutdown leaves Kafka's marker for the next start
         assert (directory / f"broker-{broker_id}" / "logs" / ".kafka_cleanshutdown").exists()
+
+
+def test_clean_stop_moves_leadership_before_the_broker_leaves(cluster, zk):
+    topics(cluster, "--create", "--topic", "graceful", "--partitions", "3", "--replication-factor", "3")
+    wait_for(lambda: leadership_consistent(zk, "graceful", {1, 2, 3}), 20, "partition leaders")
+    controller, _ = cluster.controller()
+    states = partition_states(zk, "graceful")
+    victim = next(s["leader"] for s, _ in states.values() if s["leader"] != controller)
+    cluster.stop_broker(victim)  # SIGTERM: controlled shutdown, then exit
+    assert "controlled shutdown succeeded" in cluster.tail(victim, 200)
+    after = partition_states(zk, "graceful")  # no waiting: it was done before the process exited
+    assert all(s["leader"] != victim and victim not in s["isr"] for s, _ in after.values())
+    assert all(s["leader"] in s["isr"] for s, _ in after.values())

@@ -18,7 +18,8 @@ from brokers.control import (ControlledShutdownRequest, ControlledShutdownRespon
                               StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse, decode, encode)
 from brokers.http import HttpServer
 from brokers.model import BrokerInfo, EndPoint
-from coordinator.channel import ControllerChannelManager, control_base_url
+from brokers.control import control_base_url
+from coordinator.channel import ControllerChannelManager
 
 DEADLINE = 10.0
 STATE = PartitionState("orders", 0, 1, 1, 0, (1,), 0, (1,))

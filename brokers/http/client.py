@@ -1,0 +1,24 @@
+"""A broker's own control-plane calls to the controller (ControlledShutdown), over aiohttp."""
+from __future__ import annotations
+
+import aiohttp
+
+from brokers.control import api_for, control_base_url, decode, encode
+from brokers.model import BrokerInfo
+
+MSGPACK = "application/msgpack"
+
+
+async def post_control(broker: BrokerInfo, request, timeout_s: float = 30.0):
+    """POST one control request to ``broker`` and decode its answer; failures raise ConnectionError."""
+    api = api_for(request)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    try:
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            async with session.post(control_base_url(broker) + api.path, data=encode(request),
+                                    headers={"Content-Type": MSGPACK}) as response:
+                if response.status != 200:
+                    raise ConnectionError(f"{api.path} answered HTTP {response.status}: {await response.text()}")
+                return decode(api.response, await response.read())
+    except aiohttp.ClientError as exc:
+        raise ConnectionError(f"{api.path} to broker {broker.id}: {exc}") from exc
