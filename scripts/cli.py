@@ -43,6 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--record-bytes", type=int, default=100, help="record value size (default 100)")
     storage.add_argument("--lookups", type=int, default=2000, help="random read/offset_for_timestamp lookups")
 
+    cluster_bench = bench_commands.add_parser("cluster", help="cluster up, topic creation, controller failover, "
+                                                              "controlled shutdown times on real processes")
+    cluster_bench.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
+    cluster_bench.add_argument("--rounds", type=int, default=3)
+    cluster_bench.add_argument("--brokers", type=int, default=3)
+    cluster_bench.add_argument("--partitions", type=int, default=12)
+    cluster_bench.add_argument("--session-timeout-ms", type=int, default=6000)
+
     zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
     zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
     zk_start = zk_commands.add_parser("start", help="start in the background; exits 0 once it serves")
@@ -186,6 +194,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         except BrokenPipeError:
             return 0
+        return 0
+    if args.command == "bench" and args.bench_command == "cluster":
+        from scripts.bench_cluster import run_cluster_bench
+
+        if args.rounds < 1 or args.brokers < 2 or args.partitions < 1 or args.session_timeout_ms < 1000:
+            parser.error("bench cluster needs --rounds >= 1, --brokers >= 2, --partitions >= 1, "
+                         "--session-timeout-ms >= 1000")
+        run_cluster_bench(args.dir, args.rounds, args.brokers, args.session_timeout_ms, args.partitions)
         return 0
     if args.command == "bench":
         from scripts.bench_storage import run_storage_bench
