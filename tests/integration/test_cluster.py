@@ -11,7 +11,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-import msgpack  # noqa: F401 - the control plane's wire format, used through brokers.control
 import pytest
 from kazoo.client import KazooClient
 
@@ -247,3 +246,16 @@ def test_clean_stop_moves_leadership_before_the_broker_leaves(cluster, zk):
     after = partition_states(zk, "graceful")  # no waiting: it was done before the process exited
     assert all(s["leader"] != victim and victim not in s["isr"] for s, _ in after.values())
     assert all(s["leader"] in s["isr"] for s, _ in after.values())
+
+
+def test_log_dir_of_another_cluster_is_refused(cluster, tmp_path):
+    logs = tmp_path / "foreign-logs"
+    logs.mkdir()
+    (logs / "meta.properties").write_text("version=0\nbroker.id=7\ncluster.id=someOtherCluster\n")
+    properties = tmp_path / "foreign.properties"
+    properties.write_text(f"broker.id=7\nzookeeper.connect={cluster.zookeeper_connect}\nlog.dirs={logs}\n"
+                          f"http.port={find_free_base_port(1)}\nlisteners=PLAINTEXT://127.0.0.1:{find_free_base_port(1)}\n")
+    result = subprocess.run([sys.executable, "-m", "brokers", str(properties)], capture_output=True, text=True,
+                            timeout=60, cwd=REPO)
+    assert result.returncode == 2
+    assert "belongs to cluster someOtherCluster" in result.stderr

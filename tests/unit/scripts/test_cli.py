@@ -92,3 +92,15 @@ def test_bad_flags_name_the_problem(capsys):
         main(["bench", "storage", "--batch-sizes", "16k"])
     assert excinfo.value.code == 2
     assert "--batch-sizes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["bench", "cluster", "--brokers", "1"], "--brokers"),
+    (["cluster", "up", "--brokers", "0"], "--brokers"),
+    (["cluster", "up", "--property", "novalue"], "--property"),
+])
+def test_cluster_flags_name_the_problem(capsys, argv, named):
+    with pytest.raises(SystemExit) as excinfo:
+        main(argv)
+    assert excinfo.value.code == 2
+    assert named in capsys.readouterr().err
