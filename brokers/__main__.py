@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from brokers.config import BrokerConfig, ConfigError
+from brokers.zk.errors import ZkError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -60,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"zkafka broker: {exc}", file=sys.stderr)
         return 2
+    except ZkError as exc:  # no ZooKeeper, a duplicate broker id, ...
+        print(f"zkafka broker: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -34,6 +34,7 @@ from brokers.storage.log_config import InvalidConfigError, LogConfig
 from brokers.storage.log_manager import LogManager, LogManagerConfig
 from brokers.storage.scheduler import Scheduler
 from brokers.zk.client import KafkaZkClient
+from brokers.zk.errors import ZkError
 from brokers.zk.gateway import SessionState, ZkGateway
 from coordinator.controller import ControllerConfig, KafkaController
 
@@ -57,7 +58,7 @@ class BrokerServer:
         self.log_manager: LogManager | None = None
         self.metadata_cache = MetadataCache(self.broker_id)
         self.replica_manager: ReplicaManager | None = None
-        self.http = HttpServer(self, "127.0.0.1", config.http_port)
+        self.http = HttpServer(self, _bind_host(config), config.http_port)
         self.controller: KafkaController | None = None
         self._session_lost = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -124,10 +125,10 @@ class BrokerServer:
                 write_meta_properties(log_dir, self.broker_id, self.cluster_id or "")
 
     async def _topic_log_config(self, topic: str) -> LogConfig:
-        overrides = await self.kzc.get_topic_config(topic)
         try:
+            overrides = await self.kzc.get_topic_config(topic)
             return LogConfig.from_properties(overrides, base=self.default_log_config)
-        except InvalidConfigError as exc:
+        except (InvalidConfigError, ValueError) as exc:
             log.error("topic %s has a bad config override (%s); using the broker defaults", topic, exc)
             return self.default_log_config
 
@@ -136,17 +137,28 @@ class BrokerServer:
         if state is SessionState.LOST:
             self._session_lost = True
             if self.controller is not None:
-                self._spawn(self.controller.on_session_expired())
+                self.controller.on_session_expired()  # queued now, ahead of anything a watch adds
         elif state is SessionState.CONNECTED and self._session_lost:
             self._session_lost = False
             self._spawn(self._reregister())
 
     async def _reregister(self) -> None:
-        """A new session: the old ephemerals are gone; register again (new epoch) and re-elect."""
-        self.broker_epoch = await self.kzc.register_broker(self.broker_info())
+        """A new session: the old ephemerals are gone; register again (new epoch) and re-elect.
+        Retried until it works: a broker that is not registered is invisible to the cluster."""
+        delay = 0.1
+        while not self._session_lost:
+            try:
+                self.broker_epoch = await self.kzc.register_broker(self.broker_info())
+                break
+            except ZkError as exc:
+                log.error("broker %d: re-registration failed (%s); retrying in %.1f s", self.broker_id, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        else:
+            return
         log.info("broker %d re-registered with epoch %d", self.broker_id, self.broker_epoch)
         if self.controller is not None:
-            await self.controller.on_new_session()
+            self.controller.on_new_session()
 
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -204,13 +216,14 @@ class BrokerServer:
 
     async def _send_controlled_shutdown(self) -> ControlledShutdownResponse:
         request = ControlledShutdownRequest(self.broker_id, self.broker_epoch)
+        timeout = self.config["controller.socket.timeout.ms"] / 1000
         if self.controller.is_active:
-            return await self.controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+            return await asyncio.wait_for(self.controller.controlled_shutdown(request.broker_id, request.broker_epoch),
+                                          timeout)
         controller_id = self.controller.active_controller_id
         info = self.metadata_cache.live_brokers.get(controller_id) or await self.kzc.get_broker(controller_id)
         if info is None:
             raise ConnectionError("no live controller is known")
-        timeout = self.config["controller.socket.timeout.ms"] / 1000
         return await post_control(info, request, timeout)
 
     async def shutdown(self) -> None:
@@ -224,3 +237,9 @@ class BrokerServer:
         await self.http.stop()
         if self.log_manager is not None:
             await asyncio.to_thread(self.log_manager.shutdown)
+
+
+def _bind_host(config: BrokerConfig) -> str:
+    """The HTTP (control plane) address: the first listener's host, all interfaces when it has none."""
+    host = config.listeners[0].host if config.listeners else ""
+    return host or "0.0.0.0"

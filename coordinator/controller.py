@@ -73,23 +73,34 @@ class KafkaController:
         if self.is_active:
             await self._resign(delete_znode=True)
 
-    async def on_session_expired(self) -> None:
+    def on_session_expired(self) -> None:
         self.events.put(ev.Expire())
 
-    async def on_new_session(self) -> None:
+    def on_new_session(self) -> None:
         self.events.put(ev.RegisterBrokerAndReelect())
 
     # -- the event thread ----------------------------------------------------------------------
     async def process(self, event: ev.ControllerEvent) -> None:
         try:
             await self._dispatch(event)
-            if self.is_active:
-                self._send_batch()
         except (ControllerMovedError, SessionExpiredError) as exc:
             log.warning("controller %d lost its fencing (%s): resigning", self.broker_id, exc)
             await self._resign(delete_znode=False)
             if not isinstance(exc, SessionExpiredError):
                 self.events.put(ev.Reelect())
+        except Exception:
+            if not self.is_active:
+                raise
+            # A half-done event leaves the context unreliable: give up control so that a controller
+            # (maybe us again) rebuilds it from ZooKeeper (Kafka's triggerControllerMove).
+            log.exception("controller %d failed on %s: moving control", self.broker_id, type(event).__name__)
+            await self._resign(delete_znode=True)
+            self.events.put(ev.Reelect())
+        finally:
+            if self.is_active:
+                self._send_batch()  # ZooKeeper already holds what was decided; brokers must hear it
+            else:
+                self.batch.clear()
             if isinstance(event, ev.ControlledShutdown) and not event.result.done():
                 event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ()))
 
@@ -114,14 +125,24 @@ class KafkaController:
             await self._on_isr_change()
 
     def _watch(self, event: ev.ControllerEvent):
-        return lambda _watch_event: self.events.put(event)
+        def fire(watch_event) -> None:
+            if watch_event.type != "NONE":  # session-state notifications are handled as Expire
+                self.events.put(event)
+
+        return fire
 
     # -- election ------------------------------------------------------------------------------
     async def _elect(self) -> None:
         was_active = self.is_active
         current = await self.kzc.get_controller_id(watch=self._watch(ev.Reelect()))
-        if was_active and current != self.broker_id:
-            await self._resign(delete_znode=False)
+        if was_active and current == self.broker_id:
+            return  # a spurious Reelect: still us
+        if was_active:
+            await self._resign(delete_znode=False)  # deleted or taken over: start from scratch
+        if current == self.broker_id:
+            # Named controller without being one (a failover that died half-way): free the znode.
+            await self.kzc.delete_controller_if_owned()
+            current = await self.kzc.get_controller_id(watch=self._watch(ev.Reelect()))
         if current is not None:
             self.active_controller_id = current
             return
@@ -146,6 +167,7 @@ class KafkaController:
         await self._load_topics(await self.kzc.get_all_topics(watch=self._watch(ev.TopicChange())))
         await self.kzc.get_isr_change_notifications(watch=self._watch(ev.IsrChangeNotification()))
         self.batch.add_update_metadata(ctx.live_brokers, ctx.leadership)
+        self._send_batch()  # brokers learn the live brokers before any LeaderAndIsr (pitfall 10)
         for tp in sorted(ctx.leadership):
             self.batch.add_leader_and_isr(ctx.assignments[tp], tp)
         await self._elect_offline_and_new()
@@ -224,6 +246,7 @@ class KafkaController:
             ctx.live_brokers.pop(b, None)
             ctx.shutting_down.discard(b)
             self.channel.remove_broker(b)
+        self.deletion.on_brokers_failed(brokers)
         led = sorted(tp for b in brokers for tp in ctx.partitions_led_by(b) if tp.topic not in ctx.topics_to_delete)
         for tp in led:
             self.states.transition([tp], PartitionState.Offline)
@@ -236,6 +259,7 @@ class KafkaController:
         log.info("controller %d: brokers %s started", self.broker_id, sorted(brokers))
         self.batch.add_update_metadata(ctx.live_brokers, [])
         self.batch.add_update_metadata(brokers, ctx.leadership)
+        self._send_batch()  # UpdateMetadata before LeaderAndIsr (pitfall 10)
         for b in brokers:
             for tp in ctx.partitions_on(b):
                 if tp in ctx.leadership:
@@ -292,7 +316,9 @@ class KafkaController:
         for tp in ctx.partitions_on(event.broker_id):
             if tp in ctx.leadership and ctx.leadership[tp].leader_and_isr.leader != event.broker_id:
                 self.batch.add_stop_replica(event.broker_id, tp, delete=False)
-        await self.leadership.take_replicas_offline({event.broker_id})  # leave the ISRs it only follows
+        followed = [tp for tp in ctx.partitions_on(event.broker_id) if tp in ctx.leadership
+                    and ctx.leadership[tp].leader_and_isr.leader != event.broker_id and len(ctx.assignments[tp]) > 1]
+        await self.leadership.take_replicas_offline({event.broker_id}, followed)  # leave the ISRs it only follows
         remaining = tuple((tp.topic, tp.partition) for tp in ctx.partitions_led_by(event.broker_id)
                           if len(ctx.assignments.get(tp, ())) > 1)  # single-replica partitions cannot move
         event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NONE), remaining))

@@ -116,14 +116,15 @@ class PartitionLeadership:
         self.states.transition([tp], target)
 
     # -- replicas going offline ----------------------------------------------------------------
-    async def take_replicas_offline(self, broker_ids: set[int]) -> None:
-        """OfflineReplica for every replica on ``broker_ids``: leave the ISR (never emptying it)."""
+    async def take_replicas_offline(self, broker_ids: set[int], partitions: list[TopicPartition] | None = None) -> None:
+        """OfflineReplica for the replicas on ``broker_ids`` (of ``partitions``, default all): leave
+        the ISR, never emptying it."""
         ctx = self.context
-        for tp in sorted(ctx.leadership):
+        for tp in sorted(ctx.leadership if partitions is None else partitions):
             for broker in broker_ids & set(ctx.assignments.get(tp, ())):
                 await self._remove_from_isr(tp, broker)
 
-    async def _remove_from_isr(self, tp: TopicPartition, broker: int) -> None:
+    async def _remove_from_isr(self, tp: TopicPartition, broker: int, retry: bool = True) -> None:
         ctx = self.context
         current = ctx.leadership[tp].leader_and_isr
         leader, isr = remove_replica_from_isr(current.leader, current.isr, broker)
@@ -134,10 +135,10 @@ class PartitionLeadership:
             version = await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
                                                             LeaderIsrAndControllerEpoch(new, ctx.epoch))
         except MultiOpError as exc:
-            if not isinstance(exc.cause, BadVersionError):
+            if not isinstance(exc.cause, BadVersionError) or not retry:
                 raise
-            ctx.leadership[tp] = await self.kzc.get_partition_state(tp)
-            return await self._remove_from_isr(tp, broker)
+            ctx.leadership[tp] = await self.kzc.get_partition_state(tp)  # someone wrote first: re-read
+            return await self._remove_from_isr(tp, broker, retry=False)
         ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, new.leader_epoch, tuple(isr), version),
                                                          ctx.epoch)
         if leader < 0:

@@ -43,40 +43,57 @@ class ControllerBrokerRequestBatch:
         if broker in self.context.live_brokers:
             self.stop_replica[broker][tp] = delete or self.stop_replica[broker].get(tp, False)
 
-    def _partition_state(self, tp: TopicPartition, is_new: bool = False) -> PartitionState | None:
+    def clear(self) -> None:
+        self.leader_and_isr.clear()
+        self.update_metadata_partitions.clear()
+        self.update_metadata_brokers.clear()
+        self.stop_replica.clear()
+
+    def _partition_state(self, tp: TopicPartition, is_new: bool = False, for_metadata: bool = False) -> PartitionState | None:
         state = self.context.leadership.get(tp)
         replicas = tuple(self.context.assignments.get(tp, ()))
         if state is None:
             return None
         lai = state.leader_and_isr
-        leader = LEADER_DURING_DELETE if tp.topic in self.context.topics_to_delete else lai.leader
+        deleting = for_metadata and tp.topic in self.context.topics_to_delete
+        leader = LEADER_DURING_DELETE if deleting else lai.leader  # -2 only tells metadata caches
         offline = tuple(b for b in replicas if b not in self.context.live_brokers)
         return PartitionState(tp.topic, tp.partition, state.controller_epoch, leader, lai.leader_epoch, lai.isr,
                               lai.zk_version, replicas, is_new, offline)
 
     def send(self, send: Callable[..., None], on_stop_replica: Callable[[int, object], None] | None = None) -> None:
-        """Hand every request to ``send(broker_id, request, callback)`` in Kafka's order, then reset."""
+        """Hand every request to ``send(broker_id, request, callback)`` in Kafka's order, then reset.
+
+        Brokers that died since a request was queued are skipped (the channel dropped them too).
+        """
+        try:
+            self._send(send, on_stop_replica)
+        finally:
+            self.clear()
+
+    def _send(self, send: Callable[..., None], on_stop_replica: Callable[[int, object], None] | None) -> None:
         ctx = self.context
         live = tuple(ctx.live_brokers.values())
         for broker, partitions in self.leader_and_isr.items():
+            if broker not in ctx.live_brokers:
+                continue
             states = tuple(s for tp, new in sorted(partitions.items()) if (s := self._partition_state(tp, new)))
             leaders = tuple(ctx.live_brokers[s.leader] for s in states if s.leader in ctx.live_brokers)
             send(broker, LeaderAndIsrRequest(self.controller_id, ctx.epoch, ctx.live_brokers[broker].epoch, states,
                                              tuple({b.id: b for b in leaders}.values())), None)
         if self.update_metadata_brokers:
-            states = tuple(s for tp in sorted(self.update_metadata_partitions) if (s := self._partition_state(tp)))
-            for broker in sorted(self.update_metadata_brokers):
+            states = tuple(s for tp in sorted(self.update_metadata_partitions)
+                           if (s := self._partition_state(tp, for_metadata=True)))
+            for broker in sorted(self.update_metadata_brokers & set(ctx.live_brokers)):
                 send(broker, UpdateMetadataRequest(self.controller_id, ctx.epoch, ctx.live_brokers[broker].epoch,
                                                    states, live), None)
         for broker, partitions in self.stop_replica.items():
+            if broker not in ctx.live_brokers:
+                continue
             items = tuple(StopReplicaPartition(tp.topic, tp.partition, self._stop_epoch(tp), delete)
                           for tp, delete in sorted(partitions.items()))
             callback = (lambda response, b=broker: on_stop_replica(b, response)) if on_stop_replica else None
             send(broker, StopReplicaRequest(self.controller_id, ctx.epoch, ctx.live_brokers[broker].epoch, items), callback)
-        self.leader_and_isr.clear()
-        self.update_metadata_partitions.clear()
-        self.update_metadata_brokers.clear()
-        self.stop_replica.clear()
 
     def _stop_epoch(self, tp: TopicPartition) -> int:
         if tp.topic in self.context.topics_to_delete:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.zk.client import KafkaZkClient
+from brokers.zk.errors import NodeExistsError
 from coordinator import events as ev
 from coordinator.assignment import assign_replicas_to_brokers, topics_collide, validate_topic_name
 from coordinator.partition_state_machine import PartitionState
@@ -38,7 +39,10 @@ async def create_topic(kzc: KafkaZkClient, topic: str, num_partitions: int, repl
                          ErrorCode.INVALID_TOPIC_EXCEPTION)
     brokers = await kzc.get_broker_ids()
     assignment = assign_replicas_to_brokers(brokers, num_partitions, replication_factor, rng=rng)
-    await kzc.create_topic(topic, assignment, dict(config or {}))
+    try:
+        await kzc.create_topic(topic, assignment, dict(config or {}))
+    except NodeExistsError:
+        raise KafkaError(f"topic {topic!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS) from None
     log.info("created topic %s with assignment %s", topic, assignment)
     return assignment
 
@@ -83,20 +87,36 @@ class TopicDeletionManager:
             if not replicas:
                 await self._complete(topic)
 
+    def on_brokers_failed(self, brokers: set[int]) -> None:
+        """Deletions waiting on a failed broker start over once it is back (its queue was dropped)."""
+        ctx = self.context
+        for topic in [t for t, awaiting in ctx.deletion_awaiting.items() if any(b in brokers for _, b in awaiting)]:
+            ctx.deletion_awaiting.pop(topic, None)
+
     async def on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
         ctx = self.context
+        if event.error_code != ErrorCode.NONE:  # refused whole: every partition in it failed
+            log.warning("broker %d refused StopReplica (error %d); deletions retry", event.broker_id, event.error_code)
+            for topic in [t for t, awaiting in ctx.deletion_awaiting.items()
+                          if any(b == event.broker_id for _, b in awaiting)]:
+                ctx.deletion_awaiting.pop(topic, None)
+            return
+        retry = False
         for topic, partition, error in event.errors:
             awaiting = ctx.deletion_awaiting.get(topic)
             if awaiting is None:
                 continue
-            if error == ErrorCode.NONE and event.error_code == ErrorCode.NONE:
+            if error == ErrorCode.NONE:
                 awaiting.discard((partition, event.broker_id))
             else:
-                log.warning("replica %s-%d on broker %d failed to delete (error %d); retrying later",
+                log.warning("replica %s-%d on broker %d failed to delete (error %d); retrying",
                             topic, partition, event.broker_id, error)
                 ctx.deletion_awaiting.pop(topic, None)
+                retry = True
         for topic in [t for t, awaiting in ctx.deletion_awaiting.items() if not awaiting]:
             await self._complete(topic)
+        if retry:
+            await self.resume()
 
     async def _complete(self, topic: str) -> None:
         ctl, ctx = self.controller, self.context

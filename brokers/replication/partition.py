@@ -6,6 +6,7 @@ watermark arrive with replication (issue 5).
 """
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from brokers.model import TopicPartition
@@ -24,6 +25,18 @@ class Partition:
     zk_version: int = -1
     controller_epoch: int = -1
     history: list[str] = field(default_factory=list)
+    _appended: asyncio.Event | None = None
+
+    def appended_event(self) -> asyncio.Event:
+        """Set (and replaced) whenever records are appended: what a parked Fetch waits on."""
+        if self._appended is None:
+            self._appended = asyncio.Event()
+        return self._appended
+
+    def notify_appended(self) -> None:
+        if self._appended is not None:
+            self._appended.set()
+            self._appended = None
 
     @property
     def is_leader(self) -> bool:

@@ -45,6 +45,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
         self.rejected: list[tuple[str, int, int]] = []  # (request, controller id, controller epoch)
+        self.state_change_lock = asyncio.Lock()  # control requests apply one at a time (replicaStateChangeLock)
 
     def fence(self, name: str, controller_id: int, controller_epoch: int, broker_epoch: int) -> ErrorCode:
         if not check_controller_epoch(self.controller_epoch, controller_epoch):
@@ -60,6 +61,10 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     async def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        async with self.state_change_lock:
+            return await self._become_leader_or_follower(request)
+
+    async def _become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         error = self.fence("LeaderAndIsr", request.controller_id, request.controller_epoch, request.broker_epoch)
         if error != ErrorCode.NONE:
             return LeaderAndIsrResponse(int(error), ())
@@ -93,6 +98,10 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     async def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
+        async with self.state_change_lock:
+            return await self._stop_replicas(request)
+
+    async def _stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
         error = self.fence("StopReplica", request.controller_id, request.controller_epoch, request.broker_epoch)
         if error != ErrorCode.NONE:
             return StopReplicaResponse(int(error), ())
@@ -100,7 +109,7 @@ class ReplicaManager:
         for item in request.partitions:
             tp = TopicPartition(item.topic, item.partition)
             partition = self.partitions.get(tp)
-            if partition is not None and item.leader_epoch >= 0 and item.leader_epoch < partition.leader_epoch:
+            if partition is not None and item.leader_epoch >= 0 and item.leader_epoch <= partition.leader_epoch:
                 errors.append((item.topic, item.partition, int(ErrorCode.FENCED_LEADER_EPOCH)))
                 continue
             if item.delete:
@@ -113,3 +122,19 @@ class ReplicaManager:
 
     def describe(self) -> dict:
         return {str(tp): p.describe() for tp, p in sorted(self.partitions.items())}
+
+
+class PartitionError(Exception):
+    def __init__(self, code: ErrorCode):
+        super().__init__(code.name)
+        self.code = code
+
+
+def leader_partition(manager: ReplicaManager, tp: TopicPartition) -> Partition:
+    """The partition if this broker leads it; else the error a client must see to refresh metadata."""
+    partition = manager.partitions.get(tp)
+    if partition is None:
+        raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not partition.is_leader:
+        raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    return partition

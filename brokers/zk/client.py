@@ -27,6 +27,7 @@ from brokers.zk.paths import (
     ControllerZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
+    ProducerIdBlockZNode,
     TopicPartitionStateZNode,
     TopicPartitionsZNode,
     TopicPartitionZNode,
@@ -124,6 +125,18 @@ class KafkaZkClient:
                 brokers[broker_id] = info
         return brokers
 
+    async def allocate_producer_id_block(self, broker_id: int, size: int = 1000) -> tuple[int, int]:
+        """Claim the next ``size`` producer ids: a compare-and-set on ``/latest_producer_id_block``."""
+        while True:
+            data, stat = await self.zk.get(ProducerIdBlockZNode.PATH)
+            start = ProducerIdBlockZNode.decode(data)[1] + 1 if data else 0
+            try:
+                await self.zk.set(ProducerIdBlockZNode.PATH, ProducerIdBlockZNode.encode(broker_id, start, start + size - 1),
+                                  stat.version)
+                return start, start + size - 1
+            except BadVersionError:
+                continue  # another broker took a block first
+
     # -- controller ----------------------------------------------------------------------------
     async def get_controller_id(self, watch: Watch = None) -> int | None:
         try:
@@ -163,6 +176,17 @@ class KafkaZkClient:
         if winner == broker_id and now_epoch == epoch + 1:  # our multi committed but its answer was lost
             return ControllerElection(broker_id, now_epoch, now_version, won=True)
         return ControllerElection(winner if winner is not None else -1)
+
+    async def delete_controller_if_owned(self) -> bool:
+        """Delete ``/controller`` if this session created it (a failover that died half-way)."""
+        stat = await self.zk.exists(ControllerZNode.PATH)
+        if stat is None or stat.ephemeral_owner != self.zk.session_id:
+            return False
+        try:
+            await self.zk.delete(ControllerZNode.PATH, stat.version)
+            return True
+        except ZkError:
+            return False
 
     async def resign_controller(self, epoch_zk_version: int) -> None:
         """Delete ``/controller`` (fenced: only while our epoch stands) so others can elect."""

@@ -276,8 +276,23 @@ class ConsumerOffsetZNode:
         return int(data.decode())
 
 
+class ProducerIdBlockZNode:
+    """``/latest_producer_id_block``: the last block of producer ids handed to a broker (written with CAS)."""
+
+    PATH = "/latest_producer_id_block"
+
+    @staticmethod
+    def encode(broker_id: int, start: int, end: int) -> bytes:
+        return _json({"version": 1, "broker": broker_id, "block_start": str(start), "block_end": str(end)})
+
+    @staticmethod
+    def decode(data: bytes) -> tuple[int, int]:
+        value = _load(data, ProducerIdBlockZNode.PATH)
+        return int(value["block_start"]), int(value["block_end"])
+
+
 PERSISTENT_ROOTS = (
     "/consumers", BrokerIdsZNode.PATH, TopicsZNode.PATH, ConfigChangesZNode.PATH, DeleteTopicsZNode.PATH,
-    BrokerSequenceIdZNode.PATH, IsrChangeNotificationZNode.PATH, "/latest_producer_id_block",
+    BrokerSequenceIdZNode.PATH, IsrChangeNotificationZNode.PATH, ProducerIdBlockZNode.PATH,
     "/log_dir_event_notification", *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
 )

@@ -127,3 +127,41 @@ def test_generated_broker_ids_start_after_the_reserved_range(zookeeper):
         await a.zk.close()
 
     run(main())
+
+
+def test_producer_id_blocks_never_overlap(zookeeper):
+    async def main():
+        a, b = await client(zookeeper, "/pid"), await client(zookeeper, "/pid")
+        blocks = [await a.allocate_producer_id_block(1, 10), await b.allocate_producer_id_block(2, 10),
+                  await a.allocate_producer_id_block(1, 10)]
+        assert blocks == [(0, 9), (10, 19), (20, 29)]
+        await a.zk.close()
+        await b.zk.close()
+
+    run(main())
+
+
+def test_a_deposed_controller_resigns_when_its_write_is_fenced(zookeeper):
+    """A KafkaController whose epoch was superseded processes a topic change: its fenced write of the
+    partition state fails, nothing lands, and it resigns."""
+    from coordinator import events as ev
+    from coordinator.controller import ControllerConfig, KafkaController
+
+    async def main():
+        a, b = await client(zookeeper, "/deposed"), await client(zookeeper, "/deposed")
+        await a.register_broker(broker(1))
+        controller = KafkaController(1, a, ControllerConfig())
+        await controller._elect()
+        assert controller.is_active and controller.context.epoch == 1
+        await b.zk.delete("/controller")  # as if controller 1's session had expired ...
+        assert (await b.try_elect_controller(2)).won  # ... and broker 2 had won epoch 2
+        await b.create_topic("late", {0: [1]}, {})
+        await controller.process(ev.TopicChange())
+        assert not controller.is_active and controller.resignations == 1
+        assert await b.get_partition_state(TopicPartition("late", 0)) is None  # the fenced write did not land
+        assert await b.get_controller_epoch() == (2, (await b.zk.get("/controller_epoch"))[1].version)
+        await controller.events.close()
+        await a.zk.close()
+        await b.zk.close()
+
+    run(main())

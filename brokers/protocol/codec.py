@@ -1,0 +1,287 @@
+"""The message codec: Kafka request and response bodies via kio, the only module that imports kio.
+
+kio (Aiven, generated from Kafka's own JSON schemas) gives one frozen, slotted, keyword-only
+dataclass per (API, version, request/response), plus nested classes per version. Its conventions,
+which every handler sees:
+
+* field names are Kafka's in snake_case, **without the ``_ms`` suffix**: ``throttle_time``,
+  ``timeout``, ``max_wait``, ``session_timeout``, ``retention_time`` ... and those fields are
+  ``datetime.timedelta`` (``build`` also accepts an int of milliseconds for them);
+* ``log_append_time`` (Produce response) is a timezone-aware ``datetime`` or None for -1 (``build``
+  accepts an int of milliseconds, -1 meaning None);
+* error codes are ``kio.schema.errors.ErrorCode`` members (``error_code(n)``; ``build`` accepts ints
+  and our own ``errors.ErrorCode``);
+* topic ids are ``uuid.UUID``; arrays are tuples; nullable fields are ``X | None``;
+* records fields are ``bytes`` subclasses, nullable, and are **copied** on decode;
+* ids are ``int`` subclasses (``BrokerId``, ``ProducerId``, ``i32``): plain ints are fine.
+
+kio gotchas handled here: readers want read-only buffers (a ``bytearray`` is passed as a read-only
+memoryview, no copy); unknown tagged fields raise ``KeyError`` instead of being skipped, and
+truncated bodies raise kio's own errors: all of them become ``ProtocolError``. kio has no request
+classes below Kafka 4's minimum versions (Produce v0-2, for example); such a request is a
+ProtocolError too. The Fetch response is not encoded here (see ``fetch_response``), nor ApiVersions
+(see ``api_versions``).
+"""
+from __future__ import annotations
+
+import datetime
+import io
+import struct
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, fields, is_dataclass
+from functools import cache
+from typing import Any, NamedTuple
+
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import (  # private, but the only way to read kio's field kinds
+    EntityField,
+    EntityTupleField,
+    PrimitiveTupleField,
+    classify_field,
+    is_optional,
+)
+from kio.serial.errors import SerialError
+
+from brokers.protocol.framing import ProtocolError, RequestHeader
+
+_INT32 = struct.Struct(">i")
+_DECODE_ERRORS = (KeyError, ValueError, IndexError, struct.error, OverflowError, SerialError)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def error_code(code: int) -> ErrorCode:
+    """kio's ErrorCode member for a numeric Kafka error code (ValueError if kio does not know it)."""
+    return code if type(code) is ErrorCode else ErrorCode(int(code))
+
+
+@cache
+def request_class(api_key: int, api_version: int) -> type:
+    """kio's request body class for (key, version); KeyError if kio has none."""
+    try:
+        return load_request_schema(api_key, api_version)
+    except KioIndexError:
+        raise KeyError(f"kio has no request schema for API key {api_key} v{api_version}") from None
+
+
+@cache
+def response_class(api_key: int, api_version: int) -> type:
+    """kio's response body class for (key, version); KeyError if kio has none."""
+    try:
+        return load_response_schema(api_key, api_version)
+    except KioIndexError:
+        raise KeyError(f"kio has no response schema for API key {api_key} v{api_version}") from None
+
+
+@cache
+def _request_reader(api_key: int, api_version: int) -> Callable:
+    return entity_reader(request_class(api_key, api_version))
+
+
+def _read_only(frame):
+    if isinstance(frame, bytes):
+        return frame
+    view = memoryview(frame)
+    return view if view.readonly else view.toreadonly()
+
+
+def decode_request(header: RequestHeader, frame) -> Any:
+    """Decode the request body that follows ``header`` in ``frame`` into kio's entity.
+
+    ``frame`` is the frame payload the header was parsed from (bytes, bytearray or memoryview).
+    Raises ProtocolError if kio has no schema for the version or the body does not decode.
+    """
+    key, version = header.api_key, header.api_version
+    try:
+        reader = _request_reader(key, version)
+    except KeyError as exc:
+        raise ProtocolError(f"cannot decode a request for API key {key} v{version}: {exc.args[0]}") from None
+    try:
+        body, _size = reader(_read_only(frame), header.body_offset)
+    except _DECODE_ERRORS as exc:
+        what = "unknown tagged field" if isinstance(exc, KeyError) else type(exc).__name__
+        raise ProtocolError(
+            f"malformed request body for API key {key} v{version} (correlation id {header.correlation_id}): "
+            f"{what}: {exc}"
+        ) from exc
+    return body
+
+
+class _Writer(NamedTuple):
+    write: Callable
+    flexible_header: bool  # response/request header with a tagged-field section
+
+
+@cache
+def _writer(cls: type) -> _Writer:
+    return _Writer(entity_writer(cls), bool(cls.__header_schema__.__flexible__))
+
+
+def _check_class(body: Any, api_key: int, api_version: int) -> type:
+    cls = type(body)
+    if getattr(cls, "__api_key__", None) != api_key or getattr(cls, "__version__", None) != api_version:
+        raise ValueError(f"{cls.__qualname__} is not the body of API key {api_key} v{api_version}")
+    return cls
+
+
+def _framed(header: bytes, write: Callable, body: Any) -> bytes:
+    buffer = io.BytesIO()
+    buffer.write(b"\x00\x00\x00\x00")
+    buffer.write(header)
+    write(buffer, body)
+    with buffer.getbuffer() as view:
+        _INT32.pack_into(view, 0, len(view) - 4)
+    return buffer.getvalue()
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """The framed response: size prefix, response header (v1 if the version is flexible, except for
+    ApiVersions, else v0: kio's ``__header_schema__``), then ``body``, a kio response entity of exactly
+    that API and version (ValueError otherwise)."""
+    writer = _writer(_check_class(body, api_key, api_version))
+    header = _INT32.pack(correlation_id) + (b"\x00" if writer.flexible_header else b"")
+    return _framed(header, writer.write, body)
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
+    """The framed request (size prefix, request header v1/v2, body), for clients and tests."""
+    cls = _check_class(body, api_key, api_version)
+    header_cls = cls.__header_schema__
+    header = io.BytesIO()
+    entity_writer(header_cls)(
+        header,
+        header_cls(
+            request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id, client_id=client_id
+        ),
+    )
+    return _framed(header.getvalue(), _writer(cls).write, body)
+
+
+def decode_response(api_key: int, api_version: int, frame) -> tuple[int, Any]:
+    """(correlation id, body entity) of a response frame payload; ProtocolError if it does not decode."""
+    cls = response_class(api_key, api_version)
+    frame = _read_only(frame)
+    try:
+        header, offset = entity_reader(cls.__header_schema__)(frame, 0)
+        body, _size = entity_reader(cls)(frame, offset)
+    except _DECODE_ERRORS as exc:
+        raise ProtocolError(f"malformed response for API key {api_key} v{api_version}: {exc}") from exc
+    return header.correlation_id, body
+
+
+# --- build: one handler, every version ---------------------------------------------------------------
+
+_REQUIRED = object()
+_ZEROS: dict[str, Any] = {
+    "bool": False,
+    "float64": 0.0,
+    "string": "",
+    "bytes": b"",
+    "records": b"",
+    "uuid": uuid.UUID(int=0),
+    "error_code": ErrorCode.none,
+    "timedelta_i32": datetime.timedelta(0),
+    "timedelta_i64": datetime.timedelta(0),
+    "datetime_i64": _EPOCH,
+}
+
+
+class _Field(NamedTuple):
+    name: str
+    convert: Callable[[Any], Any] | None  # None: pass the value through
+    zero: Any  # the value for a missing field, or _REQUIRED when the dataclass has a default
+
+
+def _to_timedelta(value):
+    return value if isinstance(value, datetime.timedelta) else datetime.timedelta(milliseconds=value)
+
+
+def _to_datetime(value):
+    if value is None or isinstance(value, datetime.datetime):
+        return value
+    return None if value == -1 else _EPOCH + datetime.timedelta(milliseconds=value)
+
+
+def _entity_converter(nested: type) -> Callable[[Any], Any]:
+    def convert(value):
+        if value is None or type(value) is nested:
+            return value
+        if isinstance(value, Mapping):
+            return build(nested, **value)
+        if is_dataclass(value):  # the same struct from another version: keep the shared fields
+            return build(nested, **{f.name: getattr(value, f.name) for f in fields(value)})
+        raise TypeError(f"cannot build {nested.__qualname__} from {type(value).__name__}")
+
+    return convert
+
+
+def _converter(field, kind) -> Callable[[Any], Any] | None:
+    kafka_type = field.metadata.get("kafka_type")
+    if isinstance(kind, EntityField):
+        return _entity_converter(kind.type_)
+    if isinstance(kind, EntityTupleField):
+        item = _entity_converter(kind.type_)
+        return lambda value: None if value is None else tuple(map(item, value))
+    if isinstance(kind, PrimitiveTupleField):
+        return lambda value: None if value is None else tuple(value)
+    if kafka_type == "error_code":
+        return error_code
+    if kafka_type in ("timedelta_i32", "timedelta_i64"):
+        return _to_timedelta
+    if kafka_type == "datetime_i64":
+        return _to_datetime
+    return None
+
+
+def _zero(field, kind) -> Any:
+    if field.default is not MISSING or field.default_factory is not MISSING:
+        return _REQUIRED
+    if is_optional(field):
+        return None
+    if isinstance(kind, (EntityTupleField, PrimitiveTupleField)):
+        return ()
+    if isinstance(kind, EntityField):
+        return build(kind.type_)
+    return _ZEROS.get(field.metadata.get("kafka_type"), 0)  # every int kind
+
+
+@cache
+def _plan(cls: type) -> tuple[_Field, ...]:
+    plan = []
+    for field in fields(cls):
+        kind = classify_field(field)
+        plan.append(_Field(field.name, _converter(field, kind), _zero(field, kind)))
+    return tuple(plan)
+
+
+def build(cls: type, /, **values: Any) -> Any:
+    """An instance of the kio entity class ``cls`` from a superset of its fields.
+
+    Fields ``cls`` does not have are dropped; missing fields take the dataclass default, or the zero
+    value of their Kafka type (0, "", b"", False, empty tuple, None where nullable, a zero-filled nested
+    struct). Nested struct fields accept a mapping or another version's instance (built recursively);
+    arrays accept any iterable; error codes accept ints; durations accept int milliseconds.
+    """
+    kwargs = {}
+    for name, convert, zero in _plan(cls):
+        if name in values:
+            value = values[name]
+            kwargs[name] = value if convert is None else convert(value)
+        elif zero is not _REQUIRED:
+            kwargs[name] = zero
+    return cls(**kwargs)
+
+
+__all__ = [
+    "ProtocolError",
+    "build",
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "error_code",
+    "request_class",
+    "response_class",
+]

@@ -1,0 +1,70 @@
+"""KafkaApis: one entry point per request frame, dispatch by API key (Kafka's KafkaApis).
+
+The table in ``brokers.protocol.api_versions`` decides what exists: an unknown API key closes the
+connection (as Kafka does), a known key at an unadvertised version gets UNSUPPORTED_VERSION where
+the response has a top-level error code, and closes the connection otherwise. ApiVersions is
+answered from pre-encoded bytes. Handlers return a kio response entity (encoded here), a list of
+wire segments (Fetch), or None (Produce with acks=0: no response at all).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import struct
+from typing import Any, Awaitable, Callable
+
+from brokers.protocol import codec
+from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name, api_versions_response, is_flexible, is_supported
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
+from brokers.server.context import ServerContext
+from brokers.server.handlers import admin, fetch, list_offsets, metadata, produce
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[ServerContext, RequestHeader, Any], Awaitable[Any]]
+_KEY_AND_VERSION = struct.Struct(">hh")
+
+HANDLERS: dict[int, Handler] = {
+    0: produce.handle_produce,
+    1: fetch.handle_fetch,
+    2: list_offsets.handle_list_offsets,
+    3: metadata.handle_metadata,
+    19: admin.handle_create_topics,
+    20: admin.handle_delete_topics,
+    22: admin.handle_init_producer_id,
+    32: admin.handle_describe_configs,
+}
+assert set(HANDLERS) | {API_VERSIONS_KEY} == set(SUPPORTED)
+
+
+class KafkaApis:
+    def __init__(self, context: ServerContext):
+        self.context = context
+
+    async def handle(self, frame: bytes, connection: Any) -> list[Any] | None:
+        api_key, api_version = _KEY_AND_VERSION.unpack_from(frame)
+        if api_key not in SUPPORTED:
+            raise ProtocolError(f"unknown API key {api_key}")
+        if api_key == API_VERSIONS_KEY:  # any version: the header's fixed prefix is all we need
+            header = parse_request_header(frame, flexible=api_version >= 3)
+            return [api_versions_response(header.correlation_id, api_version)]
+        header = parse_request_header(frame, is_flexible(api_key, api_version))
+        if not is_supported(api_key, api_version):
+            return [self._unsupported_version(header)]
+        request = codec.decode_request(header, frame)
+        response = await HANDLERS[api_key](self.context, header, request)
+        if response is None or isinstance(response, list):
+            return response
+        return [codec.encode_response(api_key, api_version, header.correlation_id, response)]
+
+    def _unsupported_version(self, header: RequestHeader) -> bytes:
+        name = api_name(header.api_key)
+        try:
+            cls = codec.response_class(header.api_key, header.api_version)
+        except ProtocolError:
+            cls = None
+        if cls is None or "error_code" not in {f.name for f in dataclasses.fields(cls)}:
+            raise ProtocolError(f"{name} v{header.api_version} is not supported and has no error response")
+        body = codec.build(cls, error_code=ErrorCode.UNSUPPORTED_VERSION)
+        return codec.encode_response(header.api_key, header.api_version, header.correlation_id, body)
