@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Any
 
+from brokers.admin import ZkAdmin
 from brokers.config import BrokerConfig, ConfigError
 from brokers.control import (
     ControlledShutdownRequest,
@@ -29,6 +30,9 @@ from brokers.model import BrokerInfo
 from brokers.protocol.errors import ErrorCode
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
+from brokers.server.apis import KafkaApis
+from brokers.server.context import ServerContext
+from brokers.server.listener import KafkaListener
 from brokers.storage.checkpoints import read_meta_properties, write_meta_properties
 from brokers.storage.log_config import InvalidConfigError, LogConfig
 from brokers.storage.log_manager import LogManager, LogManagerConfig
@@ -60,6 +64,7 @@ class BrokerServer:
         self.replica_manager: ReplicaManager | None = None
         self.http = HttpServer(self, _bind_host(config), config.http_port)
         self.controller: KafkaController | None = None
+        self.kafka_listener: KafkaListener | None = None
         self._session_lost = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -79,6 +84,13 @@ class BrokerServer:
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self._topic_log_config,
                                               lambda: self.broker_epoch)
+        admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.default_log_config, self.metadata_cache)
+        listener = self.config.listeners[0]
+        context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
+                                lambda: self.cluster_id, admin, listener.listener)
+        self.kafka_listener = KafkaListener(KafkaApis(context).handle, listener.host, listener.port,
+                                            self.config["socket.request.max.bytes"])
+        await self.kafka_listener.start()
         await self.http.start()
         self.broker_epoch = await self.kzc.register_broker(self.broker_info())
         log.info("broker %d registered with epoch %d (cluster %s)", self.broker_id, self.broker_epoch, self.cluster_id)
@@ -231,6 +243,8 @@ class BrokerServer:
         HTTP, logs (flush, checkpoints)."""
         if self.controller is not None and self.broker_epoch > 0:
             await self._controlled_shutdown()
+        if self.kafka_listener is not None:
+            await self.kafka_listener.stop()
         if self.controller is not None:
             await self.controller.shutdown()
         await self.zk.close()

@@ -1,0 +1,48 @@
+"""ServerContext: everything a Kafka API handler may use, handed to it on every call.
+
+Handlers are plain async functions ``handle_x(context, header, request)``; the context is their only
+way to the rest of the broker. ``AdminOps`` is what the composition root (``brokers.app``) provides for
+the admin APIs, since topic creation and deletion go through ZooKeeper and the controller, which the
+server layer does not import.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from brokers.config import BrokerConfig
+from brokers.replication.metadata_cache import MetadataCache
+from brokers.replication.replica_manager import ReplicaManager
+
+
+class AdminOps(Protocol):
+    """The admin operations behind CreateTopics, DeleteTopics, DescribeConfigs, InitProducerId and
+    Metadata's auto-creation. Failures raise ``brokers.protocol.errors.KafkaError`` with Kafka's code."""
+
+    async def create_topic(self, name: str, num_partitions: int, replication_factor: int, config: dict[str, str],
+                           assignment: dict[int, list[int]] | None, validate_only: bool) -> None:
+        """Create (or with ``validate_only`` only check) a topic: TOPIC_ALREADY_EXISTS,
+        INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG."""
+
+    async def delete_topic(self, name: str) -> None:
+        """Request the deletion of a topic: UNKNOWN_TOPIC_OR_PARTITION, TOPIC_DELETION_DISABLED."""
+
+    async def topic_config(self, name: str) -> dict[str, str]:
+        """The topic's config overrides only (``/config/topics/<name>``)."""
+
+    def log_config_defaults(self) -> dict[str, str]:
+        """Every topic-level config key with this broker's default value."""
+
+    async def allocate_producer_id(self) -> int:
+        """A producer id unique in the cluster."""
+
+
+@dataclass
+class ServerContext:
+    broker_id: int
+    config: BrokerConfig
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+    cluster_id: Callable[[], str | None]
+    admin: AdminOps
+    listener_name: str = "PLAINTEXT"

@@ -1,0 +1,59 @@
+"""Kafka API handlers, one module per API: ``async def handle_<api>(context, header, request)``.
+
+``request`` is the decoded kio entity; a handler returns a kio response entity (built with
+``codec.build`` so that one handler serves every advertised version), a list of wire segments
+(Fetch), or None (Produce with acks=0). This package module holds what several handlers share.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+
+from brokers.model import TopicPartition
+from brokers.protocol.errors import ErrorCode
+from brokers.replication.partition import Partition
+from brokers.replication.replica_manager import PartitionError, leader_partition
+from brokers.server.context import ServerContext
+
+# Codes brokers.protocol.errors does not list yet (Kafka's org.apache.kafka.common.protocol.Errors).
+NOT_COORDINATOR = 16
+FETCH_SESSION_ID_NOT_FOUND = 70
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.AdminClientId: may produce to internal topics
+METADATA_POLL_SECONDS = 0.01
+
+
+def leader_for(context: ServerContext, topic: str, partition: int) -> Partition:
+    """The partition this broker leads, else PartitionError with the code a client must see.
+
+    As Kafka's ``getPartitionOrException``: a partition the metadata cache knows but this broker does
+    not host is NOT_LEADER_OR_FOLLOWER (the client's metadata is stale), one nobody knows is
+    UNKNOWN_TOPIC_OR_PARTITION.
+    """
+    tp = TopicPartition(topic, partition)
+    try:
+        return leader_partition(context.replica_manager, tp)
+    except PartitionError as exc:
+        if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and tp in context.metadata_cache.partitions:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER) from None
+        raise
+
+
+def timeout_seconds(value) -> float:
+    """A kio duration (timedelta) or int milliseconds, in seconds."""
+    return value.total_seconds() if hasattr(value, "total_seconds") else value / 1000
+
+
+async def wait_for_metadata(condition: Callable[[], bool], timeout: float) -> bool:
+    """Wait until ``condition()`` holds (checked against the metadata cache) or ``timeout`` seconds
+    pass; return whether it held. The cache has no change notification yet, so this polls every
+    10 ms (Kafka re-checks its delayed admin operations on every UpdateMetadata)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        await asyncio.sleep(min(METADATA_POLL_SECONDS, remaining))
+    return True

@@ -1,0 +1,124 @@
+"""Fetch (API key 1, v4-v11): file ranges of the partitions' logs, long-polled up to ``max_wait``.
+
+Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``readFromLocalLog``:
+
+* this broker must lead it (NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION). Follower fetching
+  (``replica_id >= 0``) comes with replication; until then a replica is served like a consumer;
+* v9+ ``current_leader_epoch`` (when not -1) must equal the leader epoch: older is
+  FENCED_LEADER_EPOCH (74), newer UNKNOWN_LEADER_EPOCH (75);
+* ``fetch_offset`` outside [log start, log end] is OFFSET_OUT_OF_RANGE (1) (``Log.read`` decides);
+* records are read up to the high watermark (READ_COMMITTED's last stable offset is the same: we have
+  no transactions), at most ``min(partition_max_bytes, what is left of max_bytes)``. KIP-74: the first
+  batch of the *response* is whole even when it is bigger than either limit, so only the first
+  partition that returns data reads with ``min_one_message``; once the response budget is spent the
+  remaining partitions return nothing. The last batch of a range may be cut short; clients ignore a
+  trailing partial batch.
+
+Errored partitions answer -1 for high watermark, last stable offset and log start offset, and no records.
+
+Long poll (Kafka's DelayedFetch): when the bytes read are fewer than ``min_bytes``, ``max_wait`` is
+positive and no partition errored, the request parks on the partitions' ``appended_event()``s (taken
+*before* reading, so an append between the read and the wait is not missed) and reads everything
+again on each wake-up, until ``min_bytes`` are there or the deadline passes.
+
+Fetch sessions (KIP-227) are not offered: the response's session id is always 0, which every client
+takes as "sessionless, send full requests". An incremental request (session epoch > 0) names a session
+we never created: FETCH_SESSION_ID_NOT_FOUND (70), as Kafka answers for an unknown session.
+
+The response is encoded by hand (``brokers.protocol.fetch_response``) as segments; the records are the
+logs' ``FileRange`` objects, passed through uncopied.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response
+from brokers.protocol.framing import RequestHeader
+from brokers.replication.partition import Partition
+from brokers.replication.replica_manager import PartitionError
+from brokers.server.context import ServerContext
+from brokers.server.handlers import FETCH_SESSION_ID_NOT_FOUND, leader_for, timeout_seconds
+
+NO_EPOCH = -1
+
+
+def _error(index: int, code: int) -> FetchPartitionData:
+    return FetchPartitionData(index, int(code), -1, -1, -1, None)
+
+
+def _resolve(context: ServerContext, request: Any) -> list[tuple[str, Any, Partition | int]]:
+    """(topic, requested partition, the led Partition or an error code) for every requested partition."""
+    resolved = []
+    for topic in request.topics:
+        for wanted in topic.partitions:
+            try:
+                partition: Partition | int = leader_for(context, topic.topic, wanted.partition)
+            except PartitionError as exc:
+                partition = exc.code
+            else:
+                epoch = getattr(wanted, "current_leader_epoch", NO_EPOCH)
+                if epoch != NO_EPOCH and epoch != partition.leader_epoch:
+                    partition = (ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
+                                 else ErrorCode.UNKNOWN_LEADER_EPOCH)
+            resolved.append((topic.topic, wanted, partition))
+    return resolved
+
+
+def _read_all(resolved: list, max_bytes: int) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
+    """Read every partition once: (response topics, bytes read, whether any partition errored)."""
+    topics: list[tuple[str, list[FetchPartitionData]]] = []
+    budget, total, errored, first = max(0, max_bytes), 0, False, True
+    for topic, wanted, partition in resolved:
+        if not topics or topics[-1][0] != topic:
+            topics.append((topic, []))
+        out = topics[-1][1]
+        if not isinstance(partition, Partition):
+            out.append(_error(wanted.partition, partition))
+            errored = True
+            continue
+        log = partition.log
+        high_watermark = log.high_watermark
+        limit = max(0, min(wanted.partition_max_bytes, budget))
+        try:
+            info = log.read(wanted.fetch_offset, limit, max_offset=high_watermark, min_one_message=first)
+        except KafkaError as exc:
+            out.append(_error(wanted.partition, exc.code))
+            errored = True
+            continue
+        size = info.size
+        if size:
+            first = False
+            total += size
+            budget = max(0, budget - size)
+        out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, high_watermark,
+                                      log.log_start_offset, info.records))
+    return topics, total, errored
+
+
+async def _wait_any(events: list[asyncio.Event], timeout: float) -> None:
+    """Until one of ``events`` is set or ``timeout`` seconds pass."""
+    waiters = [asyncio.ensure_future(event.wait()) for event in dict.fromkeys(events)]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+async def handle_fetch(context: ServerContext, header: RequestHeader, request: Any) -> list:
+    version, correlation_id = header.api_version, header.correlation_id
+    if getattr(request, "session_epoch", NO_EPOCH) > 0:
+        return encode_fetch_response(version, correlation_id, [], error_code=FETCH_SESSION_ID_NOT_FOUND)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(0.0, timeout_seconds(request.max_wait))
+    while True:
+        resolved = _resolve(context, request)
+        led = [partition for _, _, partition in resolved if isinstance(partition, Partition)]
+        events = [p.appended_event() for p in led]  # before reading: an append after the read wakes us
+        topics, total, errored = _read_all(resolved, request.max_bytes)
+        remaining = deadline - loop.time()
+        if total >= request.min_bytes or errored or not led or remaining <= 0:
+            return encode_fetch_response(version, correlation_id, topics)
+        await _wait_any(events, remaining)

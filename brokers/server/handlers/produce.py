@@ -1,0 +1,114 @@
+"""Produce (API key 0, v3-v7): append each partition's batch to the local leader log.
+
+Per partition, in Kafka 2.8's order (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords``,
+``ReplicaManager.appendToLocalLog``):
+
+1. ``acks`` must be 0, 1 or -1, else INVALID_REQUIRED_ACKS (21) for every partition;
+2. a topic the metadata cache does not know: UNKNOWN_TOPIC_OR_PARTITION (3);
+3. the record set must hold exactly one magic-2 batch (v3+): null or empty records, another magic or a
+   second batch are INVALID_RECORD (87), as Kafka's ``validateRecords`` answers (not CORRUPT_MESSAGE);
+   zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE (76);
+4. internal topics (``__consumer_offsets``) take produce only from Kafka's admin client id:
+   INVALID_TOPIC_EXCEPTION (17) otherwise;
+5. this broker must lead the partition: NOT_LEADER_OR_FOLLOWER (6) / UNKNOWN_TOPIC_OR_PARTITION (3);
+6. ``Log.append_as_leader`` validates the batch (CRC32C -> CORRUPT_MESSAGE (2), counts -> INVALID_RECORD,
+   size -> MESSAGE_TOO_LARGE (10)), assigns offsets and writes the producer's bytes; records are never
+   decoded here. A disk error is KAFKA_STORAGE_ERROR (56).
+
+A successful partition answers its base offset, ``log_append_time`` (-1 unless the topic uses
+LogAppendTime) and log start offset; a failed one answers -1 for all three.
+
+Until replication exists (next issue) a leader is its own ISR: after the append the high watermark
+moves to the log end at once and parked fetches are woken. ``acks=-1`` therefore behaves like
+``acks=1`` for now: the min.insync.replicas check (NOT_ENOUGH_REPLICAS) and the wait for the ISR
+(purgatory, REQUEST_TIMED_OUT) come with replication.
+
+``acks=0`` gets no response at all (the client registered nothing in flight). As in Kafka, a failed
+acks=0 produce closes the connection instead, so the client notices and refreshes its metadata; the
+handler signals that by raising ProtocolError, which the listener turns into a close.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.protocol.framing import ProtocolError, RequestHeader
+from brokers.protocol.records import ATTRIBUTES_AT, COMPRESSION_MASK, MAGIC_AT, MAGIC_V2, batch_size_at
+from brokers.replication.replica_manager import PartitionError
+from brokers.server.context import ServerContext
+from brokers.server.handlers import ADMIN_CLIENT_ID, INTERNAL_TOPICS, leader_for
+
+log = logging.getLogger(__name__)
+
+VALID_ACKS = (0, 1, -1)
+ZSTD = 4
+ZSTD_MIN_VERSION = 7
+
+
+def _failed(index: int, error: int) -> dict[str, Any]:
+    return dict(index=index, error_code=error, base_offset=-1, log_append_time=-1, log_start_offset=-1)
+
+
+def _check_records(records: bytes | None, version: int) -> tuple[int, str] | None:
+    """Kafka's ``ProduceRequest.validateRecords`` for v3+: (error code, reason) or None."""
+    size = batch_size_at(records) if records else None
+    if size is None or len(records) < MAGIC_AT + 1:
+        return ErrorCode.INVALID_RECORD, f"produce v{version} needs one record batch per partition"
+    if records[MAGIC_AT] != MAGIC_V2:
+        return ErrorCode.INVALID_RECORD, f"produce v{version} takes only magic-2 record batches, got magic {records[MAGIC_AT]}"
+    if len(records) > size:
+        return ErrorCode.INVALID_RECORD, f"produce v{version} takes exactly one record batch per partition"
+    if (version < ZSTD_MIN_VERSION and len(records) > ATTRIBUTES_AT + 1
+            and records[ATTRIBUTES_AT + 1] & COMPRESSION_MASK == ZSTD):
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"produce v{version} may not use zstd (v7+ only)"
+    return None
+
+
+def _append(context: ServerContext, header: RequestHeader, topic: str, index: int, records: bytes | None) -> dict[str, Any]:
+    invalid = _check_records(records, header.api_version)
+    if invalid is not None:
+        log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, invalid[1])
+        return _failed(index, invalid[0])
+    if topic in INTERNAL_TOPICS and header.client_id != ADMIN_CLIENT_ID:
+        return _failed(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    try:
+        partition = leader_for(context, topic, index)
+    except PartitionError as exc:
+        return _failed(index, exc.code)
+    log_ = partition.log
+    try:
+        info = log_.append_as_leader(bytearray(records), partition.leader_epoch)
+    except KafkaError as exc:
+        log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, exc)
+        return _failed(index, exc.code)
+    except OSError as exc:
+        log.error("append to %s-%d failed: %s", topic, index, exc)
+        return _failed(index, ErrorCode.KAFKA_STORAGE_ERROR)
+    log_.update_high_watermark(log_.log_end_offset)  # no followers yet: the leader alone is the ISR
+    partition.notify_appended()
+    return dict(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
+                log_append_time=info.log_append_time, log_start_offset=log_.log_start_offset)
+
+
+async def handle_produce(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+    acks = request.acks
+    known = context.metadata_cache.topics()
+    responses = []
+    for topic in request.topic_data:
+        if acks not in VALID_ACKS:
+            partitions = [_failed(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
+        elif topic.name not in known:
+            partitions = [_failed(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in topic.partition_data]
+        else:
+            partitions = [_append(context, header, topic.name, p.index, p.records) for p in topic.partition_data]
+        responses.append(dict(name=topic.name, partition_responses=partitions))
+    if acks == 0:
+        failed = [(t["name"], p["index"], p["error_code"]) for t in responses for p in t["partition_responses"]
+                  if p["error_code"] != ErrorCode.NONE]
+        if failed:
+            raise ProtocolError(f"acks=0 produce failed for {failed}: closing the connection as Kafka does")
+        return None
+    cls = codec.response_class(header.api_key, header.api_version)
+    return codec.build(cls, responses=responses, throttle_time=0)

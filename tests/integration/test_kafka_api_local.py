@@ -1,0 +1,229 @@
+"""One in-process broker's KafkaApis behind a real KafkaListener on 127.0.0.1, driven by an unmodified
+confluent-kafka (librdkafka 2.16): produce with every codec and acks 0/1, consume with assign() from
+the earliest offset, watermarks and offsets-for-times, and the admin client.
+
+No ZooKeeper: the test fills the MetadataCache and hands the ReplicaManager its LeaderAndIsr itself,
+as the controller would; a small in-test AdminOps does the same for topics the clients create.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+from brokers.config import BrokerConfig
+from brokers.control import LeaderAndIsrRequest, PartitionState, UpdateMetadataRequest
+from brokers.model import BrokerInfo, EndPoint
+from brokers.model import TopicPartition as TP
+from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.protocol.records import read_header
+from brokers.replication.metadata_cache import MetadataCache
+from brokers.replication.replica_manager import ReplicaManager
+from brokers.server.apis import KafkaApis
+from brokers.server.context import ServerContext
+from brokers.server.listener import KafkaListener
+from brokers.storage.log_config import LogConfig
+from brokers.storage.log_manager import LogManager
+
+ME = 1
+TOPIC = "codecs"
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+SCENARIOS = [(codec, acks) for codec in CODECS for acks in (1, 0)]  # partition i <- scenario i
+COUNT = 30
+BASE_TS = 1_700_000_000_000
+TIMEOUT = 30
+
+
+class Broker:
+    """The broker's asyncio world on its own thread; tests call into it with ``call``."""
+
+    def __init__(self, tmp_path):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="broker-loop", daemon=True)
+        self.thread.start()
+        self.log_manager = LogManager([tmp_path / "logs"])
+        self.log_manager.startup()
+        self.overrides: dict[str, dict[str, str]] = {TOPIC: {"retention.ms": "3600000"}}
+        self.config = BrokerConfig.from_properties({"zookeeper.connect": "127.0.0.1:2181", "broker.id": str(ME),
+                                                    "listeners": "PLAINTEXT://127.0.0.1:0"})
+        self.cache = MetadataCache(ME)
+        self.leader_epochs: dict[TP, int] = {}
+        self.call(self._start())
+
+    def call(self, coro, timeout: float = TIMEOUT):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    async def _start(self) -> None:
+        async def topic_config(topic):
+            return LogConfig.from_properties(self.overrides.get(topic, {}))
+
+        self.replica_manager = ReplicaManager(ME, self.log_manager, topic_config, lambda: 100)
+        context = ServerContext(ME, self.config, self.cache, self.replica_manager, lambda: "zkafka-local", self)
+        self.listener = KafkaListener(KafkaApis(context).handle, "127.0.0.1", 0)
+        await self.listener.start()
+        self.info = BrokerInfo(ME, (EndPoint("PLAINTEXT", "127.0.0.1", self.listener.port),), None, 100)
+        await self._lead(TOPIC, len(SCENARIOS))
+
+    async def _lead(self, topic: str, partitions: int) -> None:
+        """What the controller does for a new topic: LeaderAndIsr to the replica, UpdateMetadata to all."""
+        states = tuple(PartitionState(topic, p, 1, ME, 0, (ME,), 0, (ME,)) for p in range(partitions))
+        response = await self.replica_manager.become_leader_or_follower(LeaderAndIsrRequest(ME, 1, 100, states, ()))
+        assert all(error == 0 for *_, error in response.partition_errors)
+        self.cache.update(UpdateMetadataRequest(ME, 1, 100, states, (self.info,)))
+
+    def stop(self) -> None:
+        self.call(self.listener.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(TIMEOUT)
+        self.log_manager.shutdown()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.listener.port}"
+
+    def log_end_offset(self, topic: str, partition: int) -> int:
+        return self.replica_manager.partitions[TP(topic, partition)].log.log_end_offset
+
+    # -- AdminOps ----------------------------------------------------------------------------------
+    async def create_topic(self, name, num_partitions, replication_factor, config, assignment, validate_only):
+        if name in self.cache.topics():
+            raise KafkaError(f"topic {name!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS)
+        if replication_factor != 1:
+            raise KafkaError(f"replication factor {replication_factor} > 1 live broker",
+                             ErrorCode.INVALID_REPLICATION_FACTOR)
+        if not validate_only:
+            self.overrides[name] = dict(config)
+            await self._lead(name, num_partitions)
+
+    async def delete_topic(self, name):
+        raise KafkaError("not in this test", ErrorCode.TOPIC_DELETION_DISABLED)
+
+    async def topic_config(self, name):
+        return dict(self.overrides.get(name, {}))
+
+    def log_config_defaults(self):
+        return LogConfig().to_properties()
+
+    async def allocate_producer_id(self):
+        return 4000
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = Broker(tmp_path_factory.mktemp("broker"))
+    yield b
+    b.stop()
+
+
+def value(codec: str, acks: int, i: int) -> bytes:
+    return f"{codec}/acks={acks}/message {i} ".encode() * 8  # compressible
+
+
+def produce(broker: Broker, partition: int, codec: str, acks: int, **extra) -> list:
+    reports: list = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "compression.type": codec,
+                         "linger.ms": 20, "enable.idempotence": False, **extra})
+    for i in range(COUNT):
+        producer.produce(TOPIC, value(codec, acks, i), key=f"key-{i}".encode(), partition=partition,
+                         timestamp=BASE_TS + i, headers=[("i", str(i).encode())],
+                         on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    assert producer.flush(TIMEOUT) == 0
+    return reports
+
+
+def consume(broker: Broker, topic: str, partition: int, count: int) -> list:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "assign-only",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    try:
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        got: list = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            got.append(message)
+        return got
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("codec,acks", SCENARIOS)
+def test_produce_and_consume(broker, codec, acks):
+    partition = SCENARIOS.index((codec, acks))
+    reports = produce(broker, partition, codec, acks)
+    assert [err for err, _ in reports] == [None] * COUNT
+    if acks == 1:
+        assert [offset for _, offset in reports] == list(range(COUNT))
+    else:  # acks=0: no response, so no offsets; wait until the broker has appended everything
+        deadline = time.monotonic() + TIMEOUT
+        while broker.call(_noop()) or broker.log_end_offset(TOPIC, partition) < COUNT:
+            assert time.monotonic() < deadline, "acks=0 records never arrived"
+    assert broker.log_end_offset(TOPIC, partition) == COUNT
+    messages = consume(broker, TOPIC, partition, COUNT)
+    assert [(m.offset(), m.key(), m.value(), m.headers(), m.timestamp()) for m in messages] == [
+        (i, f"key-{i}".encode(), value(codec, acks, i), [("i", str(i).encode())], (1, BASE_TS + i))
+        for i in range(COUNT)]
+
+
+async def _noop() -> bool:
+    return False
+
+
+def test_watermarks_and_offsets_for_times(broker):
+    partition = SCENARIOS.index(("zstd", 1))
+    if broker.log_end_offset(TOPIC, partition) == 0:
+        produce(broker, partition, "zstd", 1)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "offsets", "enable.auto.commit": False})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), timeout=TIMEOUT) == (0, COUNT)
+        for timestamp, offset in ((BASE_TS + 7, 7), (BASE_TS - 1, 0), (BASE_TS + 10_000, -1)):
+            (found,) = consumer.offsets_for_times([TopicPartition(TOPIC, partition, timestamp)], timeout=TIMEOUT)
+            assert (found.partition, found.offset, found.error) == (partition, offset, None)
+    finally:
+        consumer.close()
+
+
+def test_admin_client(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    metadata = admin.list_topics(timeout=TIMEOUT)
+    assert metadata.cluster_id == "zkafka-local" and metadata.controller_id == ME
+    assert [(b.id, b.host, b.port) for b in metadata.brokers.values()] == [(ME, "127.0.0.1", broker.listener.port)]
+    partitions = metadata.topics[TOPIC].partitions
+    assert sorted(partitions) == list(range(len(SCENARIOS)))
+    assert {(p.leader, tuple(p.replicas), tuple(p.isrs)) for p in partitions.values()} == {(ME, (ME,), (ME,))}
+
+    futures = admin.create_topics([NewTopic("created", 2, 1, config={"cleanup.policy": "compact"}),
+                                   NewTopic(TOPIC, 1, 1), NewTopic("too-many", 1, 3)], operation_timeout=10)
+    assert futures["created"].result(TIMEOUT) is None
+    for name, code in ((TOPIC, "TOPIC_ALREADY_EXISTS"), ("too-many", "INVALID_REPLICATION_FACTOR")):
+        with pytest.raises(KafkaException) as raised:
+            futures[name].result(TIMEOUT)
+        assert raised.value.args[0].name() == code
+    assert sorted(admin.list_topics(timeout=TIMEOUT).topics["created"].partitions) == [0, 1]
+
+    resource = ConfigResource(ResourceType.TOPIC, "created")
+    configs = admin.describe_configs([resource])[resource].result(TIMEOUT)
+    assert set(configs) == set(LogConfig().to_properties())
+    assert (configs["cleanup.policy"].value, configs["cleanup.policy"].source) == ("compact", 1)  # dynamic topic
+    assert (configs["segment.bytes"].value, configs["segment.bytes"].source) == ("1073741824", 5)  # default
+
+
+def test_idempotent_acks_all_produce_to_a_created_topic(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("fresh", 1, 1)])["fresh"].result(TIMEOUT)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "compression.type": "lz4",
+                         "enable.idempotence": True})
+    for i in range(5):
+        producer.produce("fresh", f"v{i}".encode(), key=b"k", partition=0)
+    assert producer.flush(TIMEOUT) == 0
+    messages = consume(broker, "fresh", 0, 5)
+    assert [(m.offset(), m.value()) for m in messages] == [(i, f"v{i}".encode()) for i in range(5)]
+    first = broker.replica_manager.partitions[TP("fresh", 0)].log.read(0, 1 << 20).records.read()
+    header = read_header(first)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (4000, 0, 0)  # from InitProducerId
