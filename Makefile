@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint unit integration bench demo demo-down clean
+.PHONY: install tools test lint unit integration bench demo demo-down clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "zkafka needs Python >= 3.11, found " + sys.version)'
@@ -19,7 +19,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+# Debian's kcat (librdkafka 2.0.2) is one of the real clients the suite tests against.
+KCAT := $(shell command -v kcat 2>/dev/null)
+tools:
+ifeq ($(KCAT),)
+	apt-get update -q && apt-get install -y -q kcat
+endif
+
+install: $(STAMP) tools
 
 lint: $(STAMP)
 	$(BIN)/lint-imports
@@ -30,7 +37,7 @@ unit: $(STAMP)
 integration: $(STAMP)
 	$(BIN)/pytest -q tests/integration
 
-test: lint
+test: lint tools
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 bench: $(STAMP)

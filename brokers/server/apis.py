@@ -53,7 +53,10 @@ class KafkaApis:
         if not is_supported(api_key, api_version):
             return [self._unsupported_version(header)]
         request = codec.decode_request(header, frame)
-        response = await HANDLERS[api_key](self.context, header, request)
+        try:
+            response = await HANDLERS[api_key](self.context, header, request)
+        except (TypeError, AttributeError) as exc:  # decoded, but null where the schema needs a value
+            raise ProtocolError(f"malformed {api_name(api_key)} v{api_version} request: {exc}") from exc
         if response is None or isinstance(response, list):
             return response
         return [codec.encode_response(api_key, api_version, header.correlation_id, response)]
@@ -62,7 +65,7 @@ class KafkaApis:
         name = api_name(header.api_key)
         try:
             cls = codec.response_class(header.api_key, header.api_version)
-        except ProtocolError:
+        except (KeyError, ProtocolError):
             cls = None
         if cls is None or "error_code" not in {f.name for f in dataclasses.fields(cls)}:
             raise ProtocolError(f"{name} v{header.api_version} is not supported and has no error response")
