@@ -83,11 +83,11 @@ class ZkAdmin:
 
 def _check_assignment(assignment: dict[int, list[int]], brokers: list[int]) -> None:
     if sorted(assignment) != list(range(len(assignment))):
-        raise KafkaError(f"partitions must be numbered 0..{len(assignment) - 1}", ErrorCode.INVALID_PARTITIONS)
+        raise KafkaError(f"partitions must be numbered 0..{len(assignment) - 1}", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
     sizes = {len(replicas) for replicas in assignment.values()}
     if len(sizes) != 1 or 0 in sizes:
-        raise KafkaError("every partition needs the same, non-zero number of replicas", ErrorCode.INVALID_REPLICATION_FACTOR)
+        raise KafkaError("every partition needs the same, non-zero number of replicas", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
     for partition, replicas in assignment.items():
         if len(set(replicas)) != len(replicas) or not set(replicas) <= set(brokers):
             raise KafkaError(f"partition {partition}: replicas {replicas} must be distinct live brokers {brokers}",
-                             ErrorCode.INVALID_REPLICATION_FACTOR)
+                             ErrorCode.INVALID_REPLICA_ASSIGNMENT)

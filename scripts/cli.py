@@ -51,6 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_bench.add_argument("--partitions", type=int, default=12)
     cluster_bench.add_argument("--session-timeout-ms", type=int, default=6000)
 
+    for kind in ("produce", "consume"):
+        client_bench = bench_commands.add_parser(kind, help=f"{kind} throughput with confluent-kafka and the broker's CPU cost")
+        client_bench.add_argument("--records", type=int, default=2_000_000)
+        client_bench.add_argument("--record-size", type=int, default=100)
+        client_bench.add_argument("--acks", default="1", choices=["0", "1", "-1", "all"])
+        client_bench.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
+        client_bench.add_argument("--partitions", type=int, default=1)
+        client_bench.add_argument("--producers", type=int, default=1, help="producer processes")
+        client_bench.add_argument("--bootstrap-server", default=None,
+                                  help="an existing cluster (default: start a one-broker cluster)")
+        client_bench.add_argument("--broker-pid", type=int, default=None, help="broker to measure CPU of")
+
     zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
     zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
     zk_start = zk_commands.add_parser("start", help="start in the background; exits 0 once it serves")
@@ -194,6 +206,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         except BrokenPipeError:
             return 0
+        return 0
+    if args.command == "bench" and args.bench_command in ("produce", "consume"):
+        from scripts.bench_clients import BenchOptions, run_client_bench
+
+        if args.records < 1 or args.record_size < 1 or args.partitions < 1 or args.producers < 1:
+            parser.error("--records, --record-size, --partitions and --producers must be positive")
+        options = BenchOptions(args.records, args.record_size, args.acks, args.codec, args.partitions, args.producers)
+        kind = "both" if args.bench_command == "consume" and args.bootstrap_server is None else args.bench_command
+        run_client_bench(kind, options, args.bootstrap_server, args.broker_pid)
         return 0
     if args.command == "bench" and args.bench_command == "cluster":
         from scripts.bench_cluster import run_cluster_bench

@@ -16,6 +16,7 @@ class MetadataCache:
         self.controller_id: int | None = None
         self.live_brokers: dict[int, BrokerInfo] = {}
         self.partitions: dict[TopicPartition, PartitionState] = {}
+        self._by_topic: dict[str, dict[int, PartitionState]] = {}
 
     def update(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an UpdateMetadata; return the partitions it deleted."""
@@ -27,15 +28,23 @@ class MetadataCache:
             if state.leader == LEADER_DURING_DELETE:
                 if self.partitions.pop(tp, None) is not None:
                     deleted.append(tp)
+                    topic = self._by_topic.get(tp.topic, {})
+                    topic.pop(tp.partition, None)
+                    if not topic:
+                        self._by_topic.pop(tp.topic, None)
             else:
                 self.partitions[tp] = state
+                self._by_topic.setdefault(tp.topic, {})[tp.partition] = state
         return deleted
 
     def topics(self) -> set[str]:
-        return {tp.topic for tp in self.partitions}
+        return set(self._by_topic)
+
+    def contains_topic(self, topic: str) -> bool:
+        return topic in self._by_topic
 
     def partitions_of(self, topic: str) -> dict[int, PartitionState]:
-        return {tp.partition: state for tp, state in self.partitions.items() if tp.topic == topic}
+        return dict(self._by_topic.get(topic, {}))
 
     def leader_of(self, tp: TopicPartition) -> BrokerInfo | None:
         state = self.partitions.get(tp)

@@ -79,14 +79,14 @@ class Connection(asyncio.Protocol):
                 task = self._pending.popleft()
                 try:
                     response = await task
-                except ProtocolError as exc:
-                    self.close(str(exc))
-                    return
                 except asyncio.CancelledError:
                     return
-                except Exception:  # noqa: BLE001 - a handler bug closes this connection only
-                    log.exception("request from %s failed", self.peer)
-                    self.close("internal error")
+                except Exception as exc:  # noqa: BLE001 - a bad request or a handler bug closes this connection only
+                    if segments and not self.closed:
+                        self.transport.writelines(segments)  # answers to the requests before it still go out
+                    if not isinstance(exc, ProtocolError):
+                        log.error("request from %s failed: %r", self.peer, exc, exc_info=exc)
+                    self.close(str(exc) if isinstance(exc, ProtocolError) else "internal error")
                     return
                 if response:
                     segments.extend(_materialize(response))

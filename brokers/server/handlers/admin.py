@@ -28,10 +28,10 @@ broker answers when it coordinates no ``__transaction_state`` partition (produce
 override (source DYNAMIC_TOPIC_CONFIG, 1) or the broker default (DEFAULT_CONFIG, 5); an unknown topic
 is UNKNOWN_TOPIC_OR_PARTITION. Resource type 4 (broker, name = this broker's id or empty) lists the
 broker's own keys that have a value, source STATIC_BROKER_CONFIG (4) when it differs from the default
-and DEFAULT_CONFIG (5) when it is the default (as Kafka reports them), read-only (nothing here is a
-dynamic broker config); another broker's id is
-INVALID_REQUEST. Other resource types are INVALID_REQUEST. ``configuration_keys`` null means every
-key, a list filters. With ``include_synonyms`` each entry carries itself as its one synonym.
+and DEFAULT_CONFIG (5) when it is the default (as Kafka reports them), all read-only (nothing here is
+a dynamic broker config); another broker's id is INVALID_REQUEST. Other resource types are
+INVALID_REQUEST. ``configuration_keys`` null means every key (librdkafka sends null), a list filters.
+With ``include_synonyms`` each entry carries itself as its one synonym.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import ServerContext
-from brokers.server.handlers import NOT_COORDINATOR, timeout_seconds, wait_for_metadata
+from brokers.server.handlers import timeout_seconds, wait_for_metadata
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ async def handle_delete_topics(context: ServerContext, header: RequestHeader, re
 # -- InitProducerId ------------------------------------------------------------------------------------
 async def handle_init_producer_id(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     if request.transactional_id is not None:
-        error = ErrorCode.INVALID_REQUEST if request.transactional_id == "" else NOT_COORDINATOR
+        error = ErrorCode.INVALID_REQUEST if request.transactional_id == "" else ErrorCode.NOT_COORDINATOR
         return _response(header, error_code=error, producer_id=-1, producer_epoch=-1)
     try:
         producer_id = await context.admin.allocate_producer_id()

@@ -39,7 +39,7 @@ from brokers.protocol.framing import RequestHeader
 from brokers.replication.partition import Partition
 from brokers.replication.replica_manager import PartitionError
 from brokers.server.context import ServerContext
-from brokers.server.handlers import FETCH_SESSION_ID_NOT_FOUND, leader_for, timeout_seconds
+from brokers.server.handlers import leader_for, timeout_seconds
 
 NO_EPOCH = -1
 
@@ -110,7 +110,7 @@ async def _wait_any(events: list[asyncio.Event], timeout: float) -> None:
 async def handle_fetch(context: ServerContext, header: RequestHeader, request: Any) -> list:
     version, correlation_id = header.api_version, header.correlation_id
     if getattr(request, "session_epoch", NO_EPOCH) > 0:
-        return encode_fetch_response(version, correlation_id, [], error_code=FETCH_SESSION_ID_NOT_FOUND)
+        return encode_fetch_response(version, correlation_id, [], error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0.0, timeout_seconds(request.max_wait))
     while True:

@@ -57,7 +57,8 @@ def _check_records(records: bytes | None, version: int) -> tuple[int, str] | Non
     if size is None or len(records) < MAGIC_AT + 1:
         return ErrorCode.INVALID_RECORD, f"produce v{version} needs one record batch per partition"
     if records[MAGIC_AT] != MAGIC_V2:
-        return ErrorCode.INVALID_RECORD, f"produce v{version} takes only magic-2 record batches, got magic {records[MAGIC_AT]}"
+        return (ErrorCode.INVALID_RECORD,
+                f"produce v{version} takes only magic-2 record batches, got magic {records[MAGIC_AT]}")
     if len(records) > size:
         return ErrorCode.INVALID_RECORD, f"produce v{version} takes exactly one record batch per partition"
     if (version < ZSTD_MIN_VERSION and len(records) > ATTRIBUTES_AT + 1
@@ -66,7 +67,8 @@ def _check_records(records: bytes | None, version: int) -> tuple[int, str] | Non
     return None
 
 
-def _append(context: ServerContext, header: RequestHeader, topic: str, index: int, records: bytes | None) -> dict[str, Any]:
+def _append(context: ServerContext, header: RequestHeader, topic: str, index: int,
+            records: bytes | None) -> dict[str, Any]:
     invalid = _check_records(records, header.api_version)
     if invalid is not None:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, invalid[1])

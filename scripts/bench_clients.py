@@ -1,0 +1,157 @@
+"""``zkafka bench produce|consume``: throughput with a real client (confluent-kafka) against a real
+broker, and what it costs the broker.
+
+Without ``--bootstrap-server`` a fresh one-broker cluster is started in a temp dir (and stopped).
+Broker CPU comes from ``/proc/<pid>/stat`` (utime + stime) over the run and is reported per GB of
+record payload; client CPU is each client process's own CPU time, reported separately.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from scripts.cluster import Cluster, ClusterSpec
+from scripts.zookeeper import find_free_base_port
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+GB = 1e9
+
+
+@dataclass
+class BenchOptions:
+    records: int = 2_000_000
+    record_bytes: int = 100
+    acks: str = "1"
+    codec: str = "none"
+    partitions: int = 1
+    producers: int = 1
+    topic: str = "bench"
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def _produce_worker(bootstrap: str, options: BenchOptions, count: int, queue) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": options.acks, "compression.type": options.codec,
+                         "linger.ms": 10, "batch.num.messages": 10000, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
+                         "enable.idempotence": False})
+    value = b"x" * options.record_bytes
+    errors = []
+
+    def delivered(err, _msg):
+        if err is not None:
+            errors.append(err)
+
+    start_cpu = time.process_time()
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(options.topic, value, partition=i % options.partitions, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10000 == 0:
+            producer.poll(0)
+    producer.flush(300)
+    queue.put((time.process_time() - start_cpu, len(errors)))
+
+
+def _broker_pid(cluster: Cluster | None, pid: int | None) -> int | None:
+    return cluster.broker_pid(1) if cluster is not None else pid
+
+
+def run_produce(bootstrap: str, options: BenchOptions, broker_pid: int | None) -> dict:
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    futures = client.create_topics([NewTopic(options.topic, options.partitions, 1)], operation_timeout=30)
+    try:
+        futures[options.topic].result(60)
+    except Exception as exc:  # noqa: BLE001 - an existing topic is fine for a re-run
+        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+            raise
+    per = options.records // options.producers
+    queue = multiprocessing.get_context("spawn").Queue()
+    workers = [multiprocessing.get_context("spawn").Process(target=_produce_worker, args=(bootstrap, options, per, queue))
+               for _ in range(options.producers)]
+    broker_cpu = _cpu_seconds(broker_pid) if broker_pid else 0.0
+    start = time.perf_counter()
+    for w in workers:
+        w.start()
+    results = [queue.get(timeout=600) for _ in workers]
+    elapsed = time.perf_counter() - start
+    for w in workers:
+        w.join()
+    broker_cpu = (_cpu_seconds(broker_pid) - broker_cpu) if broker_pid else float("nan")
+    total = per * options.producers
+    return _report("produce", total, options.record_bytes, elapsed, broker_cpu, sum(r[0] for r in results),
+                   errors=sum(r[1] for r in results))
+
+
+def run_consume(bootstrap: str, options: BenchOptions, broker_pid: int | None) -> dict:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume", "enable.auto.commit": False,
+                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760})
+    consumer.assign([TopicPartition(options.topic, p, 0) for p in range(options.partitions)])
+    broker_cpu = _cpu_seconds(broker_pid) if broker_pid else 0.0
+    start_cpu, start = time.process_time(), time.perf_counter()
+    seen = 0
+    deadline = time.monotonic() + 600
+    while seen < options.records and time.monotonic() < deadline:
+        for msg in consumer.consume(100_000, timeout=1.0):
+            if msg.error() is None:
+                seen += 1
+    elapsed = time.perf_counter() - start
+    client_cpu = time.process_time() - start_cpu
+    broker_cpu = (_cpu_seconds(broker_pid) - broker_cpu) if broker_pid else float("nan")
+    consumer.close()
+    return _report("consume", seen, options.record_bytes, elapsed, broker_cpu, client_cpu)
+
+
+def _report(kind: str, records: int, record_bytes: int, elapsed: float, broker_cpu: float, client_cpu: float,
+            errors: int = 0) -> dict:
+    payload = records * record_bytes
+    return {"kind": kind, "records": records, "seconds": elapsed, "records_per_s": records / elapsed,
+            "mb_per_s": payload / 1e6 / elapsed, "broker_cpu_s": broker_cpu,
+            "broker_cpu_s_per_gb": broker_cpu / (payload / GB) if payload else float("nan"),
+            "client_cpu_s": client_cpu, "errors": errors}
+
+
+def run_client_bench(kind: str, options: BenchOptions, bootstrap: str | None, broker_pid: int | None) -> None:
+    cluster = None
+    if bootstrap is None:
+        spec = ClusterSpec(1, find_free_base_port(1), find_free_base_port(1), find_free_base_port(1),
+                           properties={"default.replication.factor": "1", "offsets.topic.replication.factor": "1"})
+        cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-clients-", dir=_base())), spec)
+        cluster.up(120)
+        bootstrap = cluster.bootstrap_servers
+    try:
+        pid = _broker_pid(cluster, broker_pid)
+        results = []
+        if kind in ("produce", "both"):
+            results.append(run_produce(bootstrap, options, pid))
+        if kind in ("consume", "both"):
+            results.append(run_consume(bootstrap, options, pid))
+        print(f"{options.records} records of {options.record_bytes} B, acks={options.acks}, codec={options.codec}, "
+              f"{options.partitions} partition(s), {options.producers} producer process(es)")
+        print("| run | records/s | MB/s | broker CPU-s per GB | broker CPU-s | client CPU-s | errors |")
+        print("|---|---|---|---|---|---|---|")
+        for r in results:
+            print(f"| {r['kind']} | {r['records_per_s']:,.0f} | {r['mb_per_s']:.1f} | {r['broker_cpu_s_per_gb']:.2f} | "
+                  f"{r['broker_cpu_s']:.2f} | {r['client_cpu_s']:.2f} | {r['errors']} |")
+    finally:
+        if cluster is not None:
+            cluster.down()
+
+
+def _base() -> Path:
+    base = Path(".zkafka")
+    base.mkdir(exist_ok=True)
+    return base
