@@ -97,8 +97,11 @@ def run_produce(bootstrap: str, options: BenchOptions, broker_pid: int | None) -
 
 
 def run_consume(bootstrap: str, options: BenchOptions, broker_pid: int | None) -> dict:
+    # librdkafka backs off fetching for fetch.queue.backoff.ms (1 s) whenever its local queue is full:
+    # a client-side pause that would dominate the measurement, so keep it short.
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760})
+                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+                         "fetch.queue.backoff.ms": 5, "queued.max.messages.kbytes": 262_144})
     consumer.assign([TopicPartition(options.topic, p, 0) for p in range(options.partitions)])
     broker_cpu = _cpu_seconds(broker_pid) if broker_pid else 0.0
     start_cpu, start = time.process_time(), time.perf_counter()

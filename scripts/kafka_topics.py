@@ -1,6 +1,11 @@
-"""``kafka-topics --zookeeper HOST:PORT`` (Kafka ≤ 2.x's ZooKeeper mode): create, delete, list, describe.
+"""``kafka-topics --zookeeper HOST:PORT | --bootstrap-server HOST:PORT``: create, delete, list, describe.
 
-Writes go through the same admin path as CreateTopics (``coordinator.topics.create_topic``): the
+``--zookeeper`` is Kafka ≤ 2.x's ZooKeeper mode, below. ``--bootstrap-server`` goes through the brokers
+with confluent-kafka's AdminClient (``scripts.kafka_topics_admin``), as Kafka ≥ 2.2 does; there
+``--partitions`` / ``--replication-factor`` may be left out (the brokers' ``num.partitions`` /
+``default.replication.factor``). Exactly one of the two is required.
+
+In ZooKeeper mode, writes go through the same admin path as CreateTopics (``coordinator.topics.create_topic``): the
 config znode, then ``/brokers/topics/<t>``; the controller does the rest. ``--delete`` writes the
 ``/admin/delete_topics/<t>`` marker. Exit codes: 0 ok, 1 a Kafka error (printed with its name), 2 bad flags.
 """
@@ -16,6 +21,7 @@ from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
 from coordinator.topics import create_topic
+from scripts import kafka_topics_admin
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     action = parser.add_mutually_exclusive_group(required=True)
     for flag in ("--create", "--delete", "--list", "--describe"):
         action.add_argument(flag, action="store_true")
-    parser.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/CHROOT]", help="ZooKeeper connect string")
+    connect = parser.add_mutually_exclusive_group(required=True)
+    connect.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="ZooKeeper connect string")
+    connect.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="Kafka brokers to talk to")
     parser.add_argument("--topic")
     parser.add_argument("--partitions", type=int)
     parser.add_argument("--replication-factor", type=int)
@@ -100,10 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.create or args.delete) and not args.topic:
         parser.error("--topic is required with --create and --delete")
-    if args.create and (args.partitions is None or args.replication_factor is None):
+    if args.create and args.zookeeper and (args.partitions is None or args.replication_factor is None):
         parser.error("--create needs --partitions and --replication-factor")
     if any("=" not in item for item in args.config):
         parser.error("--config takes KEY=VALUE")
+    if args.bootstrap_server:
+        return kafka_topics_admin.run(args)
     try:
         return asyncio.run(_run(args))
     except KafkaError as exc:
