@@ -43,6 +43,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     1: (4, 11),  # Fetch: 4 for magic 2, 10 for zstd, 11 = preferred read replica (what all clients send)
     2: (1, 2),  # ListOffsets: 1 for offsets-by-time, librdkafka 2.0.2 caps it at 2
     3: (4, 4),  # Metadata: librdkafka 2.0.2 caps it at 4
+    10: (0, 1),  # FindCoordinator: librdkafka's lz4 feature probe needs v0 advertised
     18: (0, 3),  # ApiVersions: v3 is flexible (request header v2), response header always v0
     19: (2, 4),  # CreateTopics: aiokafka's admin needs <= 3, the others send 4
     20: (3, 3),  # DeleteTopics
@@ -55,6 +56,7 @@ API_NAMES: dict[int, str] = {
     1: "Fetch",
     2: "ListOffsets",
     3: "Metadata",
+    10: "FindCoordinator",
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
@@ -68,6 +70,7 @@ FLEXIBLE_FROM: dict[int, int] = {
     1: 12,
     2: 6,
     3: 9,
+    10: 3,
     18: 3,
     19: 5,
     20: 4,

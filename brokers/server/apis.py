@@ -18,7 +18,7 @@ from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name,
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
 from brokers.server.context import ServerContext
-from brokers.server.handlers import admin, fetch, list_offsets, metadata, produce
+from brokers.server.handlers import admin, fetch, find_coordinator, list_offsets, metadata, produce
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,7 @@ HANDLERS: dict[int, Handler] = {
     1: fetch.handle_fetch,
     2: list_offsets.handle_list_offsets,
     3: metadata.handle_metadata,
+    10: find_coordinator.handle_find_coordinator,
     19: admin.handle_create_topics,
     20: admin.handle_delete_topics,
     22: admin.handle_init_producer_id,

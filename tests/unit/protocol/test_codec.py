@@ -38,6 +38,7 @@ REQUESTS = {
             topics=[dict(topic="t", partitions=[dict(partition=0, fetch_offset=5, partition_max_bytes=1048576)])]),
     2: dict(replica_id=-1, isolation_level=0, topics=[dict(name="t", partitions=[dict(partition_index=0, timestamp=-2)])]),
     3: dict(topics=[dict(name="t")], allow_auto_topic_creation=False),
+    10: dict(key="my-group", key_type=0),
     18: dict(client_software_name="zkafka-test", client_software_version="0.1"),
     19: dict(timeout=5000, topics=[dict(name="t", num_partitions=3, replication_factor=1,
                                        configs=[dict(name="cleanup.policy", value="compact")])]),
