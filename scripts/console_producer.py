@@ -43,6 +43,10 @@ READER_DEFAULTS = {"parse.key": "false", "key.separator": "\t", "ignore.error": 
 BOOLEAN_PROPERTIES = ("parse.key", "parse.headers", "ignore.error")
 
 
+Headers = list[tuple[str, bytes | None]]
+Record = tuple[Headers | None, bytes | None, bytes | None]
+
+
 class LineError(ValueError):
     """A line the reader cannot turn into a record (Kafka's KafkaException from LineMessageReader)."""
 
@@ -103,11 +107,12 @@ class LineReader:
         self.headers_key_separator = props["headers.key.separator"].encode()
         self.null_marker = props["null.marker"].encode() or None
 
-    def records(self, stream: BinaryIO) -> Iterator[tuple[list[tuple[str, bytes | None]] | None, bytes | None, bytes | None]]:
+    def records(self, stream: BinaryIO) -> Iterator[Record]:
         for number, raw in enumerate(stream, start=1):
             yield self.parse(raw.rstrip(b"\n").rstrip(b"\r"), number)
 
-    def parse(self, line: bytes, number: int):
+    def parse(self, line: bytes, number: int) -> Record:
+        """(headers, key, value) of one line without its line ending; LineError if it is malformed."""
         rest, headers = line, None
         if self.parse_headers:
             found, rest = self._split(rest, self.headers_delimiter, "headers delimiter", line, number)
@@ -125,7 +130,7 @@ class LineReader:
             raise LineError(f"No {name} found on line number {number}: '{line.decode(errors='replace')}'")
         return text[:index], text[index + len(separator):]
 
-    def _headers(self, text: bytes, number: int) -> list[tuple[str, bytes | None]]:
+    def _headers(self, text: bytes, number: int) -> Headers:
         headers = []
         for pair in text.split(self.headers_separator):
             key, sep, value = pair.partition(self.headers_key_separator)
@@ -149,6 +154,12 @@ def _size(data: bytes | None) -> str:
     return "null" if data is None else f"{len(data)} bytes"
 
 
+def _report(topic: str, key: bytes | None, value: bytes | None, err: KafkaError) -> None:
+    """Kafka's ErrorLoggingCallback line."""
+    print(f"ERROR Error when sending message to topic {topic} with key: {_size(key)}, value: {_size(value)} "
+          f"with error: {err.name()}: {err.str()}", file=sys.stderr)
+
+
 def produce(producer: Producer, topic: str, reader: LineReader, stream: BinaryIO, sync: bool) -> int:
     """Send every line of ``stream``; the number of records that failed (a malformed line counts one)."""
     failed = 0
@@ -157,8 +168,7 @@ def produce(producer: Producer, topic: str, reader: LineReader, stream: BinaryIO
         nonlocal failed
         if err is not None:
             failed += 1
-            print(f"ERROR Error when sending message to topic {msg.topic()} with key: {_size(msg.key())}, "
-                  f"value: {_size(msg.value())} with error: {err.name()}: {err.str()}", file=sys.stderr)
+            _report(msg.topic(), msg.key(), msg.value(), err)
 
     try:
         for headers, key, value in reader.records(stream):
@@ -169,9 +179,7 @@ def produce(producer: Producer, topic: str, reader: LineReader, stream: BinaryIO
                 except BufferError:  # the local queue is full: serve callbacks, then retry
                     producer.poll(0.1)
                 except KafkaException as exc:  # refused before sending (e.g. MSG_SIZE_TOO_LARGE)
-                    err = exc.args[0]
-                    print(f"ERROR Error when sending message to topic {topic} with key: {_size(key)}, "
-                          f"value: {_size(value)} with error: {err.name()}: {err.str()}", file=sys.stderr)
+                    _report(topic, key, value, exc.args[0])
                     failed += 1
                     break
             producer.poll(0)
