@@ -140,11 +140,19 @@ class Cluster:
 
     # -- inspection ----------------------------------------------------------------------------
     def broker_pid(self, broker_id: int) -> int | None:
+        """The broker's pid if that process is alive and really runs this broker's config (a stale
+        pid file after a crash or reboot may name an unrelated process)."""
         try:
             pid = int((self.broker_dir(broker_id) / "broker.pid").read_text())
         except (OSError, ValueError):
             return None
-        return pid if _alive(pid) else None
+        if not _alive(pid):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return None
+        return pid if str(self.broker_dir(broker_id) / "server.properties") in cmdline else None
 
     def health(self, broker_id: int, timeout: float = 1.0) -> dict | None:
         try:
