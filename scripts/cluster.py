@@ -99,6 +99,8 @@ class Cluster:
             "http.port": str(self.http_port(broker_id)),
             "offsets.topic.replication.factor": str(min(3, self.spec.brokers)),
             "default.replication.factor": str(min(3, self.spec.brokers)),
+            # a local cluster's last broker has nobody to hand leadership to: don't wait 3 x 5 s for that
+            "controlled.shutdown.retry.backoff.ms": "500",
             **self.spec.properties,
         }
         path = self.broker_dir(broker_id) / "server.properties"

@@ -338,7 +338,10 @@ class Log:
         """Delete the oldest segments while ``predicate`` holds and they lie wholly below the HW."""
         doomed = []
         for i, segment in enumerate(self._segments):
-            upper = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else self.log_end_offset
+            last = i + 1 == len(self._segments)
+            if last and segment.size == 0:
+                break  # an empty active segment is never deleted: a log always keeps one segment
+            upper = self.log_end_offset if last else self._segments[i + 1].base_offset
             if upper > self.high_watermark or not predicate(segment, upper):
                 break
             doomed.append(segment)

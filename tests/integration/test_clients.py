@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 
 import pytest
+
+NOW_MS = int(time.time() * 1000) - 3_600_000  # an hour ago: inside the default 7-day retention
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -46,7 +48,7 @@ def produce(cluster, topic: str, codec: str, acks: str, count: int, key_of=lambd
     delivered = []
     for i in range(count):
         producer.produce(topic, value=b"%s-%s-%d" % (codec.encode(), acks.encode(), i), key=key_of(i),
-                         timestamp=1_700_000_000_000 + i,
+                         timestamp=NOW_MS + i,
                          on_delivery=lambda err, msg: delivered.append((err, msg.partition(), msg.offset())))
     assert producer.flush(60) == 0
     return delivered
@@ -101,9 +103,9 @@ def test_list_offsets_earliest_latest_and_by_timestamp(cluster):
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "offsets-probe"})
     low, high = consumer.get_watermark_offsets(TopicPartition("offsets", 0), timeout=30)
     assert (low, high) == (0, 50)
-    found = consumer.offsets_for_times([TopicPartition("offsets", 0, 1_700_000_000_000 + 17)], timeout=30)
+    found = consumer.offsets_for_times([TopicPartition("offsets", 0, NOW_MS + 17)], timeout=30)
     assert found[0].offset == 17
-    beyond = consumer.offsets_for_times([TopicPartition("offsets", 0, 1_800_000_000_000)], timeout=30)
+    beyond = consumer.offsets_for_times([TopicPartition("offsets", 0, NOW_MS + 10**9)], timeout=30)
     assert beyond[0].offset == -1  # no record at or after that time: "end"
     consumer.close()
 

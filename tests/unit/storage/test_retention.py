@@ -113,3 +113,23 @@ def test_deleted_files_linger_as_dot_deleted_until_the_delay(tmp_path):
         fn()
     assert not list(tmp_path.glob("d-0/*.deleted"))
     log.close()
+
+
+@pytest.mark.parametrize("config", [dict(retention_ms=1), dict(retention_bytes=0, retention_ms=-1), dict()])
+def test_an_empty_log_survives_retention(make_log, config):
+    """Regression: an empty partition once lost its only segment to retention and broke for good."""
+    log = make_log(clock=lambda: 10**6, **config)
+    assert log.delete_old_segments() == 0
+    assert [s.base_offset for s in log.segments] == [0]
+    assert log.append_as_leader(batch([b"after"]), leader_epoch=0).first_offset == 0
+
+
+def test_an_emptied_log_keeps_an_empty_active_segment_through_repeated_retention(make_log):
+    log = make_log(segment_bytes=400, retention_ms=1, clock=lambda: 10**6)
+    fill(log, 10)
+    log.delete_old_segments()
+    end = log.log_end_offset
+    for _ in range(3):  # the retention task runs again and again on the now-empty log
+        assert log.delete_old_segments() == 0
+    assert [s.base_offset for s in log.segments] == [end] and log.log_start_offset == end
+    assert log.append_as_leader(batch([b"next"]), leader_epoch=1).first_offset == end
