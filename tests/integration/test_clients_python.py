@@ -220,9 +220,10 @@ def kp_consume(cluster: Cluster, topic: str, partitions: int, expected: int) -> 
             for batch in consumer.poll(timeout_ms=500).values():
                 records.extend(Rec(r.partition, r.offset, r.key, r.value, r.timestamp) for r in batch)
         ends = consumer.end_offsets(tps)
+        starts = consumer.beginning_offsets(tps)
     finally:
         consumer.close()
-    counts = {tp.partition: n for tp, n in ends.items()}
+    counts = {tp.partition: n - starts[tp] for tp, n in ends.items()}  # what the logs hold now
     assert sum(counts.values()) == expected, counts  # nothing more stored than what was produced
     assert {p: len(rows) for p, rows in by_partition(records).items()} == {p: n for p, n in counts.items() if n}
     return records

@@ -88,6 +88,9 @@ def _append(context: ServerContext, header: RequestHeader, topic: str, index: in
     except OSError as exc:
         log.error("append to %s-%d failed: %s", topic, index, exc)
         return _failed(index, ErrorCode.KAFKA_STORAGE_ERROR)
+    except Exception:  # noqa: BLE001 - a broker bug answers this partition, as Kafka does, not the socket
+        log.exception("append to %s-%d failed", topic, index)
+        return _failed(index, ErrorCode.UNKNOWN_SERVER_ERROR)
     log_.update_high_watermark(log_.log_end_offset)  # no followers yet: the leader alone is the ISR
     partition.notify_appended()
     return dict(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
