@@ -91,13 +91,8 @@ class PartitionLeadership:
             self._mark_offline(tp)
             return False
         new = current.leader_and_isr.new_leader_and_isr(result.leader, tuple(result.isr))
-        try:
-            version = await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
-                                                            LeaderIsrAndControllerEpoch(new, ctx.epoch))
-        except MultiOpError as exc:
-            if not isinstance(exc.cause, BadVersionError) or not retry:
-                raise
-            ctx.leadership[tp] = await self.kzc.get_partition_state(tp)  # someone wrote first: re-read
+        version = await self._write_or_reread(tp, new, retry)
+        if version is None:
             return await self._elect_one(tp, strategy, retry=False)
         ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(new.leader, new.leader_epoch, new.isr, version),
                                                          ctx.epoch)
@@ -105,6 +100,19 @@ class PartitionLeadership:
         self.batch.add_leader_and_isr(replicas, tp)
         log.info("%s: leader %d epoch %d isr %s", tp, new.leader, new.leader_epoch, list(new.isr))
         return True
+
+    async def _write_or_reread(self, tp: TopicPartition, new: LeaderAndIsr, retry: bool) -> int | None:
+        """Compare-and-set the partition state; on a version conflict re-read it from ZooKeeper and
+        return None (the caller decides again, once), or raise when no retry is left."""
+        ctx = self.context
+        try:
+            return await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
+                                                         LeaderIsrAndControllerEpoch(new, ctx.epoch))
+        except MultiOpError as exc:
+            if not isinstance(exc.cause, BadVersionError) or not retry:
+                raise
+            ctx.leadership[tp] = await self.kzc.get_partition_state(tp)  # someone wrote first
+            return None
 
     def _mark_offline(self, tp: TopicPartition) -> None:
         self._transition(tp, PartitionState.Offline)
@@ -131,13 +139,8 @@ class PartitionLeadership:
         if (leader, tuple(isr)) == (current.leader, current.isr):
             return
         new = current.new_leader_and_isr(leader, tuple(isr))
-        try:
-            version = await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
-                                                            LeaderIsrAndControllerEpoch(new, ctx.epoch))
-        except MultiOpError as exc:
-            if not isinstance(exc.cause, BadVersionError) or not retry:
-                raise
-            ctx.leadership[tp] = await self.kzc.get_partition_state(tp)  # someone wrote first: re-read
+        version = await self._write_or_reread(tp, new, retry)
+        if version is None:
             return await self._remove_from_isr(tp, broker, retry=False)
         ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, new.leader_epoch, tuple(isr), version),
                                                          ctx.epoch)

@@ -44,6 +44,8 @@ from typing import BinaryIO
 from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
                              Consumer, KafkaError, KafkaException, Message, TopicPartition)
 
+from scripts.console_producer import key_values
+
 FORMATTER_DEFAULTS = {"print.timestamp": "false", "print.partition": "false", "print.offset": "false",
                       "print.headers": "false", "print.key": "false", "print.value": "true",
                       "key.separator": "\t", "line.separator": "\n", "headers.separator": ",",
@@ -73,13 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--isolation-level", choices=("read_committed", "read_uncommitted"),
                         help="isolation.level")
     return parser
-
-
-def key_values(parser: argparse.ArgumentParser, flag: str, items: list[str]) -> dict[str, str]:
-    bad = [item for item in items if "=" not in item or item.startswith("=")]
-    if bad:
-        parser.error(f"{flag} takes KEY=VALUE, got {bad[0]!r}")
-    return dict(item.split("=", 1) for item in items)
 
 
 def start_offset(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
