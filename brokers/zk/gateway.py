@@ -189,9 +189,24 @@ class ZkGateway:
         except (KazooException, KazooTimeoutError) as exc:
             raise translate(exc) from exc
 
+    async def _read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A read survives a brief connection loss (a ZooKeeper leader change): it is retried until
+        the session timeout, since reading twice is harmless. Writes are never retried blindly."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.session_timeout_ms / 1000
+        delay = 0.05
+        while True:
+            try:
+                return await self._call(fn, *args, **kwargs)
+            except ConnectionLossError:
+                if loop.time() + delay > deadline:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
     # -- reads ---------------------------------------------------------------------------------
     async def get(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> tuple[bytes, ZnodeStat]:
-        data, stat = await self._call(self._client.get, path, watch=self._hop(watch))
+        data, stat = await self._read(self._client.get, path, watch=self._hop(watch))
         return data, _stat(stat)
 
     async def get_or_none(self, path: str) -> tuple[bytes, ZnodeStat] | None:
@@ -201,10 +216,10 @@ class ZkGateway:
             return None
 
     async def get_children(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> list[str]:
-        return sorted(await self._call(self._client.get_children, path, watch=self._hop(watch)))
+        return sorted(await self._read(self._client.get_children, path, watch=self._hop(watch)))
 
     async def exists(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> ZnodeStat | None:
-        stat = await self._call(self._client.exists, path, watch=self._hop(watch))
+        stat = await self._read(self._client.exists, path, watch=self._hop(watch))
         return _stat(stat) if stat is not None else None
 
     # -- writes --------------------------------------------------------------------------------

@@ -165,3 +165,39 @@ def test_a_deposed_controller_resigns_when_its_write_is_fenced(zookeeper):
         await b.zk.close()
 
     run(main())
+
+
+def test_reads_ride_out_a_zookeeper_leader_change(tmp_path):
+    """kill -9 the ensemble's leader while a broker-side gateway keeps reading: every read succeeds
+    (brief connection losses are retried), and the session and its ephemeral node survive."""
+    from scripts.zookeeper import ZooKeeperEnsemble
+
+    ensemble = ZooKeeperEnsemble(tmp_path / "ensemble", find_free_base_port(3), 3, tick_time=500)
+    ensemble.start(90)
+    try:
+        async def main():
+            gateway = ZkGateway(ensemble.connect_string, session_timeout_ms=8000)
+            await gateway.start()
+            kzc = KafkaZkClient(gateway)
+            await kzc.create_persistent_roots()
+            epoch = await kzc.register_broker(broker(1))
+            loop = asyncio.get_running_loop()
+
+            async def reader():
+                reads = 0
+                deadline = loop.time() + 3
+                while loop.time() < deadline:  # reads in flight when the leader dies, and during the election
+                    assert await kzc.get_broker_ids() == [1]
+                    reads += 1
+                return reads
+
+            readers = [asyncio.create_task(reader()) for _ in range(8)]
+            await asyncio.sleep(0.3)
+            ensemble.leader().kill()
+            assert all(n > 0 for n in await asyncio.gather(*readers))
+            assert (await kzc.get_broker(1)).epoch == epoch  # same session, same registration
+            await gateway.close()
+
+        run(main())
+    finally:
+        ensemble.stop()
