@@ -15,6 +15,7 @@ class ControllerContext:
     shutting_down: set[int] = field(default_factory=set)
     assignments: dict[TopicPartition, list[int]] = field(default_factory=dict)
     leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # overrides from /config/topics
     topics_to_delete: set[str] = field(default_factory=set)
     deletion_awaiting: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # topic -> {(partition, broker)}
 
@@ -40,4 +41,5 @@ class ControllerContext:
             self.assignments.pop(tp, None)
             self.leadership.pop(tp, None)
         self.topics_to_delete.discard(topic)
+        self.topic_configs.pop(topic, None)
         self.deletion_awaiting.pop(topic, None)

@@ -55,9 +55,15 @@ class KafkaController:
         self.context = ControllerContext()
         self.states = PartitionStates()
         self.batch = ControllerBrokerRequestBatch(self.broker_id, self.context)
-        self.leadership = PartitionLeadership(self.kzc, self.context, self.batch, self.states,
-                                              lambda topic: self.config.unclean_leader_election)
+        self.leadership = PartitionLeadership(self.kzc, self.context, self.batch, self.states, self.unclean_allowed)
         self.deletion = TopicDeletionManager(self)
+
+    def unclean_allowed(self, topic: str) -> bool:
+        """``unclean.leader.election.enable``: the topic's override, else the broker's setting."""
+        override = self.context.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        if override is None:
+            return self.config.unclean_leader_election
+        return override.strip().lower() == "true"
 
     @property
     def is_active(self) -> bool:
@@ -179,6 +185,7 @@ class KafkaController:
         """Read assignments and partition states of ``topics`` into the context; return new partitions."""
         ctx, new = self.context, []
         for topic in topics:
+            ctx.topic_configs[topic] = await self.kzc.get_topic_config(topic)
             assignment = await self.kzc.get_topic_assignment(topic)
             for partition, replicas in (assignment or {}).items():
                 tp = TopicPartition(topic, partition)

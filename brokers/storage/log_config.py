@@ -40,6 +40,9 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
+    # topic-level keys that are not about the log itself but live in the same topic config
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: str = "false"
 
     @cached_property
     def compact(self) -> bool:
@@ -97,6 +100,10 @@ class LogConfig:
         policies = set(self.cleanup_policy.split(","))
         if not policies or not policies <= _POLICIES:
             raise InvalidConfigError(f"cleanup.policy must be delete, compact or compact,delete; got {self.cleanup_policy!r}")
+        _at_least("min.insync.replicas", self.min_insync_replicas, 1)
+        if self.unclean_leader_election_enable.lower() not in ("true", "false"):
+            raise InvalidConfigError(
+                f"unclean.leader.election.enable must be true or false; got {self.unclean_leader_election_enable!r}")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise InvalidConfigError(
                 f"message.timestamp.type must be CreateTime or LogAppendTime; got {self.message_timestamp_type!r}"

@@ -61,3 +61,15 @@ def test_topics_being_deleted_are_announced_with_leader_minus_two():
     assert stop.partitions[0].leader_epoch == -2 and stop.partitions[0].delete
     callback("answer")
     assert responses == [(1, "answer")]
+
+
+def test_unclean_election_follows_the_topic_override_then_the_broker_setting():
+    from coordinator.controller import ControllerConfig, KafkaController
+
+    controller = KafkaController(1, None, ControllerConfig(unclean_leader_election=False))
+    controller.context.topic_configs = {"risky": {"unclean.leader.election.enable": "true"},
+                                        "safe": {"unclean.leader.election.enable": "false"}, "plain": {}}
+    assert [controller.unclean_allowed(t) for t in ("risky", "safe", "plain", "unknown")] == [True, False, False, False]
+    permissive = KafkaController(1, None, ControllerConfig(unclean_leader_election=True))
+    permissive.context.topic_configs = {"safe": {"unclean.leader.election.enable": "false"}}
+    assert [permissive.unclean_allowed(t) for t in ("safe", "plain")] == [False, True]

@@ -40,8 +40,17 @@ def test_key_names_are_kafkas():
         "segment.bytes", "segment.ms", "segment.jitter.ms", "segment.index.bytes", "index.interval.bytes",
         "retention.ms", "retention.bytes", "cleanup.policy", "delete.retention.ms", "min.cleanable.dirty.ratio",
         "min.compaction.lag.ms", "file.delete.delay.ms", "flush.messages", "flush.ms", "max.message.bytes",
-        "message.timestamp.type",
+        "message.timestamp.type", "min.insync.replicas", "unclean.leader.election.enable",
     }
+
+
+def test_topic_level_replication_keys_are_accepted_and_checked():
+    config = LogConfig.from_properties({"min.insync.replicas": "2", "unclean.leader.election.enable": "true"})
+    assert (config.min_insync_replicas, config.unclean_leader_election_enable) == (2, "true")
+    with pytest.raises(InvalidConfigError, match="unclean.leader.election.enable"):
+        LogConfig.from_properties({"unclean.leader.election.enable": "maybe"})
+    with pytest.raises(InvalidConfigError, match="min.insync.replicas"):
+        LogConfig.from_properties({"min.insync.replicas": "0"})
 
 
 def test_from_properties_parses_strings():
