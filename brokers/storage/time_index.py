@@ -44,7 +44,7 @@ class TimeIndex(IndexFile):
         self._truncate_entries(count)
 
     def sanity_check(self, next_offset: int) -> None:
-        keys, values = self._keys, self._values
+        values = self._values
         if not self._strictly_increasing():
             raise CorruptIndexError(f"{self.path}: entries do not increase")
         if values and (values[0] < 0 or self.base_offset + values[-1] >= next_offset):

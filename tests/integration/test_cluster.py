@@ -15,7 +15,6 @@ import pytest
 from kazoo.client import KazooClient
 
 from brokers.control import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, decode, encode
-from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from scripts.cluster import Cluster, ClusterSpec
 from scripts.zookeeper import find_free_base_port

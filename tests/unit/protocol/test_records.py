@@ -10,7 +10,6 @@ from brokers.protocol.record import Record, batch_records, build_batch, iter_rec
 from brokers.protocol.records import (
     CRC_AT,
     CRC_START,
-    HEADER_SIZE,
     LENGTH_AT,
     MAGIC_AT,
     BatchSetInfo,
