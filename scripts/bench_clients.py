@@ -18,7 +18,6 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.cluster import Cluster, ClusterSpec
-from scripts.zookeeper import find_free_base_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 GB = 1e9
@@ -130,8 +129,8 @@ def _report(kind: str, records: int, record_bytes: int, elapsed: float, broker_c
 def run_client_bench(kind: str, options: BenchOptions, bootstrap: str | None, broker_pid: int | None) -> None:
     cluster = None
     if bootstrap is None:
-        spec = ClusterSpec(1, find_free_base_port(1), find_free_base_port(1), find_free_base_port(1),
-                           properties={"default.replication.factor": "1", "offsets.topic.replication.factor": "1"})
+        spec = ClusterSpec.on_free_ports(1, properties={"default.replication.factor": "1",
+                                                        "offsets.topic.replication.factor": "1"})
         cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-clients-", dir=_base())), spec)
         cluster.up(120)
         bootstrap = cluster.bootstrap_servers

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from scripts.cluster import Cluster, ClusterSpec
 from scripts.kafka_topics import main as kafka_topics
-from scripts.zookeeper import find_free_base_port
 
 
 def _timed(fn) -> float:
@@ -33,8 +32,7 @@ def _wait(condition, timeout: float) -> None:
 
 
 def one_round(base: Path, brokers: int, session_timeout_ms: int, partitions: int) -> dict[str, float]:
-    spec = ClusterSpec(brokers, find_free_base_port(1), find_free_base_port(brokers), find_free_base_port(brokers),
-                       tick_time=500, session_timeout_ms=session_timeout_ms)
+    spec = ClusterSpec.on_free_ports(brokers, tick_time=500, session_timeout_ms=session_timeout_ms)
     cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-cluster-", dir=base)), spec)
     try:
         up = _timed(lambda: cluster.up(120))

@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from scripts.zookeeper import ZooKeeperServer, srvr
+from scripts.zookeeper import ZooKeeperServer, find_free_base_port, srvr
 
 DEFAULT_DIR = Path(".zkafka")
 
@@ -41,6 +41,12 @@ class ClusterSpec:
     tick_time: int = 2000
     session_timeout_ms: int = 18000
     properties: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def on_free_ports(cls, brokers: int, **settings) -> "ClusterSpec":
+        """A spec whose ZooKeeper, Kafka and HTTP ports are free right now (tests, benchmarks)."""
+        return cls(brokers, find_free_base_port(1), find_free_base_port(brokers), find_free_base_port(brokers),
+                   **settings)
 
 
 class Cluster:

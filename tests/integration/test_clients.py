@@ -15,15 +15,13 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.cluster import Cluster, ClusterSpec
-from scripts.zookeeper import find_free_base_port
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec(brokers=3, zookeeper_port=find_free_base_port(1), kafka_port_base=find_free_base_port(3),
-                       http_port_base=find_free_base_port(3), tick_time=500, session_timeout_ms=6000,
+    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000,
                        properties={"auto.create.topics.enable": "true"})
     c = Cluster(tmp_path_factory.mktemp("clients") / "cluster", spec)
     c.up(timeout=60)

@@ -42,7 +42,6 @@ from kafka.errors import TopicAlreadyExistsError
 from kafka.partitioner.default import murmur2
 
 from scripts.cluster import Cluster, ClusterSpec
-from scripts.zookeeper import find_free_base_port
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -80,8 +79,7 @@ class StoredBatch(NamedTuple):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec(brokers=3, zookeeper_port=find_free_base_port(1), kafka_port_base=find_free_base_port(3),
-                       http_port_base=find_free_base_port(3), tick_time=500, session_timeout_ms=6000,
+    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000,
                        properties={"auto.create.topics.enable": "true"})
     c = Cluster(tmp_path_factory.mktemp("clients-python") / "cluster", spec)
     c.up(timeout=60)
@@ -644,8 +642,7 @@ def test_cross_every_client_reads_every_client_in_every_codec(cluster):
 @pytest.fixture
 def retention_cluster(tmp_path):
     """One broker that runs its retention task every 500 ms (Kafka: log.retention.check.interval.ms)."""
-    spec = ClusterSpec(brokers=1, zookeeper_port=find_free_base_port(1), kafka_port_base=find_free_base_port(1),
-                       http_port_base=find_free_base_port(1), tick_time=500, session_timeout_ms=6000,
+    spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000,
                        properties={"log.retention.check.interval.ms": "500"})
     c = Cluster(tmp_path / "cluster", spec)
     c.up(timeout=60)

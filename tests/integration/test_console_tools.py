@@ -19,7 +19,6 @@ import pytest
 from scripts.cluster import Cluster, ClusterSpec
 from scripts.console_consumer import FORMATTER_DEFAULTS, MessageFormatter
 from scripts.console_producer import READER_DEFAULTS, LineError, LineReader
-from scripts.zookeeper import find_free_base_port
 
 BIN = Path(sys.executable).parent
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -27,8 +26,7 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec(brokers=3, zookeeper_port=find_free_base_port(1), kafka_port_base=find_free_base_port(3),
-                       http_port_base=find_free_base_port(3), tick_time=500, session_timeout_ms=6000)
+    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000)
     c = Cluster(tmp_path_factory.mktemp("console") / "cluster", spec)
     c.up(timeout=60)
     yield c

@@ -12,15 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scripts.cluster import Cluster, ClusterSpec
-from scripts.zookeeper import find_free_base_port
 
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 4) + b"fuzz"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec(brokers=1, zookeeper_port=find_free_base_port(1), kafka_port_base=find_free_base_port(1),
-                       http_port_base=find_free_base_port(1), tick_time=500, session_timeout_ms=6000,
+    spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000,
                        properties={"offsets.topic.replication.factor": "1", "default.replication.factor": "1"})
     c = Cluster(tmp_path_factory.mktemp("fuzz") / "cluster", spec)
     c.up(timeout=60)

@@ -28,7 +28,6 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.cluster import Cluster, ClusterSpec
-from scripts.zookeeper import find_free_base_port
 
 KCAT = "/usr/bin/kcat"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -44,8 +43,7 @@ PAD = b"-" + b"payload." * 8  # compressible, so no codec is skipped for not hel
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec(brokers=3, zookeeper_port=find_free_base_port(1), kafka_port_base=find_free_base_port(3),
-                       http_port_base=find_free_base_port(3), tick_time=500, session_timeout_ms=6000,
+    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000,
                        properties={"auto.create.topics.enable": "true", "num.partitions": str(NUM_PARTITIONS)})
     c = Cluster(tmp_path_factory.mktemp("kcat") / "cluster", spec)
     c.up(timeout=60)
