@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import struct
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +41,7 @@ from kafka.errors import TopicAlreadyExistsError
 from kafka.partitioner.default import murmur2
 
 from scripts.cluster import Cluster, ClusterSpec
+from tests.integration.stored import stored_batches as read_stored
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -94,32 +94,15 @@ def kp_codec(codec: str) -> str | None:
 
 
 def stored_batches(cluster: Cluster, topic: str) -> dict[int, list[StoredBatch]]:
-    """Batch headers of every stored batch of ``topic``, per partition, read from the .log files.
-
-    Any broker holding a copy contributes (deduplicated by base offset), so this keeps working once
-    followers replicate.
-    """
-    found: dict[int, dict[int, StoredBatch]] = {}
-    for broker_id in cluster.broker_ids:
-        for directory in cluster.log_dir(broker_id).glob(f"{topic}-*"):
-            name, _, partition = directory.name.rpartition("-")
-            if name != topic or not partition.isdigit():
-                continue
-            for segment in sorted(directory.glob("*.log")):
-                data, pos = segment.read_bytes(), 0
-                while pos + 61 <= len(data):
-                    base, length = struct.unpack_from(">qi", data, pos)
-                    if length < 49 or pos + 12 + length > len(data):
-                        break
-                    magic = data[pos + 16]
-                    assert magic == 2, f"{segment}@{pos}: magic {magic}"
-                    attributes, last_delta = struct.unpack_from(">hi", data, pos + 21)
-                    pid, epoch, sequence, count = struct.unpack_from(">qhii", data, pos + 43)
-                    assert count == last_delta + 1, f"{segment}@{pos}: {count} records, lastOffsetDelta {last_delta}"
-                    found.setdefault(int(partition), {})[base] = StoredBatch(base, count, attributes & 7, pid, epoch,
-                                                                             sequence)
-                    pos += 12 + length
-    return {p: [batches[b] for b in sorted(batches)] for p, batches in found.items()}
+    """Every stored batch of ``topic`` per partition (read by tests.integration.stored), checked to be
+    a producer's magic-2 batch: as many records as its last offset delta says."""
+    out = {}
+    for partition, headers in read_stored(cluster, topic).items():
+        for h in headers:
+            assert h.records_count == h.last_offset_delta + 1, f"{topic}[{partition}] {h}"
+        out[partition] = [StoredBatch(h.base_offset, h.records_count, h.compression, h.producer_id, h.producer_epoch,
+                                      h.base_sequence) for h in headers]
+    return out
 
 
 def assert_stored(cluster: Cluster, topic: str, codec_of_offset: dict[int, list[str]], *,

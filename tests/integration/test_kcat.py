@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 import subprocess
 import time
 import zlib
@@ -28,6 +27,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.cluster import Cluster, ClusterSpec
+from tests.integration.stored import stored_batches as read_stored
 
 KCAT = "/usr/bin/kcat"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -101,23 +101,8 @@ def consume_partition(cluster: Cluster, topic: str, partition: int, *offset_args
 
 def stored_batches(cluster: Cluster, topic: str) -> dict[int, list[tuple[int, int, int, int, int]]]:
     """(base offset, record count, magic, codec, producer id) of every stored batch, per partition."""
-    found: dict[int, dict[int, tuple]] = {}
-    for broker_id in cluster.broker_ids:
-        for directory in cluster.log_dir(broker_id).glob(f"{topic}-*"):
-            name, _, partition = directory.name.rpartition("-")
-            if name != topic or not partition.isdigit():
-                continue
-            for segment in sorted(directory.glob("*.log")):
-                data, pos = segment.read_bytes(), 0
-                while pos + 61 <= len(data):
-                    base, length = struct.unpack_from(">qi", data, pos)
-                    if length < 49 or pos + 12 + length > len(data):
-                        break
-                    magic, attributes = data[pos + 16], struct.unpack_from(">h", data, pos + 21)[0]
-                    pid, count = struct.unpack_from(">q", data, pos + 43)[0], struct.unpack_from(">i", data, pos + 57)[0]
-                    found.setdefault(int(partition), {})[base] = (base, count, magic, attributes & 7, pid)
-                    pos += 12 + length
-    return {p: [batches[b] for b in sorted(batches)] for p, batches in found.items()}
+    return {p: [(h.base_offset, h.records_count, h.magic, h.compression, h.producer_id) for h in headers]
+            for p, headers in read_stored(cluster, topic).items()}
 
 
 def test_metadata_names_all_three_brokers_and_the_controller(cluster):
