@@ -269,3 +269,23 @@ def test_log_dir_of_another_cluster_is_refused(cluster, tmp_path):
                             timeout=60, cwd=REPO)
     assert result.returncode == 2
     assert "belongs to cluster someOtherCluster" in result.stderr
+
+
+def test_losing_every_replica_keeps_the_last_isr_member_and_it_leads_again(cluster, zk):
+    """Pitfall 9: the ISR is never emptied. With unclean election off, a partition whose replicas are
+    all down has leader -1 and still names its last ISR member, which leads again when it returns."""
+    topics(cluster, "--create", "--topic", "lonely", "--partitions", "1", "--replication-factor", "2")
+    wait_for(lambda: leadership_consistent(zk, "lonely", {1, 2, 3}), 20, "a leader")
+    state, _ = partition_states(zk, "lonely")[0]
+    leader = state["leader"]
+    follower = next(b for b in state["isr"] if b != leader)
+    cluster.signal_broker(follower, signal.SIGKILL)
+    wait_for(lambda: partition_states(zk, "lonely")[0][0]["isr"] == [leader], SESSION_MS / 1000 + 15, "ISR shrink")
+    cluster.signal_broker(leader, signal.SIGKILL)
+    offline = wait_for(lambda: (s := partition_states(zk, "lonely")[0][0])["leader"] == -1 and s,
+                       SESSION_MS / 1000 + 15, "the partition to go offline")
+    assert offline["isr"] == [leader]  # the last member is kept: it holds every committed record
+    cluster.start_broker(leader)
+    back = wait_for(lambda: (s := partition_states(zk, "lonely")[0][0])["leader"] == leader and s, 30,
+                    "the last ISR member to lead again")
+    assert back["isr"] == [leader] and back["leader_epoch"] > offline["leader_epoch"]
