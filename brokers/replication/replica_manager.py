@@ -83,7 +83,7 @@ class ReplicaManager:
         if partition is None:
             try:
                 config = await self._topic_config(tp.topic)
-                log_ = self.log_manager.get_or_create_log(tp, config)
+                log_ = await asyncio.to_thread(self.log_manager.get_or_create_log, tp, config)  # mkdir + fsync
             except OSError as exc:
                 log.error("cannot create the log of %s: %s", tp, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
