@@ -26,10 +26,11 @@ from brokers.control import (
 )
 from brokers.http.client import post_control
 from brokers.http.server import HttpServer
-from brokers.model import BrokerInfo
+from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.replication.metadata_cache import MetadataCache
-from brokers.replication.replica_manager import ReplicaManager
+from brokers.replication.fetcher import FetcherConfig
+from brokers.replication.replica_manager import IsrConflictError, ReplicaManager
 from brokers.server.apis import KafkaApis
 from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
@@ -38,11 +39,30 @@ from brokers.storage.log_config import InvalidConfigError, LogConfig
 from brokers.storage.log_manager import LogManager, LogManagerConfig
 from brokers.storage.scheduler import Scheduler
 from brokers.zk.client import KafkaZkClient
-from brokers.zk.errors import ZkError
+from brokers.zk.errors import BadVersionError, ZkError
 from brokers.zk.gateway import SessionState, ZkGateway
 from coordinator.controller import ControllerConfig, KafkaController
 
 log = logging.getLogger(__name__)
+
+
+class ZkIsrStore:
+    """The replica manager's IsrStore over KafkaZkClient (BADVERSION becomes IsrConflictError)."""
+
+    def __init__(self, kzc: KafkaZkClient):
+        self.kzc = kzc
+
+    async def update_isr(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> int:
+        try:
+            return await self.kzc.update_isr_by_leader(tp, state)
+        except BadVersionError as exc:
+            raise IsrConflictError(str(exc)) from None
+
+    async def read_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+        return await self.kzc.get_partition_state(tp)
+
+    async def notify_isr_changes(self, partitions: list[TopicPartition]) -> None:
+        await self.kzc.create_isr_change_notification(partitions)
 
 
 class BrokerServer:
@@ -82,8 +102,12 @@ class BrokerServer:
         self.log_manager = LogManager(self.config.log_dirs, self.default_log_config, self._log_manager_config(),
                                       scheduler=self.scheduler)
         await asyncio.to_thread(self.log_manager.startup)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self._topic_log_config,
-                                              lambda: self.broker_epoch)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, self._topic_log_config, lambda: self.broker_epoch,
+            isr_store=ZkIsrStore(self.kzc), fetcher_config=self._fetcher_config(),
+            listener=self.config["inter.broker.listener.name"],
+            replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"])
+        self.replica_manager.start()
         admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.default_log_config, self.metadata_cache)
         listener = self.config.listeners[0]
         context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
@@ -100,6 +124,14 @@ class BrokerServer:
     def broker_info(self) -> BrokerInfo:
         return BrokerInfo(self.broker_id, tuple(self.config.advertised_listeners), self.config["broker.rack"],
                           self.broker_epoch, self.http.port)
+
+    def _fetcher_config(self) -> FetcherConfig:
+        c = self.config
+        return FetcherConfig(self.broker_id, wait_max_ms=c["replica.fetch.wait.max.ms"],
+                             min_bytes=c["replica.fetch.min.bytes"], max_bytes=c["replica.fetch.max.bytes"],
+                             response_max_bytes=c["replica.fetch.response.max.bytes"],
+                             backoff_ms=c["replica.fetch.backoff.ms"],
+                             socket_timeout_ms=c["replica.socket.timeout.ms"])
 
     def _log_manager_config(self) -> LogManagerConfig:
         c = self.config
@@ -186,6 +218,7 @@ class BrokerServer:
                                             request.broker_epoch)
         if error == ErrorCode.NONE:
             self.metadata_cache.update(request)
+            self.replica_manager.update_live_brokers(list(request.live_brokers))
         return UpdateMetadataResponse(int(error))
 
     async def stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
@@ -247,6 +280,8 @@ class BrokerServer:
             await self.kafka_listener.stop()
         if self.controller is not None:
             await self.controller.shutdown()
+        if self.replica_manager is not None:
+            await self.replica_manager.shutdown()
         await self.zk.close()
         await self.http.stop()
         if self.log_manager is not None:

@@ -81,6 +81,7 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "replica.fetch.max.bytes": ("int", 1048576),
     "replica.fetch.response.max.bytes": ("int", 10485760),
     "replica.fetch.backoff.ms": ("int", 1000),
+    "replica.socket.timeout.ms": ("int", 30000),
     "num.replica.fetchers": ("int", 1),
     "replica.high.watermark.checkpoint.interval.ms": ("int", 5000),
     "offsets.topic.num.partitions": ("int", 50),

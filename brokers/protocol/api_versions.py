@@ -48,6 +48,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     19: (2, 4),  # CreateTopics: aiokafka's admin needs <= 3, the others send 4
     20: (3, 3),  # DeleteTopics
     22: (0, 0),  # InitProducerId: kafka-python's default (idempotent) producer requires it
+    23: (2, 3),  # OffsetForLeaderEpoch: followers' truncation (v3 has replica_id); kio starts at v2
     32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
 }
 
@@ -61,6 +62,7 @@ API_NAMES: dict[int, str] = {
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
+    23: "OffsetForLeaderEpoch",
     32: "DescribeConfigs",
 }
 
@@ -75,6 +77,7 @@ FLEXIBLE_FROM: dict[int, int] = {
     19: 5,
     20: 4,
     22: 2,
+    23: 4,
     32: 4,
 }
 

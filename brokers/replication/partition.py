@@ -1,8 +1,21 @@
-"""Partition: this broker's replica of one partition and the leadership the controller gave it.
+"""Partition: this broker's replica of one partition, its role, and (as leader) the replication state.
 
-Issue 3 scope: the role (leader or follower), leader epoch, ISR, replicas and zk version from the
-latest accepted LeaderAndIsr, and the local Log. Follower fetching, ISR maintenance and the high
-watermark arrive with replication (issue 5).
+State, all from the latest accepted LeaderAndIsr plus what this replica learned since:
+
+- role: leader when ``leader == broker_id``, else follower of ``leader``; ``leader_epoch``, ``isr``,
+  ``replicas``, ``zk_version`` (of the partition state znode) and the controller epoch that decided it;
+- as leader: one ``FollowerState`` per other assigned replica, ``leader_epoch_start_offset`` (the log
+  end when this epoch began, KAFKA-7128), the ISR write in flight (``pending_isr``) and the acks=all
+  purgatory;
+- the high watermark lives in the Log (``log.high_watermark``): consumers read below it.
+
+Every decision is a call into ``isr.py``; this class only applies them. Nothing here awaits: the
+replica manager does the ZooKeeper writes and calls back. While an ISR write is in flight the
+*maximal* ISR (current plus proposed) is what counts for the HW and for acks=all (AlterIsr's rule,
+reference §3.3), so a shrink can never complete a produce early and an expansion never stalls one.
+
+Invariants: the leader is in its own ISR; the HW only moves forward on the leader and never passes
+the log end; every parked produce is resolved exactly once (HW reached, or leadership lost).
 """
 from __future__ import annotations
 
@@ -10,7 +23,14 @@ import asyncio
 from dataclasses import dataclass, field
 
 from brokers.model import TopicPartition
-from brokers.storage.log import Log
+from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.replication import isr as decide
+from brokers.replication.purgatory import ProducePurgatory
+from brokers.storage.log import Log, LogAppendInfo
+
+
+class NotEnoughReplicasError(KafkaError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
 @dataclass
@@ -18,6 +38,7 @@ class Partition:
     topic_partition: TopicPartition
     broker_id: int
     log: Log
+    replica_lag_time_max_ms: int = 30000
     leader: int = -1
     leader_epoch: int = -1
     isr: tuple[int, ...] = ()
@@ -25,10 +46,15 @@ class Partition:
     zk_version: int = -1
     controller_epoch: int = -1
     history: list[str] = field(default_factory=list)
+    followers: dict[int, decide.FollowerState] = field(default_factory=dict)
+    leader_epoch_start_offset: int = -1
+    pending_isr: tuple[int, ...] | None = None
+    purgatory: ProducePurgatory = field(default_factory=ProducePurgatory)
     _appended: asyncio.Event | None = None
 
+    # -- waking parked fetches -----------------------------------------------------------------
     def appended_event(self) -> asyncio.Event:
-        """Set (and replaced) whenever records are appended: what a parked Fetch waits on."""
+        """Set (and replaced) on every append and HW advance: what a parked Fetch waits on."""
         if self._appended is None:
             self._appended = asyncio.Event()
         return self._appended
@@ -38,28 +64,150 @@ class Partition:
             self._appended.set()
             self._appended = None
 
+    # -- role ----------------------------------------------------------------------------------
     @property
     def is_leader(self) -> bool:
         return self.leader == self.broker_id
 
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.log.config.min_insync_replicas
+
     def make_leader(self, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...], zk_version: int,
-                    controller_epoch: int) -> None:
-        """Become leader: a new leader epoch starts at the log end offset (KIP-101)."""
+                    controller_epoch: int, now_ms: int) -> None:
+        """Become leader (§3.7): a new epoch starts at the log end offset (KIP-101); followers in the
+        ISR count as caught up now, the others must prove it; then try to advance the HW."""
         self._apply(self.broker_id, leader_epoch, isr, replicas, zk_version, controller_epoch)
-        self.log.leader_epoch_cache.assign(leader_epoch, self.log.log_end_offset)
+        end = self.log.log_end_offset
+        self.log.leader_epoch_cache.assign(leader_epoch, end)
+        self.leader_epoch_start_offset = end
+        self.followers = {r: decide.follower_state_on_become_leader(r, r in self.isr, end, now_ms)
+                          for r in self.replicas if r != self.broker_id}
         self.history.append(f"leader@{leader_epoch}")
+        self.maybe_increment_high_watermark(now_ms)
 
     def make_follower(self, leader: int, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...],
                       zk_version: int, controller_epoch: int) -> None:
         self._apply(leader, leader_epoch, isr, replicas, zk_version, controller_epoch)
         self.history.append(f"follower-of-{leader}@{leader_epoch}")
 
+    def stop_leading(self) -> None:
+        """StopReplica: neither leading nor following any more; nothing parked may wait for it."""
+        self.leader = -1
+        self._drop_leader_state()
+
     def _apply(self, leader: int, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...],
                zk_version: int, controller_epoch: int) -> None:
+        self._drop_leader_state()
         self.leader, self.leader_epoch, self.isr = leader, leader_epoch, tuple(isr)
         self.replicas, self.zk_version, self.controller_epoch = tuple(replicas), zk_version, controller_epoch
 
+    def _drop_leader_state(self) -> None:
+        self.followers, self.leader_epoch_start_offset, self.pending_isr = {}, -1, None
+        self.purgatory.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.notify_appended()  # parked fetches re-resolve and see the new role
+
+    # -- leader: produce -----------------------------------------------------------------------
+    def append_as_leader(self, buf, acks: int, now_ms: int) -> LogAppendInfo:
+        """Append a producer's batch; acks=all first needs ISR >= min.insync.replicas (§3.5)."""
+        if acks == -1:
+            error = decide.check_min_isr(len(self.isr), self.min_insync_replicas, decide.BEFORE_APPEND)
+            if error is not None:
+                raise NotEnoughReplicasError(
+                    f"{self.topic_partition}: ISR {list(self.isr)} is smaller than "
+                    f"min.insync.replicas={self.min_insync_replicas}")
+        info = self.log.append_as_leader(buf, self.leader_epoch)
+        self.notify_appended()
+        self.maybe_increment_high_watermark(now_ms)
+        return info
+
+    def wait_for_acks(self, required_offset: int) -> asyncio.Future:
+        """A future of the ErrorCode an acks=all produce ending at ``required_offset - 1`` answers."""
+        if decide.acks_all_satisfied(required_offset, self.log.high_watermark):
+            future = asyncio.get_running_loop().create_future()
+            future.set_result(self._acks_outcome())
+            return future
+        return self.purgatory.park(required_offset)
+
+    def _acks_outcome(self) -> ErrorCode:
+        error = decide.check_min_isr(len(self.maximal_isr), self.min_insync_replicas, decide.AFTER_APPEND)
+        return ErrorCode.NONE if error is None else error
+
+    # -- leader: followers, HW and ISR -----------------------------------------------------------
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> tuple[int, ...] | None:
+        """Record a follower's Fetch (§3.3); return the expanded ISR to write, or None."""
+        state = self.followers.get(replica_id)
+        if state is None:
+            return None
+        self.followers[replica_id] = decide.update_follower_fetch(state, fetch_offset, now_ms,
+                                                                  self.log.log_end_offset)
+        self.maybe_increment_high_watermark(now_ms)
+        if (replica_id in self.isr or self.pending_isr is not None
+                or not decide.should_expand_isr(fetch_offset, self.log.high_watermark,
+                                                self.leader_epoch_start_offset)):
+            return None
+        return decide.expand_isr(self.isr, replica_id)
+
+    def isr_to_shrink(self, now_ms: int) -> tuple[int, ...] | None:
+        """The shrunk ISR when followers fell out of sync (never empty, never without us), or None."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        out = decide.out_of_sync_replicas(self.broker_id, self.log.log_end_offset, self.isr, self.followers,
+                                          now_ms, self.replica_lag_time_max_ms)
+        return decide.shrink_isr(self.broker_id, self.isr, out) if out else None
+
+    def maybe_increment_high_watermark(self, now_ms: int) -> bool:
+        if not self.is_leader:
+            return False
+        log = self.log
+        old = log.high_watermark
+        new = decide.high_watermark(old, log.log_end_offset, self.maximal_isr, self.followers, now_ms,
+                                    self.replica_lag_time_max_ms)
+        if new <= old:
+            return False
+        log.update_high_watermark(new)
+        if len(self.purgatory):
+            self.purgatory.complete(new, self._acks_outcome())
+        self.notify_appended()
+        return True
+
+    def isr_write_started(self, proposed: tuple[int, ...]) -> None:
+        self.pending_isr = proposed
+
+    def isr_write_done(self, leader_epoch: int, isr: tuple[int, ...] | None, zk_version: int, now_ms: int) -> None:
+        """The ISR write finished: ``isr`` (and ``zk_version``) is what ZooKeeper now holds for
+        ``leader_epoch``, or None if the write failed and the state is unknown."""
+        if leader_epoch != self.leader_epoch or not self.is_leader:
+            return  # a LeaderAndIsr overtook the write: the controller's word wins
+        self.pending_isr = None
+        if isr is not None:
+            self.isr, self.zk_version = tuple(isr), zk_version
+            self.history.append(f"isr={list(isr)}")
+        self.maybe_increment_high_watermark(now_ms)
+        if len(self.purgatory) and self.log.high_watermark >= 0:
+            self.purgatory.complete(self.log.high_watermark, self._acks_outcome())
+
+    # -- follower ------------------------------------------------------------------------------
+    def append_as_follower(self, buf, leader_high_watermark: int) -> LogAppendInfo | None:
+        info = self.log.append_as_follower(buf) if buf else None
+        self.update_follower_high_watermark(leader_high_watermark)
+        return info
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        hw = decide.follower_high_watermark(leader_high_watermark, self.log.log_end_offset)
+        if hw > self.log.high_watermark:
+            self.log.update_high_watermark(hw)
+
     def describe(self) -> dict:
+        log = self.log
         return {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                "replicas": list(self.replicas), "is_leader": self.is_leader,
-                "log_end_offset": self.log.log_end_offset}
+                "replicas": list(self.replicas), "is_leader": self.is_leader, "zk_version": self.zk_version,
+                "log_start_offset": log.log_start_offset, "log_end_offset": log.log_end_offset,
+                "high_watermark": log.high_watermark,
+                "followers": {r: s.log_end_offset for r, s in sorted(self.followers.items())}}

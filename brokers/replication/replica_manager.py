@@ -8,12 +8,22 @@ Fencing (reference §2.2), checked in this order:
    (else STALE_CONTROLLER_EPOCH for that partition), and only if this broker is among its replicas
    (else UNKNOWN_TOPIC_OR_PARTITION).
 Every decision is logged so that tests can see what a zombie controller tried.
+
+Replication (reference §3): become-leader stops fetching the partition and starts tracking its
+followers; become-follower hands it to the replica fetcher of the new leader. As leader, this broker
+owns the ISR: a follower that caught up is added, one that fell behind for ``replica.lag.time.max.ms``
+is removed (checked every half of that), each change a conditional write of the partition state znode
+(``IsrStore``) followed by a batched ``/isr_change_notification`` so that the controller tells
+everyone (§7 pitfall 6). A write that loses the race (BADVERSION) re-reads the znode and adopts it
+when it still names this leader and epoch (§7 pitfall 5); otherwise the controller's LeaderAndIsr
+will come.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+import time
+from typing import Awaitable, Callable, Protocol
 
 from brokers.control import (
     LeaderAndIsrRequest,
@@ -24,8 +34,9 @@ from brokers.control import (
     check_broker_epoch,
     check_controller_epoch,
 )
-from brokers.model import TopicPartition
+from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from brokers.protocol.errors import ErrorCode
+from brokers.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from brokers.replication.partition import Partition
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
@@ -34,11 +45,46 @@ log = logging.getLogger(__name__)
 
 TopicConfigProvider = Callable[[str], Awaitable[LogConfig]]
 
+ISR_CHANGE_CHECK_MS = 2500  # Kafka's ReplicaManager.IsrChangePropagationInterval
+ISR_CHANGE_QUIET_MS = 5000  # ... IsrChangePropagationBlackOut
+ISR_CHANGE_MAX_DELAY_MS = 60000  # ... IsrChangeMaxDelay
+
+
+class IsrConflictError(Exception):
+    """The partition state znode changed since this leader read it (ZooKeeper BADVERSION)."""
+
+
+class IsrStore(Protocol):
+    """Where a leader writes its ISR changes (ZooKeeper in production)."""
+
+    async def update_isr(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> int:
+        """CAS on ``state.leader_and_isr.zk_version``: the new version, or IsrConflictError."""
+
+    async def read_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None: ...
+
+    async def notify_isr_changes(self, partitions: list[TopicPartition]) -> None: ...
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
 
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, topic_config: TopicConfigProvider,
-                 broker_epoch: Callable[[], int]):
+                 broker_epoch: Callable[[], int], *, isr_store: IsrStore | None = None,
+                 fetcher_config: FetcherConfig | None = None, listener: str | None = None,
+                 replica_lag_time_max_ms: int = 30000, clock: Callable[[], int] = _now_ms):
         self.broker_id = broker_id
+        self.isr_store = isr_store
+        self.fetchers = ReplicaFetcherManager(fetcher_config or FetcherConfig(broker_id), listener)
+        self.listener = listener
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.clock = clock
+        self.endpoints: dict[int, EndPoint] = {}
+        self._isr_changes: set[TopicPartition] = set()
+        self._last_isr_change_ms = 0
+        self._last_isr_propagation_ms = 0
+        self._tasks: set[asyncio.Task] = set()
         self.log_manager = log_manager
         self._topic_config = topic_config
         self._broker_epoch = broker_epoch
@@ -68,10 +114,23 @@ class ReplicaManager:
         error = self.fence("LeaderAndIsr", request.controller_id, request.controller_epoch, request.broker_epoch)
         if error != ErrorCode.NONE:
             return LeaderAndIsrResponse(int(error), ())
+        for broker in request.live_leaders:
+            self._remember_endpoint(broker)
         errors = []
         for state in request.partition_states:
             errors.append((state.topic, state.partition, int(await self._apply_state(state))))
         return LeaderAndIsrResponse(int(ErrorCode.NONE), tuple(errors))
+
+    def _remember_endpoint(self, broker: BrokerInfo) -> None:
+        try:
+            self.endpoints[broker.id] = broker.endpoint(self.listener)
+        except KeyError:
+            self.endpoints[broker.id] = broker.endpoint()
+
+    def update_live_brokers(self, brokers: list[BrokerInfo]) -> None:
+        """UpdateMetadata's live brokers: where followers find their leaders."""
+        for broker in brokers:
+            self._remember_endpoint(broker)
 
     async def _apply_state(self, state: PartitionState) -> ErrorCode:
         tp = TopicPartition(state.topic, state.partition)
@@ -88,13 +147,19 @@ class ReplicaManager:
                 log.error("cannot create the log of %s: %s", tp, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
             # a partition re-created after this broker restarted must still accept the stored epoch
-            partition = Partition(tp, self.broker_id, log_)
+            partition = Partition(tp, self.broker_id, log_, self.replica_lag_time_max_ms)
             self.partitions[tp] = partition
         args = (state.leader_epoch, tuple(state.isr), tuple(state.replicas), state.zk_version, state.controller_epoch)
+        self.fetchers.remove_partition(tp)
         if state.leader == self.broker_id:
-            partition.make_leader(*args)
+            partition.make_leader(*args, self.clock())
         else:
             partition.make_follower(state.leader, *args)
+            endpoint = self.endpoints.get(state.leader)
+            if endpoint is not None:
+                self.fetchers.add_partition(partition, endpoint)
+            elif state.leader >= 0:
+                log.error("%s: leader %d has no known endpoint; not fetching", tp, state.leader)
         return ErrorCode.NONE
 
     async def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
@@ -112,13 +177,117 @@ class ReplicaManager:
             if partition is not None and item.leader_epoch >= 0 and item.leader_epoch <= partition.leader_epoch:
                 errors.append((item.topic, item.partition, int(ErrorCode.FENCED_LEADER_EPOCH)))
                 continue
+            self.fetchers.remove_partition(tp)
+            if partition is not None:
+                partition.stop_leading()
             if item.delete:
                 self.partitions.pop(tp, None)
                 await asyncio.to_thread(self.log_manager.delete_log, tp)
-            elif partition is not None:
-                partition.leader = -1
             errors.append((item.topic, item.partition, int(ErrorCode.NONE)))
         return StopReplicaResponse(int(ErrorCode.NONE), tuple(errors))
+
+    # -- leader side: followers and the ISR -----------------------------------------------------
+    def record_follower_fetch(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetched at ``fetch_offset`` (its LEO): track it, maybe advance the HW, maybe
+        add it to the ISR."""
+        expanded = partition.update_follower_fetch(replica_id, fetch_offset, self.clock())
+        if expanded is not None:
+            self._spawn(self._write_isr(partition, expanded, f"follower {replica_id} caught up"))
+
+    def maybe_shrink_isr(self) -> None:
+        now = self.clock()
+        for partition in list(self.partitions.values()):
+            shrunk = partition.isr_to_shrink(now)
+            if shrunk is not None:
+                lagging = sorted(set(partition.isr) - set(shrunk))
+                self._spawn(self._write_isr(partition, shrunk, f"followers {lagging} fell out of sync"))
+
+    async def _write_isr(self, partition: Partition, new_isr: tuple[int, ...], reason: str) -> None:
+        """Conditionally write ``new_isr`` for the partition's current epoch (at most one in flight)."""
+        tp, epoch = partition.topic_partition, partition.leader_epoch
+        if self.isr_store is None or partition.pending_isr is not None:
+            return
+        partition.isr_write_started(new_isr)
+        state = LeaderIsrAndControllerEpoch(LeaderAndIsr(self.broker_id, epoch, new_isr, partition.zk_version),
+                                            partition.controller_epoch)
+        written: tuple[int, ...] | None = None
+        version = partition.zk_version
+        try:
+            version = await self.isr_store.update_isr(tp, state)
+            written = new_isr
+            log.info("%s: ISR %s -> %s (%s)", tp, list(partition.isr), list(new_isr), reason)
+        except IsrConflictError:
+            written, version = await self._reread_isr(tp, epoch)
+        except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: keep the old ISR, retry later
+            log.warning("%s: ISR write failed (%s); keeping %s", tp, exc, list(partition.isr))
+        partition.isr_write_done(epoch, written, version, self.clock())
+        if written is not None and written == new_isr:
+            now = self.clock()
+            self._isr_changes.add(tp)
+            self._last_isr_change_ms = now
+
+    async def _reread_isr(self, tp: TopicPartition, epoch: int) -> tuple[tuple[int, ...] | None, int]:
+        """After BADVERSION (§7 pitfall 5): adopt ZooKeeper's ISR if it is still our leadership."""
+        try:
+            current = await self.isr_store.read_state(tp)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("%s: cannot re-read the partition state: %s", tp, exc)
+            return None, -1
+        if current is None:
+            return None, -1
+        lai = current.leader_and_isr
+        if lai.leader != self.broker_id or lai.leader_epoch != epoch:
+            log.info("%s: ISR write lost to the controller (now leader %d epoch %d); awaiting LeaderAndIsr",
+                     tp, lai.leader, lai.leader_epoch)
+            return None, -1
+        log.info("%s: ISR write conflicted; adopting ZooKeeper's ISR %s (version %d)", tp, list(lai.isr),
+                 lai.zk_version)
+        return tuple(lai.isr), lai.zk_version
+
+    async def maybe_propagate_isr_changes(self) -> None:
+        """Kafka's maybePropagateIsrChanges: one notification for all changed partitions, once the ISR
+        has been quiet for 5 s or 60 s passed since the last one (§7 pitfall 6)."""
+        now = self.clock()
+        if not self._isr_changes or self.isr_store is None:
+            return
+        if (now - self._last_isr_change_ms < ISR_CHANGE_QUIET_MS
+                and now - self._last_isr_propagation_ms < ISR_CHANGE_MAX_DELAY_MS):
+            return
+        changed, self._isr_changes = sorted(self._isr_changes), set()
+        try:
+            await self.isr_store.notify_isr_changes(changed)
+            self._last_isr_propagation_ms = now
+        except Exception as exc:  # noqa: BLE001 - keep them for the next round
+            log.warning("ISR change notification failed (%s); retrying later", exc)
+            self._isr_changes.update(changed)
+
+    # -- background work -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._spawn(self._every(self.replica_lag_time_max_ms / 2, self.maybe_shrink_isr))
+        self._spawn(self._every(ISR_CHANGE_CHECK_MS, self.maybe_propagate_isr_changes))
+
+    async def _every(self, interval_ms: float, fn: Callable[[], object]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                result = fn()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:  # noqa: BLE001 - a background task must survive a bug in one round
+                log.exception("replica manager task %s failed", getattr(fn, "__name__", fn))
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.fetchers.shutdown()
+        for partition in self.partitions.values():
+            partition.purgatory.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     def describe(self) -> dict:
         return {str(tp): p.describe() for tp, p in sorted(self.partitions.items())}

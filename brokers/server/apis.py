@@ -18,7 +18,15 @@ from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name,
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
 from brokers.server.context import ServerContext
-from brokers.server.handlers import admin, fetch, find_coordinator, list_offsets, metadata, produce
+from brokers.server.handlers import (
+    admin,
+    fetch,
+    find_coordinator,
+    list_offsets,
+    metadata,
+    offsets_for_leader_epoch,
+    produce,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +42,7 @@ HANDLERS: dict[int, Handler] = {
     19: admin.handle_create_topics,
     20: admin.handle_delete_topics,
     22: admin.handle_init_producer_id,
+    23: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
     32: admin.handle_describe_configs,
 }
 assert set(HANDLERS) | {API_VERSIONS_KEY} == set(SUPPORTED)

@@ -252,6 +252,19 @@ class KafkaZkClient:
             SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), lai.zk_version)])
         return stat.version
 
+    async def update_isr_by_leader(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> int:
+        """A partition leader's ISR change (ZK mode, reference §3.3): a compare-and-set on the state
+        znode's version (``state.leader_and_isr.zk_version``), not fenced by the controller epoch (the
+        leader is not the controller). Returns the new version; BadVersionError if anyone wrote since."""
+        stat = await self.zk.set(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state),
+                                 state.leader_and_isr.zk_version)
+        return stat.version
+
+    async def create_isr_change_notification(self, partitions: list[TopicPartition]) -> None:
+        """One ``/isr_change_notification/isr_change_<seq>`` for a batch of partitions whose ISR changed."""
+        await self.zk.create(f"{IsrChangeNotificationZNode.PATH}/{IsrChangeNotificationZNode.PREFIX}",
+                             IsrChangeNotificationZNode.encode(partitions), sequential=True, makepath=True)
+
     # -- deletion and notifications ------------------------------------------------------------
     async def get_topic_deletions(self, watch: Watch = None) -> list[str]:
         return await self.zk.get_children(DeleteTopicsZNode.PATH, watch)

@@ -2,8 +2,10 @@
 
 Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``readFromLocalLog``:
 
-* this broker must lead it (NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION). Follower fetching
-  (``replica_id >= 0``) comes with replication; until then a replica is served like a consumer;
+* this broker must lead it (NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION);
+* a follower's fetch (``replica_id >= 0``) first tells the replica manager the follower's log end
+  (its ``fetch_offset``), which may advance the high watermark and expand the ISR, and reads up to the
+  log end; a consumer (``replica_id`` -1) reads only below the high watermark;
 * v9+ ``current_leader_epoch`` (when not -1) must equal the leader epoch: older is
   FENCED_LEADER_EPOCH (74), newer UNKNOWN_LEADER_EPOCH (75);
 * ``fetch_offset`` outside [log start, log end] is OFFSET_OUT_OF_RANGE (1) (``Log.read`` decides);
@@ -66,7 +68,8 @@ def _resolve(context: ServerContext, request: Any) -> list[tuple[str, Any, Parti
     return resolved
 
 
-def _read_all(resolved: list, max_bytes: int) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
+def _read_all(resolved: list, max_bytes: int,
+              from_follower: bool) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
     """Read every partition once: (response topics, bytes read, whether any partition errored)."""
     topics: list[tuple[str, list[FetchPartitionData]]] = []
     budget, total, errored, first = max(0, max_bytes), 0, False, True
@@ -82,7 +85,8 @@ def _read_all(resolved: list, max_bytes: int) -> tuple[list[tuple[str, list[Fetc
         high_watermark = log.high_watermark
         limit = max(0, min(wanted.partition_max_bytes, budget))
         try:
-            info = log.read(wanted.fetch_offset, limit, max_offset=high_watermark, min_one_message=first)
+            info = log.read(wanted.fetch_offset, limit, max_offset=None if from_follower else high_watermark,
+                            min_one_message=first)
         except KafkaError as exc:
             out.append(_error(wanted.partition, exc.code))
             errored = True
@@ -107,17 +111,28 @@ async def _wait_any(events: list[asyncio.Event], timeout: float) -> None:
             waiter.cancel()
 
 
+def _record_follower_fetch(context: ServerContext, replica_id: int, resolved: list) -> None:
+    manager = context.replica_manager
+    for _, wanted, partition in resolved:
+        if isinstance(partition, Partition):
+            manager.record_follower_fetch(partition, replica_id, wanted.fetch_offset)
+
+
 async def handle_fetch(context: ServerContext, header: RequestHeader, request: Any) -> list:
     version, correlation_id = header.api_version, header.correlation_id
     if getattr(request, "session_epoch", NO_EPOCH) > 0:
         return encode_fetch_response(version, correlation_id, [], error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0.0, timeout_seconds(request.max_wait))
+    replica_id = request.replica_id
+    from_follower = replica_id >= 0
+    if from_follower:
+        _record_follower_fetch(context, replica_id, _resolve(context, request))
     while True:
         resolved = _resolve(context, request)
         led = [partition for _, _, partition in resolved if isinstance(partition, Partition)]
         events = [p.appended_event() for p in led]  # before reading: an append after the read wakes us
-        topics, total, errored = _read_all(resolved, request.max_bytes)
+        topics, total, errored = _read_all(resolved, request.max_bytes, from_follower)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or not led or remaining <= 0:
             return encode_fetch_response(version, correlation_id, topics)

@@ -18,10 +18,14 @@ Per partition, in Kafka 2.8's order (``KafkaApis.handleProduceRequest``, ``Produ
 A successful partition answers its base offset, ``log_append_time`` (-1 unless the topic uses
 LogAppendTime) and log start offset; a failed one answers -1 for all three.
 
-Until replication exists (next issue) a leader is its own ISR: after the append the high watermark
-moves to the log end at once and parked fetches are woken. ``acks=-1`` therefore behaves like
-``acks=1`` for now: the min.insync.replicas check (NOT_ENOUGH_REPLICAS) and the wait for the ISR
-(purgatory, REQUEST_TIMED_OUT) come with replication.
+``acks=-1`` (all), reference §3.5: before the append the ISR must hold ``min.insync.replicas``
+replicas, else NOT_ENOUGH_REPLICAS (19) and nothing is written; after it the partition parks in the
+purgatory until the high watermark passes the appended records (every ISR member has them). Then
+NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) if the ISR has shrunk below the minimum meanwhile (the data *is*
+written), NOT_LEADER_OR_FOLLOWER if leadership moved, REQUEST_TIMED_OUT (7) if the request's
+``timeout_ms`` passes first. All partitions of one request wait together, under one deadline.
+A duplicate batch of an idempotent producer is answered with its original offsets (and, for
+acks=all, waits for them like any other append).
 
 ``acks=0`` gets no response at all (the client registered nothing in flight). As in Kafka, a failed
 acks=0 produce closes the connection instead, so the client notices and refreshes its metadata; the
@@ -29,7 +33,9 @@ handler signals that by raising ProtocolError, which the listener turns into a c
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 from brokers.protocol import codec
@@ -38,7 +44,7 @@ from brokers.protocol.framing import ProtocolError, RequestHeader
 from brokers.protocol.records import ATTRIBUTES_AT, COMPRESSION_MASK, MAGIC_AT, MAGIC_V2, batch_size_at
 from brokers.replication.replica_manager import PartitionError
 from brokers.server.context import ServerContext
-from brokers.server.handlers import ADMIN_CLIENT_ID, INTERNAL_TOPICS, leader_for
+from brokers.server.handlers import ADMIN_CLIENT_ID, INTERNAL_TOPICS, leader_for, timeout_seconds
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +73,18 @@ def _check_records(records: bytes | None, version: int) -> tuple[int, str] | Non
     return None
 
 
-def _append(context: ServerContext, header: RequestHeader, topic: str, index: int,
-            records: bytes | None) -> dict[str, Any]:
+def _append(context: ServerContext, header: RequestHeader, acks: int, topic: str, index: int,
+            records: bytes | None) -> tuple[dict[str, Any], asyncio.Future | None]:
+    """Append one partition's batch: (its response, the acks=all wait or None)."""
+    response = _append_locally(context, header, acks, topic, index, records)
+    if not isinstance(response, tuple):
+        return response, None
+    response, partition, required_offset = response
+    return response, partition.wait_for_acks(required_offset) if acks == -1 else None
+
+
+def _append_locally(context: ServerContext, header: RequestHeader, acks: int, topic: str, index: int,
+                    records: bytes | None):
     invalid = _check_records(records, header.api_version)
     if invalid is not None:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, invalid[1])
@@ -81,7 +97,7 @@ def _append(context: ServerContext, header: RequestHeader, topic: str, index: in
         return _failed(index, exc.code)
     log_ = partition.log
     try:
-        info = log_.append_as_leader(bytearray(records), partition.leader_epoch)
+        info = partition.append_as_leader(bytearray(records), acks, int(time.time() * 1000))
     except KafkaError as exc:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, exc)
         return _failed(index, exc.code)
@@ -91,24 +107,46 @@ def _append(context: ServerContext, header: RequestHeader, topic: str, index: in
     except Exception:  # noqa: BLE001 - a broker bug answers this partition, as Kafka does, not the socket
         log.exception("append to %s-%d failed", topic, index)
         return _failed(index, ErrorCode.UNKNOWN_SERVER_ERROR)
-    log_.update_high_watermark(log_.log_end_offset)  # no followers yet: the leader alone is the ISR
-    partition.notify_appended()
-    return dict(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
-                log_append_time=info.log_append_time, log_start_offset=log_.log_start_offset)
+    response = dict(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
+                    log_append_time=info.log_append_time, log_start_offset=log_.log_start_offset)
+    return response, partition, info.last_offset + 1
+
+
+async def _await_acks(waits: list[tuple[dict[str, Any], asyncio.Future]], timeout: float) -> None:
+    """Park until every ISR member has the records (or ``timeout``); set each partition's outcome."""
+    futures = [future for _, future in waits]
+    await asyncio.wait(futures, timeout=timeout)
+    for response, future in waits:
+        if future.done():
+            outcome = future.result()
+        else:
+            outcome = ErrorCode.REQUEST_TIMED_OUT
+            future.cancel()
+        if outcome != ErrorCode.NONE:
+            response["error_code"] = outcome
+            if outcome != ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+                response.update(base_offset=-1, log_append_time=-1, log_start_offset=-1)
 
 
 async def handle_produce(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     acks = request.acks
     known = context.metadata_cache.topics()
-    responses = []
+    responses, waits = [], []
     for topic in request.topic_data:
         if acks not in VALID_ACKS:
             partitions = [_failed(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
         elif topic.name not in known:
             partitions = [_failed(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in topic.partition_data]
         else:
-            partitions = [_append(context, header, topic.name, p.index, p.records) for p in topic.partition_data]
+            partitions = []
+            for p in topic.partition_data:
+                response, wait = _append(context, header, acks, topic.name, p.index, p.records)
+                partitions.append(response)
+                if wait is not None:
+                    waits.append((response, wait))
         responses.append(dict(name=topic.name, partition_responses=partitions))
+    if waits:
+        await _await_acks(waits, timeout_seconds(request.timeout))
     if acks == 0:
         failed = [(t["name"], p["index"], p["error_code"]) for t in responses for p in t["partition_responses"]
                   if p["error_code"] != ErrorCode.NONE]

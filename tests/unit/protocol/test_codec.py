@@ -44,6 +44,7 @@ REQUESTS = {
                                        configs=[dict(name="cleanup.policy", value="compact")])]),
     20: dict(topic_names=["t"], timeout=5000),
     22: dict(transactional_id=None, transaction_timeout=60000),
+    23: dict(replica_id=2, topics=[dict(topic="t", partitions=[dict(partition=0, current_leader_epoch=4, leader_epoch=3)])]),
     32: dict(resources=[dict(resource_type=2, resource_name="t", configuration_keys=None)], include_synonyms=True),
 }
 

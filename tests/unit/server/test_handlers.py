@@ -98,7 +98,7 @@ class World:
 
         self.replica_manager = ReplicaManager(ME, self.log_manager, topic_config, lambda: 100)
         self.cache = MetadataCache(ME)
-        states = [state("t", 0, ME, [1, 2]), state("t", 1, 2, [1, 2]), state("t", 2, 3, [3]),
+        states = [state("t", 0, ME, [1, 2], isr=[1]), state("t", 1, 2, [1, 2]), state("t", 2, 3, [3]),
                   state("t", 3, 4, [4]), state("u", 0, ME, [1]), state("lat", 0, ME, [1])]
         self.cache.update(UpdateMetadataRequest(ME, 1, 100, tuple(states), BROKERS))
         mine = tuple(s for s in states if ME in s.replicas)
@@ -161,7 +161,7 @@ def test_metadata_known_topic(world):
     assert (topic.error_code, topic.name, topic.is_internal) == (0, "t", False)
     got = [(p.partition_index, p.error_code, p.leader_id, list(p.replica_nodes), list(p.isr_nodes))
            for p in topic.partitions]
-    assert got == [(0, 0, 1, [1, 2], [1, 2]), (1, 0, 2, [1, 2], [1, 2]),
+    assert got == [(0, 0, 1, [1, 2], [1]), (1, 0, 2, [1, 2], [1, 2]),
                    (2, ErrorCode.LEADER_NOT_AVAILABLE, -1, [3], [3]),  # leader 3 is not alive
                    (3, ErrorCode.LEADER_NOT_AVAILABLE, -1, [4], [4])]  # leader 4 lacks the listener
     assert world.admin.calls == []
@@ -374,7 +374,7 @@ def test_fetch_errors(world):
 
 def test_fetch_fenced_leader_epoch(world):
     partition = world.replica_manager.partitions[TopicPartition("u", 0)]
-    partition.make_leader(3, (1,), (1,), 1, 1)
+    partition.make_leader(3, (1,), (1,), 1, 1, 0)
     p = partitions_of(run(fetch(world, [("u", 0, 0, 1000, 2)])))[("u", 0)]
     assert p.error_code == ErrorCode.FENCED_LEADER_EPOCH
 

@@ -1,0 +1,309 @@
+"""Replica fetchers: a follower copies its leaders' logs with Kafka's own Fetch (reference §3.6-§3.7).
+
+``ReplicaFetcherManager`` keeps one ``ReplicaFetcher`` per source broker (``num.replica.fetchers`` = 1);
+partitions are added on become-follower and removed on become-leader, StopReplica or deletion. A
+fetcher is one asyncio task with one connection to the leader's listener and, per partition, a
+``PartitionFetchState``:
+
+1. **truncating** (every become-follower; KAFKA-7164's skip is not taken: always truncating is
+   safe): OffsetsForLeaderEpoch (api 23) with the follower's latest epoch, then
+   ``isr.truncation_offset`` decides; KIP-279's intermediate answers repeat the round with the
+   follower's next-lower epoch; an undefined answer falls back to the follower's HW;
+2. **fetching**: one Fetch (``replica_id`` = this broker) for all of this leader's partitions; each
+   returned record set is appended verbatim (``Log.append_as_follower`` keeps the leader's offsets
+   and epochs byte for byte; a trailing partial batch is cut off and fetched again), then the
+   follower HW = min(leader HW, own LEO).
+
+Partition errors back off that partition for ``replica.fetch.backoff.ms``; connection errors back off
+the whole fetcher and reconnect. After every await the partition's state is looked up again: a
+LeaderAndIsr that arrived meanwhile (new epoch, removed partition) wins, and its stale response is
+dropped unapplied.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from brokers.client.connection import KafkaConnection
+from brokers.model import EndPoint, TopicPartition
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.protocol.records import batch_size_at
+from brokers.replication import isr as decide
+from brokers.replication.partition import Partition
+
+log = logging.getLogger(__name__)
+
+FETCH, FETCH_VERSION = 1, 11
+LIST_OFFSETS, LIST_OFFSETS_VERSION = 2, 2
+OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION = 23, 3
+EARLIEST, LATEST = -2, -1
+
+
+@dataclass(frozen=True)
+class FetcherConfig:
+    broker_id: int
+    wait_max_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 1048576
+    response_max_bytes: int = 10485760
+    backoff_ms: int = 1000
+    socket_timeout_ms: int = 30000
+
+
+@dataclass
+class PartitionFetchState:
+    partition: Partition
+    leader_epoch: int
+    truncating: bool = True
+    delayed_until: float = 0.0
+
+
+def whole_batches(records: bytes | None) -> bytes:
+    """The prefix of ``records`` made of complete batches (the leader may cut the last one short)."""
+    if not records:
+        return b""
+    end, total = 0, len(records)
+    while True:
+        size = batch_size_at(records, end)
+        if size is None or end + size > total:
+            break
+        end += size
+    return records if end == total else records[:end]
+
+
+class ReplicaFetcher:
+    """Copies every partition this broker follows from one leader broker."""
+
+    def __init__(self, source: int, endpoint: EndPoint, config: FetcherConfig):
+        self.source, self.endpoint, self.config = source, endpoint, config
+        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._connection: KafkaConnection | None = None
+
+    def add(self, partition: Partition) -> None:
+        self.partitions[partition.topic_partition] = PartitionFetchState(partition, partition.leader_epoch)
+        self._wakeup.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{self.source}")
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._connection is not None:
+            self._connection.close()
+
+    # -- the loop ------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            if not self.partitions:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            try:
+                await self._round()
+            except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+                log.warning("replica fetcher %d->%d: %s; retrying in %d ms", self.config.broker_id,
+                            self.source, exc, self.config.backoff_ms)
+                if self._connection is not None:
+                    self._connection.close()
+                self._connection = None
+                await asyncio.sleep(self.config.backoff_ms / 1000)
+
+    async def _round(self) -> None:
+        connection = await self._connect()
+        now = time.monotonic()
+        ready = {tp: s for tp, s in self.partitions.items() if s.delayed_until <= now}
+        if not ready:
+            await asyncio.sleep(min(s.delayed_until for s in self.partitions.values()) - now)
+            return
+        truncating = {tp: s for tp, s in ready.items() if s.truncating}
+        if truncating:
+            await self._truncate(connection, truncating)
+            return
+        await self._fetch(connection, ready)
+
+    async def _connect(self) -> KafkaConnection:
+        if self._connection is None or not self._connection.connected:
+            connection = KafkaConnection(self.endpoint.host, self.endpoint.port,
+                                         f"broker-{self.config.broker_id}-fetcher-{self.source}")
+            await connection.connect(self.config.socket_timeout_ms / 1000)
+            self._connection = connection
+        return self._connection
+
+    def _current(self, tp: TopicPartition, state: PartitionFetchState) -> bool:
+        """Whether ``state`` is still this fetcher's state for ``tp`` (no LeaderAndIsr overtook it)."""
+        return self.partitions.get(tp) is state
+
+    def _back_off(self, state: PartitionFetchState, reason: str) -> None:
+        log.info("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source,
+                 state.partition.topic_partition, reason)
+        state.delayed_until = time.monotonic() + self.config.backoff_ms / 1000
+
+    # -- truncation ----------------------------------------------------------------------------
+    async def _truncate(self, connection: KafkaConnection, states: dict[TopicPartition, PartitionFetchState]) -> None:
+        asked: dict[TopicPartition, int] = {}
+        for tp, state in list(states.items()):
+            epoch = state.partition.log.leader_epoch_cache.latest_epoch
+            if epoch < 0:  # nothing to reconcile by epoch: an empty log, or only un-epoched data
+                self._finish_truncation(state, state.partition.log.high_watermark)
+                del states[tp]
+            else:
+                asked[tp] = epoch
+        if not asked:
+            return
+        body = codec.build(codec.request_class(OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION),
+                           replica_id=self.config.broker_id, topics=_by_topic(
+                               asked, lambda tp, epoch: dict(partition=tp.partition, leader_epoch=epoch,
+                                                             current_leader_epoch=states[tp].leader_epoch)))
+        response = await connection.request(OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION, body,
+                                            self.config.socket_timeout_ms / 1000)
+        for topic in response.topics:
+            for answer in topic.partitions:
+                tp = TopicPartition(topic.topic, answer.partition)
+                state = states.get(tp)
+                if state is None or not self._current(tp, state):
+                    continue
+                if answer.error_code.value != ErrorCode.NONE:
+                    self._back_off(state, f"OffsetsForLeaderEpoch error {answer.error_code.name}")
+                    continue
+                self._apply_epoch_answer(state, asked[tp], answer.leader_epoch, answer.end_offset)
+
+    def _apply_epoch_answer(self, state: PartitionFetchState, asked_epoch: int, epoch: int, end_offset: int) -> None:
+        log_ = state.partition.log
+        entries = [(e.epoch, e.start_offset) for e in log_.leader_epoch_cache.entries]
+        decision = decide.truncation_offset(entries, log_.log_end_offset, epoch, end_offset)
+        if decision.offset is None:
+            self._finish_truncation(state, log_.high_watermark)
+        elif decision.next_epoch is None:
+            self._finish_truncation(state, decision.offset)
+        else:  # KIP-279: truncate to where our next-lower epoch ends and ask again with it
+            log.info("%s: leader does not know our epoch %d; truncating to %d and asking about epoch %d",
+                     log_.topic_partition, asked_epoch, decision.offset, decision.next_epoch)
+            log_.truncate_to(decision.offset)
+
+    def _finish_truncation(self, state: PartitionFetchState, offset: int) -> None:
+        log_ = state.partition.log
+        if log_.truncate_to(offset):
+            log.warning("%s: truncated to offset %d on becoming follower of %d at epoch %d",
+                        log_.topic_partition, offset, self.source, state.leader_epoch)
+        state.truncating = False
+
+    # -- fetching ------------------------------------------------------------------------------
+    async def _fetch(self, connection: KafkaConnection, states: dict[TopicPartition, PartitionFetchState]) -> None:
+        c = self.config
+        body = codec.build(
+            codec.request_class(FETCH, FETCH_VERSION), replica_id=c.broker_id, max_wait=c.wait_max_ms,
+            min_bytes=c.min_bytes, max_bytes=c.response_max_bytes, isolation_level=0, session_id=0,
+            session_epoch=-1, topics=_by_topic(states, lambda tp, s: dict(
+                partition=tp.partition, current_leader_epoch=s.leader_epoch,
+                fetch_offset=s.partition.log.log_end_offset, log_start_offset=s.partition.log.log_start_offset,
+                partition_max_bytes=c.max_bytes)))
+        asked = {tp: s.partition.log.log_end_offset for tp, s in states.items()}
+        response = await connection.request(FETCH, FETCH_VERSION, body,
+                                            (c.socket_timeout_ms + c.wait_max_ms) / 1000)
+        if response.error_code.value != ErrorCode.NONE:
+            raise ConnectionError(f"fetch failed with {response.error_code.name}")
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
+                state = states.get(tp)
+                if state is None or not self._current(tp, state) or state.partition.log.log_end_offset != asked[tp]:
+                    continue  # a LeaderAndIsr or a truncation happened while the fetch was out
+                await self._handle_partition(connection, state, data)
+
+    async def _handle_partition(self, connection: KafkaConnection, state: PartitionFetchState, data) -> None:
+        code = data.error_code.value
+        partition = state.partition
+        if code == ErrorCode.NONE:
+            try:
+                partition.append_as_follower(whole_batches(data.records), data.high_watermark)
+            except KafkaError as exc:
+                self._back_off(state, f"cannot append fetched records: {exc}")
+        elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            await self._handle_out_of_range(connection, state)
+        else:
+            self._back_off(state, f"fetch error {ErrorCode(code).name}")
+
+    async def _handle_out_of_range(self, connection: KafkaConnection, state: PartitionFetchState) -> None:
+        """Our LEO is outside the leader's log: above its end -> truncate to it; below its start (the
+        leader deleted what we lack) -> start over empty at its log start offset (§3.7)."""
+        tp = state.partition.topic_partition
+        earliest, latest = await self._list_offsets(connection, tp, state)
+        if not self._current(tp, state):
+            return
+        log_ = state.partition.log
+        if log_.log_end_offset > latest:
+            log.warning("%s: log end %d is past the leader's %d; truncating", tp, log_.log_end_offset, latest)
+            log_.truncate_to(latest)
+        elif log_.log_end_offset < earliest:
+            log.warning("%s: log end %d is below the leader's log start %d; starting over there", tp,
+                        log_.log_end_offset, earliest)
+            log_.truncate_fully_and_start_at(earliest)
+
+    async def _list_offsets(self, connection: KafkaConnection, tp: TopicPartition,
+                            state: PartitionFetchState) -> tuple[int, int]:
+        offsets = []
+        for timestamp in (EARLIEST, LATEST):
+            body = codec.build(codec.request_class(LIST_OFFSETS, LIST_OFFSETS_VERSION),
+                               replica_id=self.config.broker_id, isolation_level=0,
+                               topics=[dict(name=tp.topic, partitions=[dict(partition_index=tp.partition,
+                                                                            timestamp=timestamp)])])
+            response = await connection.request(LIST_OFFSETS, LIST_OFFSETS_VERSION, body,
+                                                self.config.socket_timeout_ms / 1000)
+            answer = response.topics[0].partitions[0]
+            if answer.error_code.value != ErrorCode.NONE:
+                self._back_off(state, f"ListOffsets error {answer.error_code.name}")
+                raise ConnectionError(f"ListOffsets for {tp} failed")
+            offsets.append(answer.offset)
+        return offsets[0], offsets[1]
+
+
+def _by_topic(items: dict, partition_fields: Callable) -> list[dict]:
+    topics: dict[str, list] = {}
+    for tp, value in items.items():
+        topics.setdefault(tp.topic, []).append(partition_fields(tp, value))
+    return [dict(topic=topic, name=topic, partitions=partitions) for topic, partitions in topics.items()]
+
+
+class ReplicaFetcherManager:
+    """Which fetcher copies which partition: one per source broker, created on demand."""
+
+    def __init__(self, config: FetcherConfig, listener: str | None):
+        self.config, self.listener = config, listener
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+
+    def add_partition(self, partition: Partition, endpoint: EndPoint) -> None:
+        self.remove_partition(partition.topic_partition)
+        fetcher = self.fetchers.get(partition.leader)
+        if fetcher is not None and fetcher.endpoint != endpoint:
+            self.fetchers.pop(partition.leader)
+            asyncio.get_running_loop().create_task(fetcher.stop())
+            for state in fetcher.partitions.values():  # moved listener: carry the partitions over
+                self._fetcher_for(partition.leader, endpoint).add(state.partition)
+            fetcher = None
+        self._fetcher_for(partition.leader, endpoint).add(partition)
+
+    def _fetcher_for(self, source: int, endpoint: EndPoint) -> ReplicaFetcher:
+        if source not in self.fetchers:
+            self.fetchers[source] = ReplicaFetcher(source, endpoint, self.config)
+        return self.fetchers[source]
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(tp)
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(*(f.stop() for f in self.fetchers.values()))
+        self.fetchers.clear()
+
+    def describe(self) -> dict:
+        return {source: sorted(str(tp) for tp in f.partitions) for source, f in self.fetchers.items()}

@@ -1,0 +1,56 @@
+"""Acks=all produces parked until the high watermark passes their last offset (Kafka's DelayedProduce).
+
+One ``ProducePurgatory`` per led partition. A leader appends in offset order, so the required offsets
+of parked produces never decrease: the waiters are a FIFO and completing them on a high-watermark
+advance pops from the front only (O(completed), never a scan of everything parked).
+
+Each waiter is a future resolved with the ErrorCode the producer must see: NONE or
+NOT_ENOUGH_REPLICAS_AFTER_APPEND once the HW reaches it (decided by the caller, who knows the ISR),
+NOT_LEADER_OR_FOLLOWER when leadership is lost. The request's own timeout (REQUEST_TIMED_OUT) is the
+waiting handler's business: it stops waiting; the future is then dropped at the next completion.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from brokers.protocol.errors import ErrorCode
+
+
+class ProducePurgatory:
+    __slots__ = ("_waiters",)
+
+    def __init__(self) -> None:
+        self._waiters: deque[tuple[int, asyncio.Future]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._waiters)
+
+    def park(self, required_offset: int) -> asyncio.Future:
+        """A future resolved when the HW reaches ``required_offset`` (= last appended offset + 1)."""
+        if self._waiters and required_offset < self._waiters[-1][0]:
+            raise ValueError(f"required offset {required_offset} below a parked {self._waiters[-1][0]}")
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append((required_offset, future))
+        return future
+
+    def complete(self, high_watermark: int, outcome: ErrorCode) -> int:
+        """Resolve every waiter whose required offset is <= ``high_watermark`` with ``outcome``."""
+        done = 0
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= high_watermark:
+            future = waiters.popleft()[1]
+            if not future.done():
+                future.set_result(outcome)
+                done += 1
+        return done
+
+    def fail_all(self, outcome: ErrorCode) -> int:
+        """Resolve everything parked with ``outcome`` (leadership moved away, partition stopped)."""
+        done = 0
+        while self._waiters:
+            future = self._waiters.popleft()[1]
+            if not future.done():
+                future.set_result(outcome)
+                done += 1
+        return done

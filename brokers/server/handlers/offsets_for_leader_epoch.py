@@ -1,0 +1,53 @@
+"""OffsetsForLeaderEpoch (API key 23, v2-v3): where a leader epoch ended in this leader's log (KIP-101).
+
+Followers ask it on becoming follower (``replica_id`` = their broker id, v3+) to find where to truncate;
+consumers (``replica_id`` -1) ask it to detect log truncation (KIP-320). Per partition, as Kafka 2.8's
+``Partition.lastOffsetForLeaderEpoch``:
+
+* this broker must lead it (NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION);
+* ``current_leader_epoch`` (when not -1) must equal the leader epoch: older is FENCED_LEADER_EPOCH (74),
+  newer UNKNOWN_LEADER_EPOCH (75);
+* the answer ``(leader_epoch, end_offset)`` comes from the leader-epoch cache (reference §3.6):
+  the latest epoch ends at the log end offset; an older one where the next higher epoch starts,
+  reported under the largest known epoch <= the requested one; unknown is (-1, -1) with no error.
+
+Errored partitions answer (-1, -1).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.framing import RequestHeader
+from brokers.replication.replica_manager import PartitionError
+from brokers.server.context import ServerContext
+from brokers.server.handlers import leader_for
+
+NO_EPOCH = -1
+
+
+def _answer(index: int, error: int, leader_epoch: int = -1, end_offset: int = -1) -> dict[str, Any]:
+    return dict(partition=index, error_code=error, leader_epoch=leader_epoch, end_offset=end_offset)
+
+
+def _end_offset(context: ServerContext, topic: str, wanted: Any) -> dict[str, Any]:
+    index = wanted.partition
+    try:
+        partition = leader_for(context, topic, index)
+    except PartitionError as exc:
+        return _answer(index, exc.code)
+    current = wanted.current_leader_epoch
+    if current != NO_EPOCH and current != partition.leader_epoch:
+        code = ErrorCode.FENCED_LEADER_EPOCH if current < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+        return _answer(index, code)
+    log = partition.log
+    epoch, end_offset = log.leader_epoch_cache.end_offset_for(wanted.leader_epoch, log.log_end_offset)
+    return _answer(index, ErrorCode.NONE, epoch, end_offset)
+
+
+async def handle_offsets_for_leader_epoch(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+    topics = [dict(topic=topic.topic, partitions=[_end_offset(context, topic.topic, p) for p in topic.partitions])
+              for topic in request.topics]
+    cls = codec.response_class(header.api_key, header.api_version)
+    return codec.build(cls, throttle_time=0, topics=topics)
