@@ -57,7 +57,7 @@ class KafkaConnection:
         self._pending.append((correlation_id, api_key, api_version, future))
         self._writer.write(frame)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
+            return await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:
             self.close(ConnectionError(f"no response from {self.host}:{self.port} within {timeout:.1f} s"))
             raise self._closed_error from None

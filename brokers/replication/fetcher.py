@@ -84,6 +84,7 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._connection: KafkaConnection | None = None
+        self._stopped = False
 
     def add(self, partition: Partition) -> None:
         self.partitions[partition.topic_partition] = PartitionFetchState(partition, partition.leader_epoch)
@@ -95,6 +96,8 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
 
     async def stop(self) -> None:
+        self._stopped = True  # a cancel that asyncio.wait_for swallows (bpo-42130) must still end the loop
+        self._wakeup.set()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -103,7 +106,7 @@ class ReplicaFetcher:
 
     # -- the loop ------------------------------------------------------------------------------
     async def _run(self) -> None:
-        while True:
+        while not self._stopped:
             if not self.partitions:
                 self._wakeup.clear()
                 await self._wakeup.wait()
