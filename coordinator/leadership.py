@@ -90,6 +90,9 @@ class PartitionLeadership:
         if result.leader is None:
             self._mark_offline(tp)
             return False
+        if result.leader not in current.leader_and_isr.isr:
+            log.warning("%s: UNCLEAN leader election of %d, outside the ISR %s (unclean.leader.election.enable): "
+                        "committed records it lacks are lost", tp, result.leader, list(current.leader_and_isr.isr))
         new = current.leader_and_isr.new_leader_and_isr(result.leader, tuple(result.isr))
         version = await self._write_or_reread(tp, new, retry)
         if version is None:
