@@ -1,0 +1,140 @@
+"""A rolling restart of all three brokers (SIGTERM: controlled shutdown, then start again) while a
+confluent-kafka producer sends with acks=all to an RF 3 topic with min.insync.replicas=2: every
+acknowledged record is read back afterwards, per-partition order holds, and every replica ends with
+the same log (issue 5, "controlled shutdown"). How long producers stall per broker is measured by
+``zkafka bench replication`` (BENCHMARKS.md), not asserted here."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from scripts.cluster import Cluster, ClusterSpec
+
+TOPIC = "rolling"
+PARTITIONS = 3
+SESSION_MS = 4000
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=SESSION_MS, properties={
+        "replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200"})
+    c = Cluster(tmp_path / "cluster", spec)
+    c.up(timeout=60)
+    yield c
+    c.down()
+
+
+def fully_replicated(cluster: Cluster) -> bool:
+    """Every partition led by a live broker whose ISR holds all three replicas, and logs equal."""
+    led = {}
+    for broker in cluster.broker_ids:
+        health = cluster.health(broker) or {}
+        for name, p in health.get("partitions", {}).items():
+            if p["is_leader"]:
+                led[name] = p
+    return (len(led) == PARTITIONS and all(sorted(p["isr"]) == [1, 2, 3] for p in led.values())
+            and all(set(p["followers"].values()) == {p["log_end_offset"]} for p in led.values()))
+
+
+class BackgroundProducer:
+    def __init__(self, bootstrap: str):
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                                  "enable.idempotence": False, "max.in.flight.requests.per.connection": 1,
+                                  "message.timeout.ms": 120000, "retry.backoff.ms": 100})
+        self.acked: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+        self.failed: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _report(self, err, msg):
+        if err is not None:
+            self.failed.append(str(err))
+        else:
+            self.acked[msg.partition()].append(int(msg.value()))
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.producer.produce(TOPIC, str(self.sent).encode(), partition=self.sent % PARTITIONS,
+                                      on_delivery=self._report)
+                self.sent += 1
+            except BufferError:
+                pass
+            self.producer.poll(0.0005 if self.sent % 50 else 0.002)
+        self.producer.flush(120)
+
+    def start(self):
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(150)
+
+
+def read_all(bootstrap: str) -> dict[int, list[int]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False,
+                         "fetch.wait.max.ms": 10})
+    try:
+        out = {}
+        for p in range(PARTITIONS):
+            high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
+            consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING)])
+            values, deadline = [], time.monotonic() + 60
+            while len(values) < high and time.monotonic() < deadline:
+                for message in consumer.consume(1000, timeout=1):
+                    if message.error() is None:
+                        values.append(int(message.value()))
+            out[p] = values
+        return out
+    finally:
+        consumer.close()
+
+
+def test_rolling_restart_under_acks_all_load_loses_nothing(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    topic = NewTopic(TOPIC, num_partitions=PARTITIONS, replica_assignment=[[1, 2, 3], [2, 3, 1], [3, 1, 2]],
+                     config={"min.insync.replicas": "2"})
+    admin.create_topics([topic])[TOPIC].result(30)
+    wait_for(lambda: fully_replicated(cluster), 30, "the topic to be fully replicated")
+    producer = BackgroundProducer(cluster.bootstrap_servers)
+    producer.start()
+    try:
+        for broker in cluster.broker_ids:
+            before = sum(map(len, producer.acked.values()))
+            wait_for(lambda: sum(map(len, producer.acked.values())) > before + 2000, 60, "traffic before the restart")
+            cluster.stop_broker(broker)  # SIGTERM: controlled shutdown moves its leaderships first
+            cluster.start_broker(broker)
+            cluster.wait_until_ready(60)
+            wait_for(lambda: fully_replicated(cluster), 60, f"broker {broker} to rejoin every ISR")
+    finally:
+        producer.stop()
+    assert producer.failed == [], producer.failed[:5]
+    acked = {p: v for p, v in producer.acked.items()}
+    assert sum(map(len, acked.values())) >= 6000
+    wait_for(lambda: fully_replicated(cluster), 60, "the final catch-up")
+    stored = read_all(cluster.bootstrap_servers)
+    for p in range(PARTITIONS):
+        first_seen = list(dict.fromkeys(stored[p]))
+        missing = set(acked[p]) - set(first_seen)
+        assert not missing, f"partition {p} lost {len(missing)} acknowledged records, e.g. {sorted(missing)[:5]}"
+        positions = {value: i for i, value in enumerate(first_seen)}
+        order = [positions[v] for v in acked[p]]
+        assert order == sorted(order), f"partition {p}: acknowledged records out of order"
+        duplicates = len(stored[p]) - len(first_seen)
+        print(f"partition {p}: {len(acked[p])} acknowledged, {len(stored[p])} stored, {duplicates} duplicates")
