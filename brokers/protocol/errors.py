@@ -39,7 +39,11 @@ class ErrorCode(IntEnum):
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
     UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
     KAFKA_STORAGE_ERROR = 56
+    UNKNOWN_PRODUCER_ID = 59
     FETCH_SESSION_ID_NOT_FOUND = 70
     TOPIC_DELETION_DISABLED = 73
     FENCED_LEADER_EPOCH = 74
@@ -86,3 +90,22 @@ class OffsetOutOfRangeError(KafkaError):
 
 class RecordTooLargeError(KafkaError):
     code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class OutOfOrderSequenceError(KafkaError):
+    """An idempotent producer's batch whose first sequence does not follow the last one kept."""
+
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(KafkaError):
+    """A batch from an older epoch of a producer id than the partition has seen (a zombie)."""
+
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class UnknownProducerIdError(KafkaError):
+    """Declared for completeness: since Kafka 2.5 (KIP-360) brokers accept any first sequence from
+    a producer id they hold no state for, so nothing here raises it."""
+
+    code = ErrorCode.UNKNOWN_PRODUCER_ID

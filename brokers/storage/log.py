@@ -5,10 +5,13 @@ Invariants:
   one is the active segment and the only one appended to;
 - ``log_start_offset <= high_watermark <= log_end_offset``; ``recovery_point`` is the first offset
   not yet known to be fsynced;
-- the leader-epoch cache never names an offset at or past the log end.
+- the leader-epoch cache never names an offset at or past the log end;
+- the producer state (producer_state.py) holds exactly the idempotent batches below the log end.
 
 Appends validate batch headers and CRCs, assign offsets by rewriting the producer's batch headers in
-place, and write the bytes unchanged. Reads return file byte ranges (``FileRange``) for ``sendfile``.
+place, and write the bytes unchanged. A leader append from an idempotent producer is checked against
+the producer state first: a retried batch writes nothing and answers its original offsets
+(``LogAppendInfo.duplicate``). Reads return file byte ranges (``FileRange``) for ``sendfile``.
 All mutations hold ``self._lock``; reads work on a snapshot of the segment list.
 """
 from __future__ import annotations
@@ -29,6 +32,7 @@ from brokers.storage.files import DELETED_SUFFIX
 from brokers.storage.leader_epoch_cache import LeaderEpochCache
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_loader import LoadResult, load_segments, open_segment
+from brokers.storage.producer_state import BatchMetadata, ProducerStateManager
 from brokers.storage.segment import INT32_MAX, FileRange, LogSegment
 
 log = logging.getLogger(__name__)
@@ -46,6 +50,7 @@ class LogAppendInfo(NamedTuple):
     records_count: int
     valid_bytes: int
     log_append_time: int = -1
+    duplicate: bool = False  # a retried idempotent batch: nothing written, the original's offsets
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,8 @@ class Log:
         self._last_flush_ms = self.now_ms()
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self.producer_state = ProducerStateManager(self.directory)
+        self.producer_state.load(self._segments, self.log_end_offset)
 
     # -- state ---------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -125,13 +132,22 @@ class Log:
         """Validate and append a producer's batches, assigning offsets from the log end.
 
         ``buf`` must be writable: base offsets and leader epochs are rewritten in place. A bad batch
-        rejects the whole set and leaves the log unchanged.
+        rejects the whole set and leaves the log (and ``buf``) unchanged; so does a duplicate of one
+        of an idempotent producer's last 5 batches, which answers that batch's offsets instead.
         """
         info = validate_batches(buf)
         self._check_sizes(info)
         if self.config.compact:
             _require_keys(buf, info)
         with self._lock:
+            producers = None
+            for header in info.headers:
+                if header.producer_id >= 0:  # idempotent: check sequences before any byte moves
+                    producers = self.producer_state
+                    duplicate = producers.check_append(info.headers)
+                    if duplicate is not None:
+                        return self._duplicate_info(duplicate)
+                    break
             append_time = -1
             if self.config.log_append_time:
                 append_time = self.now_ms()
@@ -140,6 +156,8 @@ class Log:
             headers = assign_offsets(buf, info, first, leader_epoch)
             self._append(buf, headers, info)
             self.leader_epoch_cache.assign(leader_epoch, first)
+            if producers is not None:
+                producers.update(headers)
             return self._append_info(first, headers, info, append_time)
 
     def append_as_follower(self, buf) -> LogAppendInfo:
@@ -154,6 +172,7 @@ class Log:
             self._append(buf, info.headers, info)
             for header in info.headers:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            self.producer_state.update(info.headers)  # unchecked: the leader validated them
             return self._append_info(info.headers[0].base_offset, info.headers, info, -1)
 
     def _append(self, buf, headers, info: BatchSetInfo) -> None:
@@ -167,6 +186,13 @@ class Log:
         return LogAppendInfo(first, headers[-1].last_offset, info.max_timestamp,
                              first + info.shallow_offset_delta_of_max_timestamp, info.records_count, info.size,
                              append_time)
+
+    def _duplicate_info(self, batch: BatchMetadata) -> LogAppendInfo:
+        """Kafka answers a duplicate with the original batch's offsets (and, under LogAppendTime, its
+        stamped time); nothing is written, so no records or bytes are counted."""
+        append_time = batch.timestamp if self.config.log_append_time else -1
+        return LogAppendInfo(batch.first_offset, batch.last_offset, batch.timestamp, batch.last_offset, 0, 0,
+                             append_time, duplicate=True)
 
     def _check_sizes(self, info: BatchSetInfo) -> None:
         if info.max_batch_size > self.config.max_message_bytes:
@@ -206,6 +232,7 @@ class Log:
                 self._segments.pop()
             self._segments.append(open_segment(self.directory, base, self.config))
             self._reindex()
+            self._snapshot_producers(base, durable=False)
         if self._scheduler is not None:
             self._scheduler.schedule_once(f"flush-{self.topic_partition}", lambda: self.flush(base))
         return self.active_segment
@@ -289,6 +316,7 @@ class Log:
             self.active_segment.truncate_to(offset)
             self._reindex()
             self._after_truncation()
+            self.producer_state.truncate(self._segments, self.log_end_offset)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -302,6 +330,7 @@ class Log:
         self._segments = [open_segment(self.directory, new_offset, self.config)]
         self._reindex()
         self.leader_epoch_cache.clear_and_flush()
+        self.producer_state.truncate_fully()
         self.log_start_offset = new_offset
         self._after_truncation()
 
@@ -378,6 +407,11 @@ class Log:
                 self.log_start_offset = offset
                 self.leader_epoch_cache.truncate_from_start(offset)
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """``producer.id.expiration.ms``: forget idle idempotent producers (see producer_state.py)."""
+        with self._lock:
+            return self.producer_state.remove_expired(now_ms, expiration_ms)
+
     # -- compaction support --------------------------------------------------------------------
     def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
         """Swap a cleaned ``.cleaned`` segment in for ``old_segments`` crash-safely (see cleaner.py)."""
@@ -400,8 +434,18 @@ class Log:
                 self._schedule_delete(segment)
 
     # -- lifecycle -----------------------------------------------------------------------------
+    def _snapshot_producers(self, offset: int, durable: bool) -> None:
+        """Write the producer-state snapshot at ``offset``: only an optimisation for the next load
+        (a missing or corrupt one means scanning more headers), so a failure is logged, not raised."""
+        try:
+            self.producer_state.take_snapshot(offset, durable=durable)
+        except OSError as exc:
+            log.warning("%s: cannot write the producer snapshot at %d: %s", self.topic_partition, offset, exc)
+
     def close(self) -> None:
         with self._lock:
+            if self._segments and self.directory.is_dir():
+                self._snapshot_producers(self.log_end_offset, durable=True)
             for segment in self._segments:
                 segment.close()
 

@@ -1,0 +1,333 @@
+"""ProducerStateManager: what each idempotent producer last wrote to one partition (Kafka's
+ProducerStateManager), so that a retried batch is answered with its original offsets instead of
+being written twice, and a batch out of sequence or from a fenced epoch is refused.
+
+Per producer id it keeps the producer epoch and the metadata of the producer's last
+``NUM_BATCHES_TO_RETAIN`` (5) batches: first and last sequence, first and last offset, max
+timestamp. A producer has at most 5 requests in flight, so a retry is always one of those.
+
+Invariants:
+- the state is a function of the log's batches below the log end: it never holds a batch past the
+  log end. After a truncation that removed a producer's batch the state is rebuilt from a snapshot
+  and the batch headers after it, never patched. Retention and compaction removing older batches
+  leave it alone (Kafka keeps producers until ``producer.id.expiration.ms``);
+- a producer's retained batches all carry its current epoch, oldest first, and the last one is the
+  producer's latest batch in the log;
+- only batches with ``producer_id >= 0`` touch it; other batches cost one comparison;
+- checking is pure: ``check_append`` reads the state and raises or reports a duplicate; ``update``
+  applies batches after their bytes are in the log (leader) or unchecked (follower, loading).
+
+Leader checks (Kafka 2.8's ``Log.analyzeAndValidateProducerState`` and ``ProducerAppendInfo``):
+a batch whose epoch equals the stored one and whose (first, last) sequence equals a retained batch's
+is a duplicate; otherwise an epoch below the stored one is INVALID_PRODUCER_EPOCH, a higher epoch
+must start at sequence 0 and the same epoch must continue at last sequence + 1 (0 after INT32_MAX),
+else OUT_OF_ORDER_SEQUENCE_NUMBER. A producer id without state may start at any sequence: since
+Kafka 2.5 (KIP-360) brokers no longer answer UNKNOWN_PRODUCER_ID, since the state of a live
+producer can be lost to retention (as in Kafka, that holds for the rest of the append too); for a
+known producer, later batches of one append are checked against the earlier ones. Not
+thread-safe: the owning ``Log`` calls it under its lock.
+
+Snapshots: ``<20-digit offset>.snapshot`` holds the state of every batch below that offset, in
+Kafka's format version 1 (int16 version, uint32 CRC32C of the rest, int32 count, then 46-byte
+entries: producer id, epoch, last sequence, last offset, offset delta, timestamp, coordinator epoch,
+current transaction first offset). Kafka writes one entry per producer (its last batch); this
+writes one per retained batch, oldest first, so Kafka's reader (last entry wins) still reads it.
+Taken on roll and on close; the newest two are kept; loading deletes those past the log end and
+falls back past a corrupt one, then scans the batch headers after the snapshot's offset.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from bisect import bisect_right
+from collections import deque
+from pathlib import Path
+from typing import Callable, Iterable, NamedTuple, Sequence
+
+import crc32c
+
+from brokers.protocol.errors import InvalidProducerEpochError, InvalidRecordError, OutOfOrderSequenceError
+from brokers.protocol.records import CONTROL_BIT, BatchHeader
+from brokers.storage.files import atomic_write, base_offset_of, offset_file_name
+from brokers.storage.segment import INT32_MAX, LogSegment
+
+log = logging.getLogger(__name__)
+
+NUM_BATCHES_TO_RETAIN = 5
+NO_SEQUENCE = -1
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+SNAPSHOTS_TO_KEEP = 2
+_SNAPSHOT_HEAD = struct.Struct(">hIi")  # version, crc, entry count
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+_CRC_FROM = 6  # the CRC covers the count and the entries
+
+
+class CorruptSnapshotError(Exception):
+    pass
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``sequence + increment`` on Kafka's int32 sequence ring (INT32_MAX + 1 wraps to 0)."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+class BatchMetadata(NamedTuple):
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+class ProducerStateEntry:
+    __slots__ = ("batches", "epoch", "last_offset", "producer_id")
+
+    def __init__(self, producer_id: int, epoch: int):
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
+        self.last_offset = -1  # of the latest batch (data or control) that touched this entry
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.epoch:
+            return None
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+    def add(self, epoch: int, batch: BatchMetadata | None, last_offset: int) -> None:
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
+        if batch is not None:
+            self.batches.append(batch)
+        self.last_offset = last_offset
+
+    def __repr__(self) -> str:
+        return f"ProducerStateEntry(id={self.producer_id}, epoch={self.epoch}, batches={list(self.batches)})"
+
+
+def check_sequence(producer_id: int, current: tuple[int, int] | None, epoch: int, first_seq: int) -> None:
+    """Kafka 2.8's checkProducerEpoch + checkSequence for a leader append. ``current`` is the
+    producer's (epoch, last sequence) so far, None for a producer id without state."""
+    if current is None:
+        return  # KIP-360: any first sequence from an unknown producer id
+    current_epoch, last_seq = current
+    if epoch < current_epoch:
+        raise InvalidProducerEpochError(
+            f"producer {producer_id} has epoch {epoch}, older than the partition's {current_epoch}")
+    if epoch != current_epoch:
+        if first_seq != 0:
+            raise OutOfOrderSequenceError(
+                f"producer {producer_id} starts new epoch {epoch} at sequence {first_seq}, not 0")
+    elif not in_sequence(last_seq, first_seq):
+        raise OutOfOrderSequenceError(
+            f"producer {producer_id} epoch {epoch} sent sequence {first_seq} after {last_seq}")
+
+
+class ProducerStateManager:
+    def __init__(self, directory: Path | None = None):
+        self.directory = Path(directory) if directory is not None else None
+        self._producers: dict[int, ProducerStateEntry] = {}
+
+    # -- reading -------------------------------------------------------------------------------
+    @property
+    def producers(self) -> dict[int, ProducerStateEntry]:
+        return dict(self._producers)
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producers.get(producer_id)
+
+    # -- appending -----------------------------------------------------------------------------
+    def check_append(self, headers: Iterable[BatchHeader]) -> BatchMetadata | None:
+        """Check a leader append before anything is written: the retained batch a duplicate repeats
+        (nothing may be written then), or None when every batch may go in. Raises
+        OutOfOrderSequenceError / InvalidProducerEpochError / InvalidRecordError; changes nothing."""
+        pending: dict[int, tuple[int, int]] = {}  # (epoch, last sequence) after earlier batches of this set
+        for header in headers:
+            producer_id = header.producer_id
+            if producer_id < 0:
+                continue
+            first_seq, epoch = header.base_sequence, header.producer_epoch
+            if first_seq < 0:
+                raise InvalidRecordError(f"producer {producer_id} sent a batch without a sequence number")
+            last_seq = increment_sequence(first_seq, header.last_offset_delta)
+            entry = self._producers.get(producer_id)
+            current = pending.get(producer_id)
+            if entry is not None:
+                if current is None:
+                    current = (entry.epoch, entry.last_seq)
+                # the next batch in sequence is never a retry (5 batches cannot span 2**31 sequences)
+                if not (epoch == current[0] and in_sequence(current[1], first_seq)):
+                    duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
+                    if duplicate is not None:
+                        return duplicate
+                    check_sequence(producer_id, current, epoch, first_seq)
+            pending[producer_id] = (epoch, last_seq)
+        return None
+
+    def update(self, headers: Iterable[BatchHeader]) -> None:
+        """Apply batches that are now in the log (their headers carry the final offsets); unchecked."""
+        for header in headers:
+            if header.producer_id >= 0:
+                self._apply(header)
+
+    def _apply(self, header: BatchHeader) -> None:
+        producer_id, epoch = header.producer_id, header.producer_epoch
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = self._producers[producer_id] = ProducerStateEntry(producer_id, epoch)
+        elif epoch != entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        first, delta = header.base_offset, header.last_offset_delta
+        if not header.attributes & CONTROL_BIT:  # a transaction marker only moves the epoch
+            first_seq = header.base_sequence
+            entry.batches.append(BatchMetadata(first_seq, increment_sequence(first_seq, delta), first, first + delta,
+                                               header.max_timestamp))
+        entry.last_offset = first + delta
+
+    # -- rebuilding ----------------------------------------------------------------------------
+    def load(self, segments: Sequence[LogSegment], log_end: int) -> None:
+        """Rebuild from the newest usable snapshot at or below ``log_end`` plus the headers after it."""
+        self._producers.clear()
+        self._delete_snapshots(lambda offset: offset > log_end)
+        start = self._load_latest_snapshot()
+        bases = [segment.base_offset for segment in segments]
+        first = max(0, bisect_right(bases, start) - 1)
+        for segment in segments[first:]:
+            position = segment.offset_index.lookup(start)[1] if segment.base_offset <= start else 0
+            for header in segment.iter_headers(position):
+                if header.producer_id >= 0 and header.last_offset >= start:
+                    self._apply(header)
+
+    def truncate(self, segments: Sequence[LogSegment], log_end: int) -> None:
+        """The log now ends at ``log_end``: rebuild unless no producer lost a batch."""
+        self._delete_snapshots(lambda offset: offset > log_end)
+        if any(entry.last_offset >= log_end for entry in self._producers.values()):
+            self.load(segments, log_end)
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers whose latest batch's timestamp is ``expiration_ms`` old (Kafka's
+        ``producer.id.expiration.ms``, default one day); return how many went. Not scheduled yet."""
+        doomed = [pid for pid, entry in self._producers.items()
+                  if now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms]
+        for pid in doomed:
+            del self._producers[pid]
+        return len(doomed)
+
+    def truncate_fully(self) -> None:
+        self._producers.clear()
+        self._delete_snapshots(lambda offset: True)
+
+    # -- snapshots -----------------------------------------------------------------------------
+    def snapshot_offsets(self) -> list[int]:
+        return [offset for offset, _ in self._snapshot_files()]
+
+    def take_snapshot(self, offset: int, *, durable: bool = False) -> None:
+        """Write ``<offset>.snapshot`` (the state covers every batch below ``offset``) unless the
+        newest snapshot is already there; keep the newest SNAPSHOTS_TO_KEEP. ``durable`` fsyncs."""
+        if self.directory is None:
+            return
+        files = self._snapshot_files()
+        if files and files[-1][0] == offset:
+            return
+        path = self.directory / offset_file_name(offset, SNAPSHOT_SUFFIX)
+        data = encode_snapshot(self._producers.values())
+        if durable:
+            atomic_write(path, data)
+        else:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        kept = {o for o, _ in files[-(SNAPSHOTS_TO_KEEP - 1):]} | {offset}
+        self._delete_snapshots(lambda o: o not in kept)
+
+    def _load_latest_snapshot(self) -> int:
+        """Load the newest readable snapshot (deleting corrupt ones); return its offset, or 0."""
+        for offset, path in reversed(self._snapshot_files()):
+            try:
+                entries = decode_snapshot(path.read_bytes())
+            except (OSError, CorruptSnapshotError) as exc:
+                log.warning("ignoring producer snapshot %s: %s", path, exc)
+                path.unlink(missing_ok=True)
+                continue
+            for producer_id, epoch, batch in entries:
+                entry = self._producers.get(producer_id)
+                if entry is None:
+                    entry = self._producers[producer_id] = ProducerStateEntry(producer_id, epoch)
+                entry.add(epoch, batch, batch.last_offset if batch else -1)
+            return offset
+        return 0
+
+    def _snapshot_files(self) -> list[tuple[int, Path]]:
+        if self.directory is None:
+            return []
+        found = []
+        for path in self.directory.glob("*" + SNAPSHOT_SUFFIX):
+            try:
+                found.append((base_offset_of(path.name), path))
+            except ValueError:
+                continue
+        return sorted(found)
+
+    def _delete_snapshots(self, doomed: Callable[[int], bool]) -> None:
+        for offset, path in self._snapshot_files():
+            if doomed(offset):
+                path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"ProducerStateManager({len(self._producers)} producers)"
+
+
+def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
+    """Kafka's snapshot format v1, one entry per retained batch (one with offset -1 if none)."""
+    pack, body = _SNAPSHOT_ENTRY.pack, []
+    for entry in entries:
+        for b in entry.batches or [None]:
+            if b is None:
+                body.append(pack(entry.producer_id, entry.epoch, NO_SEQUENCE, -1, 0, -1, -1, -1))
+            else:
+                body.append(pack(entry.producer_id, entry.epoch, b.last_seq, b.last_offset,
+                                 b.last_offset - b.first_offset, b.timestamp, -1, -1))
+    rest = struct.pack(">i", len(body)) + b"".join(body)
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c.crc32c(rest)) + rest
+
+
+def decode_snapshot(data: bytes) -> list[tuple[int, int, BatchMetadata | None]]:
+    """(producer id, epoch, batch or None) per entry; CorruptSnapshotError if anything is off."""
+    if len(data) < _SNAPSHOT_HEAD.size:
+        raise CorruptSnapshotError(f"{len(data)} bytes are too few for a snapshot")
+    version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
+    if version != SNAPSHOT_VERSION:
+        raise CorruptSnapshotError(f"unknown snapshot version {version}")
+    if crc32c.crc32c(data[_CRC_FROM:]) != crc:
+        raise CorruptSnapshotError("CRC mismatch")
+    if count < 0 or len(data) != _SNAPSHOT_HEAD.size + count * _SNAPSHOT_ENTRY.size:
+        raise CorruptSnapshotError(f"{len(data)} bytes do not hold {count} entries")
+    out = []
+    for pid, epoch, last_seq, last, delta, timestamp, _, _ in _SNAPSHOT_ENTRY.iter_unpack(data[_SNAPSHOT_HEAD.size:]):
+        batch = None
+        if last >= 0:
+            batch = BatchMetadata(decrement_sequence(last_seq, delta), last_seq, last - delta, last, timestamp)
+        out.append((pid, epoch, batch))
+    return out
