@@ -51,7 +51,7 @@ def _produce_worker(bootstrap: str, options: BenchOptions, count: int, queue) ->
         if err is not None:
             errors.append(err)
 
-    start_cpu = time.process_time()
+    start_cpu, start = time.process_time(), time.monotonic()
     for i in range(count):
         while True:
             try:
@@ -62,37 +62,57 @@ def _produce_worker(bootstrap: str, options: BenchOptions, count: int, queue) ->
         if i % 10000 == 0:
             producer.poll(0)
     producer.flush(300)
-    queue.put((time.process_time() - start_cpu, len(errors)))
+    queue.put((time.process_time() - start_cpu, len(errors), start, time.monotonic()))
 
 
 def _broker_pid(cluster: Cluster | None, pid: int | None) -> int | None:
     return cluster.broker_pid(1) if cluster is not None else pid
 
 
-def run_produce(bootstrap: str, options: BenchOptions, broker_pid: int | None) -> dict:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, replication_factor: int = 1,
+                 config: dict[str, str] | None = None, assignment: list[list[int]] | None = None) -> None:
+    """Create ``topic`` (an existing one is fine, for a re-run); ``assignment`` lists each partition's
+    replicas, the first being the preferred leader, in place of the two counts."""
     client = AdminClient({"bootstrap.servers": bootstrap})
-    futures = client.create_topics([NewTopic(options.topic, options.partitions, 1)], operation_timeout=30)
+    # confluent-kafka wants the partition count with an assignment (and no replication factor)
+    new = (NewTopic(topic, len(assignment), replica_assignment=assignment, config=config or {}) if assignment else
+           NewTopic(topic, partitions, replication_factor, config=config or {}))
+    futures = client.create_topics([new], operation_timeout=30)
     try:
-        futures[options.topic].result(60)
+        futures[topic].result(60)
     except Exception as exc:  # noqa: BLE001 - an existing topic is fine for a re-run
         if "TOPIC_ALREADY_EXISTS" not in str(exc):
             raise
+
+
+def run_produce(bootstrap: str, options: BenchOptions, broker_pid: int | None) -> dict:
+    create_topic(bootstrap, options.topic, options.partitions)
+    return measure_produce(bootstrap, options, [broker_pid] if broker_pid else [])
+
+
+def measure_produce(bootstrap: str, options: BenchOptions, broker_pids: list[int]) -> dict:
+    """``options.records`` records from ``options.producers`` producer processes into an existing topic;
+    broker CPU is summed over ``broker_pids`` (NaN when there are none)."""
     per = options.records // options.producers
     queue = multiprocessing.get_context("spawn").Queue()
     workers = [multiprocessing.get_context("spawn").Process(target=_produce_worker, args=(bootstrap, options, per, queue))
                for _ in range(options.producers)]
-    broker_cpu = _cpu_seconds(broker_pid) if broker_pid else 0.0
-    start = time.perf_counter()
+    broker_cpu = sum(_cpu_seconds(pid) for pid in broker_pids)
+    start = time.monotonic()
     for w in workers:
         w.start()
     results = [queue.get(timeout=600) for _ in workers]
-    elapsed = time.perf_counter() - start
+    wall = time.monotonic() - start
     for w in workers:
         w.join()
-    broker_cpu = (_cpu_seconds(broker_pid) - broker_cpu) if broker_pid else float("nan")
-    total = per * options.producers
-    return _report("produce", total, options.record_bytes, elapsed, broker_cpu, sum(r[0] for r in results),
-                   errors=sum(r[1] for r in results))
+    broker_cpu = (sum(_cpu_seconds(pid) for pid in broker_pids) - broker_cpu) if broker_pids else float("nan")
+    # the rate is over the producers' own window, first send to last flush (CLOCK_MONOTONIC is one clock
+    # for every process): process start-up and imports (~0.2 s here) would pull every ratio toward 1
+    elapsed = max(r[3] for r in results) - min(r[2] for r in results)
+    report = _report("produce", per * options.producers, options.record_bytes, elapsed, broker_cpu,
+                     sum(r[0] for r in results), errors=sum(r[1] for r in results))
+    report["wall_s"] = wall  # from spawning the producer processes, start-up included
+    return report
 
 
 def run_consume(bootstrap: str, options: BenchOptions, broker_pid: int | None) -> dict:
@@ -131,7 +151,7 @@ def run_client_bench(kind: str, options: BenchOptions, bootstrap: str | None, br
     if bootstrap is None:
         spec = ClusterSpec.on_free_ports(1, properties={"default.replication.factor": "1",
                                                         "offsets.topic.replication.factor": "1"})
-        cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-clients-", dir=_base())), spec)
+        cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-clients-", dir=bench_base())), spec)
         cluster.up(120)
         bootstrap = cluster.bootstrap_servers
     try:
@@ -153,7 +173,8 @@ def run_client_bench(kind: str, options: BenchOptions, bootstrap: str | None, br
             cluster.down()
 
 
-def _base() -> Path:
+def bench_base() -> Path:
+    """Where benchmarks put their temporary clusters (``./.zkafka``)."""
     base = Path(".zkafka")
     base.mkdir(exist_ok=True)
     return base

@@ -1,6 +1,6 @@
 """``zkafka``: the project's command line. Thin: parse flags, make one library call, print.
 
-Subcommands so far: ``--version``, ``log dump <dir|file>``, ``bench storage``,
+Subcommands so far: ``--version``, ``log dump <dir|file>``, ``bench storage|cluster|produce|consume|replication``,
 ``zookeeper start|stop|status`` (scripts/zookeeper.py). Later issues add ``cluster``, ``demo``.
 """
 from __future__ import annotations
@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   help="an existing cluster (default: start a one-broker cluster)")
         client_bench.add_argument("--broker-pid", type=int, default=None, help="broker to measure CPU of")
 
+    _add_replication_bench(bench_commands)
+
     zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
     zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
     zk_start = zk_commands.add_parser("start", help="start in the background; exits 0 once it serves")
@@ -83,6 +85,45 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where configs, data, logs and pid files live (default ./.zkafka/zookeeper)")
     _add_cluster_commands(commands)
     return parser
+
+
+def _add_replication_bench(bench_commands) -> None:
+    replication = bench_commands.add_parser(
+        "replication", help="RF 3 on a 3-broker cluster: throughput ratios next to Kreps' (RF1 vs RF3 acks=1 vs "
+                            "acks=all), acks=all latency at fixed rates, kill -9 leader failover")
+    replication.set_defaults(subparser=replication)
+    replication.add_argument("--records", type=int, default=2_000_000, help="records per throughput run")
+    replication.add_argument("--record-size", type=int, default=100, help="record value bytes (at least 8)")
+    replication.add_argument("--rates", default="1000,10000", help="latency runs, records/s (default 1000,10000)")
+    replication.add_argument("--duration", type=float, default=10.0, help="seconds per latency run (default 10)")
+    replication.add_argument("--partitions", type=int, default=6, help="throughput topics' partitions (default 6)")
+    replication.add_argument("--session-timeout-ms", type=int, default=6000,
+                             help="zookeeper.session.timeout.ms of the brokers (default 6000)")
+    replication.add_argument("--max-in-flight", type=int, default=5,
+                             help="max.in.flight.requests.per.connection of the latency and failover producers "
+                                  "(default 5, the Java producer's; librdkafka's own is 1000000)")
+    replication.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
+    replication.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _bench_replication(args: argparse.Namespace) -> int:
+    from scripts.bench_replication import ReplicationBenchOptions, format_report, run_replication_bench
+    from scripts.bench_stats import parse_rates
+
+    try:
+        rates = parse_rates(args.rates)
+    except ValueError as exc:
+        args.subparser.error(f"--rates: {exc}")
+    if args.records < 1 or args.record_size < 8 or args.duration <= 0 or args.partitions < 1 or args.max_in_flight < 1:
+        args.subparser.error("--records, --partitions and --max-in-flight must be positive, --record-size at least 8, "
+                             "--duration > 0")
+    if not 1000 <= args.session_timeout_ms <= 10000:
+        args.subparser.error("--session-timeout-ms must be 1000..10000 (ZooKeeper runs with tickTime 500)")
+    options = ReplicationBenchOptions(args.records, args.record_size, rates, args.duration, args.partitions,
+                                      args.session_timeout_ms, args.dir, args.max_in_flight)
+    result = run_replication_bench(options)
+    print(json.dumps(result, indent=2) if args.json else "\n".join(format_report(result)))
+    return 0
 
 
 def _add_cluster_commands(commands) -> None:
@@ -216,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         kind = "both" if args.bench_command == "consume" and args.bootstrap_server is None else args.bench_command
         run_client_bench(kind, options, args.bootstrap_server, args.broker_pid)
         return 0
+    if args.command == "bench" and args.bench_command == "replication":
+        return _bench_replication(args)
     if args.command == "bench" and args.bench_command == "cluster":
         from scripts.bench_cluster import run_cluster_bench
 
