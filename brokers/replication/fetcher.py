@@ -41,6 +41,9 @@ FETCH, FETCH_VERSION = 1, 11
 LIST_OFFSETS, LIST_OFFSETS_VERSION = 2, 2
 OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION = 23, 3
 EARLIEST, LATEST = -2, -1
+QUICK_RETRY_MS = 50
+LEADER_NOT_READY = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                              ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class PartitionFetchState:
     leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
+    quick_retries: int = 0
 
 
 def whole_batches(records: bytes | None) -> bytes:
@@ -146,10 +150,17 @@ class ReplicaFetcher:
         """Whether ``state`` is still this fetcher's state for ``tp`` (no LeaderAndIsr overtook it)."""
         return self.partitions.get(tp) is state
 
-    def _back_off(self, state: PartitionFetchState, reason: str) -> None:
+    def _back_off(self, state: PartitionFetchState, reason: str, code: int | None = None) -> None:
+        """Retry this partition after ``replica.fetch.backoff.ms``. Errors that mean "the leader has not
+        applied the LeaderAndIsr we already have" (it will within milliseconds) are retried sooner:
+        50 ms, doubling up to the backoff. That takes most of a second off every failover."""
         log.info("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source,
                  state.partition.topic_partition, reason)
-        state.delayed_until = time.monotonic() + self.config.backoff_ms / 1000
+        delay_ms = self.config.backoff_ms
+        if code in LEADER_NOT_READY:
+            delay_ms = min(delay_ms, QUICK_RETRY_MS << min(state.quick_retries, 10))
+            state.quick_retries += 1
+        state.delayed_until = time.monotonic() + delay_ms / 1000
 
     # -- truncation ----------------------------------------------------------------------------
     async def _truncate(self, connection: KafkaConnection, states: dict[TopicPartition, PartitionFetchState]) -> None:
@@ -176,7 +187,8 @@ class ReplicaFetcher:
                 if state is None or not self._current(tp, state):
                     continue
                 if answer.error_code.value != ErrorCode.NONE:
-                    self._back_off(state, f"OffsetsForLeaderEpoch error {answer.error_code.name}")
+                    self._back_off(state, f"OffsetsForLeaderEpoch error {answer.error_code.name}",
+                                   answer.error_code.value)
                     continue
                 self._apply_epoch_answer(state, asked[tp], answer.leader_epoch, answer.end_offset)
 
@@ -227,6 +239,7 @@ class ReplicaFetcher:
         code = data.error_code.value
         partition = state.partition
         if code == ErrorCode.NONE:
+            state.quick_retries = 0
             try:
                 partition.append_as_follower(whole_batches(data.records), data.high_watermark)
             except KafkaError as exc:
@@ -234,7 +247,7 @@ class ReplicaFetcher:
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._handle_out_of_range(connection, state)
         else:
-            self._back_off(state, f"fetch error {ErrorCode(code).name}")
+            self._back_off(state, f"fetch error {ErrorCode(code).name}", code)
 
     async def _handle_out_of_range(self, connection: KafkaConnection, state: PartitionFetchState) -> None:
         """Our LEO is outside the leader's log: above its end -> truncate to it; below its start (the
