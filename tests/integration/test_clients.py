@@ -97,7 +97,7 @@ def test_acks_zero_is_delivered_without_responses(cluster):
 
 def test_list_offsets_earliest_latest_and_by_timestamp(cluster):
     create(cluster, "offsets", partitions=1)
-    produce(cluster, "offsets", "none", "1", 50, key_of=lambda i: None)
+    produce(cluster, "offsets", "none", "all", 50, key_of=lambda i: None)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "offsets-probe"})
     low, high = consumer.get_watermark_offsets(TopicPartition("offsets", 0), timeout=30)
     assert (low, high) == (0, 50)

@@ -398,7 +398,7 @@ def test_kafka_python_earliest_latest_and_by_timestamp_offsets(cluster):
     topic = "kp-offsets"
     kp_create(cluster, topic, partitions=2)
     sent = [Sent(None, b"v-%d" % i, BASE_TS + 10 * i) for i in range(50)]
-    kp_produce(cluster, topic, sent, partition=0, acks=1)
+    kp_produce(cluster, topic, sent, partition=0, acks="all")  # the high watermark covers them all on return
     consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=None, enable_auto_commit=False)
     try:
         tp, empty = KpTopicPartition(topic, 0), KpTopicPartition(topic, 1)
@@ -497,7 +497,7 @@ def test_aiokafka_earliest_latest_and_by_timestamp_offsets(cluster):
     async def scenario():
         await aio_create(cluster, topic, partitions=2)
         sent = [Sent(None, b"v-%d" % i, BASE_TS + 10 * i) for i in range(50)]
-        await aio_produce(cluster, topic, sent, partition=0, acks=1)
+        await aio_produce(cluster, topic, sent, partition=0, acks="all")  # the high watermark covers them all on return
         consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, enable_auto_commit=False)
         await consumer.start()
         try:
