@@ -44,9 +44,16 @@ class ClusterSpec:
 
     @classmethod
     def on_free_ports(cls, brokers: int, **settings) -> "ClusterSpec":
-        """A spec whose ZooKeeper, Kafka and HTTP ports are free right now (tests, benchmarks)."""
-        return cls(brokers, find_free_base_port(1), find_free_base_port(brokers), find_free_base_port(brokers),
-                   **settings)
+        """A spec whose ZooKeeper, Kafka and HTTP ports are free right now (tests, benchmarks) and do not
+        overlap: each block is found free on its own, so two of them can come back as the same port."""
+        for _ in range(100):
+            spec = cls(brokers, find_free_base_port(1), find_free_base_port(brokers), find_free_base_port(brokers),
+                       **settings)
+            ports = [spec.zookeeper_port, *range(spec.kafka_port_base, spec.kafka_port_base + brokers),
+                     *range(spec.http_port_base, spec.http_port_base + brokers)]
+            if len(set(ports)) == len(ports):
+                return spec
+        raise ClusterError(f"no {2 * brokers + 1} distinct free ports after 100 attempts")
 
 
 class Cluster:
@@ -54,6 +61,7 @@ class Cluster:
         self.dir = Path(directory).resolve()
         self.spec = spec or self._load_spec()
         self.zookeeper = ZooKeeperServer(self.dir / "zookeeper", self.spec.zookeeper_port, tick_time=self.spec.tick_time)
+        self._started: dict[int, int] = {}  # broker id -> pid of the process this object started
 
     def _load_spec(self) -> ClusterSpec:
         try:
@@ -93,7 +101,7 @@ class Cluster:
             self.zookeeper.start(timeout)
         for broker_id in self.broker_ids:
             self.start_broker(broker_id)
-        self.wait_until_ready(timeout)
+        self.wait_until_ready(timeout, list(self.broker_ids))
 
     def write_properties(self, broker_id: int) -> Path:
         props = {
@@ -124,6 +132,7 @@ class Cluster:
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, cwd=Path(__file__).resolve().parents[1])
         (self.broker_dir(broker_id) / "broker.pid").write_text(f"{proc.pid}\n")
+        self._started[broker_id] = proc.pid
         return proc.pid
 
     def wait_until_ready(self, timeout: float = 60.0, broker_ids: list[int] | None = None) -> dict:
@@ -134,7 +143,7 @@ class Cluster:
         while time.monotonic() < deadline:
             last = {b: self.health(b) for b in ids}
             for b in ids:
-                if self.broker_pid(b) is None:
+                if not self._running(b):
                     zk = "running" if self.zookeeper.is_running() else f"NOT running (pid {self.zookeeper.pid})"
                     raise ClusterError(f"broker {b} exited (ZooKeeper {zk}); see {self.broker_dir(b) / 'broker.log'}:\n"
                                        f"{self.tail(b)}")
@@ -147,6 +156,12 @@ class Cluster:
         raise ClusterError(f"cluster not ready within {timeout:.0f} s: {json.dumps(last)[:2000]}")
 
     # -- inspection ----------------------------------------------------------------------------
+    def _running(self, broker_id: int) -> bool:
+        """A broker this object started is judged by its pid alone (no pid-file or /proc/cmdline race
+        right after the start); any other by ``broker_pid``."""
+        pid = self._started.get(broker_id)
+        return _alive(pid) if pid is not None else self.broker_pid(broker_id) is not None
+
     def broker_pid(self, broker_id: int) -> int | None:
         """The broker's pid if that process is alive and really runs this broker's config (a stale
         pid file after a crash or reboot may name an unrelated process)."""
@@ -156,10 +171,7 @@ class Cluster:
             return None
         if not _alive(pid):
             return None
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            return None
+        cmdline = _cmdline(pid)
         return pid if str(self.broker_dir(broker_id) / "server.properties") in cmdline else None
 
     def health(self, broker_id: int, timeout: float = 1.0) -> dict | None:
@@ -227,6 +239,20 @@ class Cluster:
         for broker_id in self.broker_ids:
             self.stop_broker(broker_id)
         self.zookeeper.stop()
+
+
+def _cmdline(pid: int, settle: float = 2.0) -> str:
+    """``/proc/<pid>/cmdline`` as text. It reads empty for a moment right after ``Popen`` returns (a
+    quarter of the time on this machine), so an empty one is read again for up to ``settle`` seconds."""
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return ""
+        if raw or time.monotonic() >= deadline or not _alive(pid):
+            return raw.replace(b"\0", b" ").decode(errors="replace")
+        time.sleep(0.01)
 
 
 def _alive(pid: int) -> bool:

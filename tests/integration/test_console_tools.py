@@ -19,6 +19,7 @@ import pytest
 from scripts.cluster import Cluster, ClusterSpec
 from scripts.console_consumer import FORMATTER_DEFAULTS, MessageFormatter
 from scripts.console_producer import READER_DEFAULTS, LineError, LineReader
+from tests.integration.conditions import wait_for as _wait_for
 
 BIN = Path(sys.executable).parent
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -61,16 +62,10 @@ def create(cluster, topic: str, partitions: int = 3, *config: str) -> None:
     assert (result.returncode, result.stdout) == (0, f"Created topic {topic}.\n"), result.stderr
 
 
+
 def wait_for(condition, timeout: float, what: str):
     """Poll a tool run (each call is a subprocess round trip, so there is no sleep)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-
+    return _wait_for(condition, timeout, what, interval=0)
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000

@@ -13,20 +13,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.cluster import Cluster, ClusterSpec
+from tests.integration.conditions import wait_for
 
 TOPIC = "rolling"
 PARTITIONS = 3
 SESSION_MS = 4000
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture

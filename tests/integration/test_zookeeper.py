@@ -19,20 +19,10 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 
 from scripts import zookeeper as zk
+from tests.integration.conditions import wait_for
 
 ZKAFKA = Path(sys.executable).with_name("zkafka")
 TICK = 500
-
-
-def wait_for(condition: Callable[[], object], timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def process_gone(pid: int) -> bool:
