@@ -1,7 +1,6 @@
 """A rolling restart of all three brokers (SIGTERM: controlled shutdown, then start again) while a
-confluent-kafka producer sends with acks=all to an RF 3 topic with min.insync.replicas=2: every
-acknowledged record is read back afterwards, per-partition order holds, and every replica ends with
-the same log (issue 5, "controlled shutdown"). How long producers stall per broker is measured by
+confluent-kafka idempotent producer sends with acks=all to an RF 3 topic with min.insync.replicas=2:
+every acknowledged record is read back exactly once, in order, and every replica ends with the same log (issue 5, "controlled shutdown"). How long producers stall per broker is measured by
 ``zkafka bench replication`` (BENCHMARKS.md), not asserted here."""
 from __future__ import annotations
 
@@ -45,9 +44,10 @@ def fully_replicated(cluster: Cluster) -> bool:
 class BackgroundProducer:
     def __init__(self, bootstrap: str):
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                                  "enable.idempotence": False, "max.in.flight.requests.per.connection": 1,
+                                  "enable.idempotence": True,
                                   "message.timeout.ms": 120000, "retry.backoff.ms": 100})
         self.acked: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+        self.ack_times: list[float] = []
         self.failed: list[str] = []
         self.sent = 0
         self._stop = threading.Event()
@@ -58,6 +58,7 @@ class BackgroundProducer:
             self.failed.append(str(err))
         else:
             self.acked[msg.partition()].append(int(msg.value()))
+            self.ack_times.append(time.monotonic())
 
     def _run(self):
         while not self._stop.is_set():
@@ -76,6 +77,12 @@ class BackgroundProducer:
     def stop(self):
         self._stop.set()
         self._thread.join(150)
+
+
+def longest_stall(times: list[float], start: float, end: float) -> float:
+    """The longest gap between consecutive acknowledgements within [start, end] (seconds)."""
+    inside = [start] + [t for t in times if start <= t <= end] + [end]
+    return max(b - a for a, b in zip(inside, inside[1:]))
 
 
 def read_all(bootstrap: str) -> dict[int, list[int]]:
@@ -105,27 +112,28 @@ def test_rolling_restart_under_acks_all_load_loses_nothing(cluster):
     wait_for(lambda: fully_replicated(cluster), 30, "the topic to be fully replicated")
     producer = BackgroundProducer(cluster.bootstrap_servers)
     producer.start()
+    windows = []
     try:
         for broker in cluster.broker_ids:
             before = sum(map(len, producer.acked.values()))
             wait_for(lambda: sum(map(len, producer.acked.values())) > before + 2000, 60, "traffic before the restart")
+            started = time.monotonic()
             cluster.stop_broker(broker)  # SIGTERM: controlled shutdown moves its leaderships first
             cluster.start_broker(broker)
             cluster.wait_until_ready(60)
             wait_for(lambda: fully_replicated(cluster), 60, f"broker {broker} to rejoin every ISR")
+            windows.append((broker, started, time.monotonic()))
     finally:
         producer.stop()
     assert producer.failed == [], producer.failed[:5]
+    for broker, start, end in windows:  # reported (BENCHMARKS.md), not asserted: speed is not a unit test
+        print(f"restart of broker {broker}: longest gap between acknowledgements "
+              f"{longest_stall(producer.ack_times, start, end) * 1000:.0f} ms over {end - start:.1f} s")
     acked = {p: v for p, v in producer.acked.items()}
     assert sum(map(len, acked.values())) >= 6000
     wait_for(lambda: fully_replicated(cluster), 60, "the final catch-up")
     stored = read_all(cluster.bootstrap_servers)
     for p in range(PARTITIONS):
-        first_seen = list(dict.fromkeys(stored[p]))
-        missing = set(acked[p]) - set(first_seen)
-        assert not missing, f"partition {p} lost {len(missing)} acknowledged records, e.g. {sorted(missing)[:5]}"
-        positions = {value: i for i, value in enumerate(first_seen)}
-        order = [positions[v] for v in acked[p]]
-        assert order == sorted(order), f"partition {p}: acknowledged records out of order"
-        duplicates = len(stored[p]) - len(first_seen)
-        print(f"partition {p}: {len(acked[p])} acknowledged, {len(stored[p])} stored, {duplicates} duplicates")
+        # idempotent producer: exactly what was acknowledged, once each, in order (no retry duplicates)
+        assert stored[p][:len(acked[p])] == acked[p], f"partition {p}: stored records differ from acknowledged"
+        assert len(stored[p]) == len(acked[p]), f"partition {p}: {len(stored[p]) - len(acked[p])} extra records"
