@@ -99,9 +99,13 @@ class Cluster:
         (self.dir / "cluster.json").write_text(json.dumps(asdict(self.spec), indent=2))
         if not self.zookeeper.is_running():
             self.zookeeper.start(timeout)
-        for broker_id in self.broker_ids:
-            self.start_broker(broker_id)
-        self.wait_until_ready(timeout, list(self.broker_ids))
+        try:
+            for broker_id in self.broker_ids:
+                self.start_broker(broker_id)
+            self.wait_until_ready(timeout, list(self.broker_ids))
+        except BaseException:
+            self.down()  # a half-started cluster must not outlive the failure (logs stay on disk)
+            raise
 
     def write_properties(self, broker_id: int) -> Path:
         props = {

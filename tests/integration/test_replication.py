@@ -434,6 +434,9 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(make_cluster):
         lines = log_lines(cluster, leader, f"{topic}-0: ISR", f"followers [{stopped}] fell out of sync")
         assert lines, f"no ISR shrink logged by leader {leader}:\n{cluster.tail(leader, 40)}"
         print(f"acks=all resumed {acked_after:.1f} s after SIGSTOP; {lines[-1]}")
+        # the leader's isr_change_notification makes the controller send UpdateMetadata: clients see it
+        wait_for(lambda: sorted(metadata_isr(cluster, steady, topic, 0)) == sorted([leader, steady]), 20,
+                 "the shrunk ISR in the metadata the brokers serve")
         assert acked_after >= lag_ms / 1000 - 0.5, "acknowledged before the follower could have been dropped"
         # ISR (2) >= min.insync.replicas (2): acks=all keeps going without the stopped follower
         more = produce(cluster, topic, ((0, value(i)) for i in range(7000, 9000)), config, flush_timeout=20)
@@ -450,6 +453,12 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(make_cluster):
     assert_identical_logs(cluster, topic, 0, assignment[0])
     records = consume(cluster, topic, [0])
     assert [seq_of(v) for _, v in records[0]] == list(range(10000))
+
+
+def metadata_isr(cluster: Cluster, broker: int, topic: str, partition: int) -> list[int]:
+    """The ISR in ``broker``'s metadata cache (what its Metadata responses give clients)."""
+    health = cluster.health(broker) or {}
+    return health.get("metadata", {}).get("partitions", {}).get(f"{topic}-{partition}", {}).get("isr", [])
 
 
 # -- 4. KIP-101 replays -----------------------------------------------------------------------------
