@@ -23,6 +23,8 @@ from brokers.zk.paths import (
     BrokerSequenceIdZNode,
     ClusterIdZNode,
     ConfigEntityZNode,
+    ConsumerGroupsZNode,
+    ConsumerOffsetZNode,
     ControllerEpochZNode,
     ControllerZNode,
     DeleteTopicsZNode,
@@ -264,6 +266,57 @@ class KafkaZkClient:
         """One ``/isr_change_notification/isr_change_<seq>`` for a batch of partitions whose ISR changed."""
         await self.zk.create(f"{IsrChangeNotificationZNode.PATH}/{IsrChangeNotificationZNode.PREFIX}",
                              IsrChangeNotificationZNode.encode(partitions), sequential=True, makepath=True)
+
+    # -- consumer offsets (reference §5.1, ZK design) -------------------------------------------
+    async def get_consumer_groups(self) -> list[str]:
+        return await self._children_or_empty(ConsumerGroupsZNode.PATH)
+
+    async def get_consumer_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """Every committed offset of ``group`` (unparseable znodes are skipped with a warning)."""
+        offsets: dict[TopicPartition, int] = {}
+        base = ConsumerOffsetZNode.group_path(group)
+        for topic in await self._children_or_empty(base):
+            for partition in await self._children_or_empty(f"{base}/{topic}"):
+                tp = TopicPartition(topic, int(partition))
+                try:
+                    data, _ = await self.zk.get(ConsumerOffsetZNode.path(group, tp))
+                    offsets[tp] = ConsumerOffsetZNode.decode(data)
+                except NoNodeError:
+                    continue
+                except ValueError as exc:
+                    log.warning("skipping the bad offset znode %s: %s", ConsumerOffsetZNode.path(group, tp), exc)
+        return offsets
+
+    async def set_consumer_offsets(self, group: str, offsets: dict[TopicPartition, int],
+                                   existing: set[TopicPartition]) -> None:
+        """One multi-op for the whole commit: set the znodes in ``existing``, create the others (and the
+        topic znodes they need). MultiOpError if ``existing`` was wrong; the caller re-reads and retries."""
+        ops: list[Any] = []
+        base = ConsumerOffsetZNode.group_path(group)
+        known_topics = {tp.topic for tp in existing}
+        new_topics = sorted({tp.topic for tp in offsets if tp not in existing} - known_topics)
+        if new_topics:
+            await self.zk.ensure_path(base)
+            for topic in new_topics:
+                if await self.zk.exists(f"{base}/{topic}") is None:
+                    ops.append(CreateOp(f"{base}/{topic}"))
+        for tp, offset in sorted(offsets.items()):
+            path, data = ConsumerOffsetZNode.path(group, tp), ConsumerOffsetZNode.encode(offset)
+            ops.append(SetDataOp(path, data) if tp in existing else CreateOp(path, data))
+        await self.zk.multi(ops)
+
+    async def delete_consumer_offsets(self, group: str, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            try:
+                await self.zk.delete(ConsumerOffsetZNode.path(group, tp))
+            except NoNodeError:
+                pass
+
+    async def delete_consumer_group(self, group: str) -> None:
+        try:
+            await self.zk.delete(ConsumerGroupsZNode.path(group), recursive=True)
+        except NoNodeError:
+            pass
 
     # -- deletion and notifications ------------------------------------------------------------
     async def get_topic_deletions(self, watch: Watch = None) -> list[str]:

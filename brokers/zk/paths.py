@@ -260,8 +260,22 @@ class ClusterIdZNode:
         return str(_load(data, ClusterIdZNode.PATH)["id"])
 
 
+class ConsumerGroupsZNode:
+    """``/consumers/<group>``: one child per group that has committed offsets (the ZK offsets design)."""
+
+    PATH = "/consumers"
+
+    @staticmethod
+    def path(group: str) -> str:
+        return f"/consumers/{group}"
+
+
 class ConsumerOffsetZNode:
     """``/consumers/<group>/offsets/<topic>/<partition>``: the committed offset as decimal text."""
+
+    @staticmethod
+    def group_path(group: str) -> str:
+        return f"/consumers/{group}/offsets"
 
     @staticmethod
     def path(group: str, tp: TopicPartition) -> str:
@@ -292,7 +306,7 @@ class ProducerIdBlockZNode:
 
 
 PERSISTENT_ROOTS = (
-    "/consumers", BrokerIdsZNode.PATH, TopicsZNode.PATH, ConfigChangesZNode.PATH, DeleteTopicsZNode.PATH,
+    ConsumerGroupsZNode.PATH, BrokerIdsZNode.PATH, TopicsZNode.PATH, ConfigChangesZNode.PATH, DeleteTopicsZNode.PATH,
     BrokerSequenceIdZNode.PATH, IsrChangeNotificationZNode.PATH, ProducerIdBlockZNode.PATH,
     "/log_dir_event_notification", *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
 )

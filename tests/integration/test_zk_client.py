@@ -201,3 +201,30 @@ def test_reads_ride_out_a_zookeeper_leader_change(tmp_path):
         run(main())
     finally:
         ensemble.stop()
+
+
+def test_consumer_offsets_commit_as_one_multi_and_reload(zookeeper):
+    from consumer_group.coordinator.offset_store import ZkOffsetStore
+
+    async def main():
+        kzc = await client(zookeeper, "/offsets-test")
+        store = ZkOffsetStore(kzc)
+        t0, t1, u0 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
+        await store.commit("g", {t0: 5, t1: 7})
+        await store.commit("g", {t0: 9, u0: 1})  # one existing znode set, one new topic created
+        assert await kzc.zk.get_children("/consumers/g/offsets") == ["t", "u"]
+        assert (await kzc.zk.get("/consumers/g/offsets/t/0"))[0] == b"9"  # Kafka's decimal text
+        fresh = ZkOffsetStore(kzc)  # a new coordinator loading the group
+        assert await fresh.load("g") == {t0: 9, t1: 7, u0: 1}
+        assert await fresh.groups() == ["g"]
+        # someone else deleted a znode our store believes exists: the multi fails whole, then one retry works
+        await kzc.zk.delete("/consumers/g/offsets/t/1")
+        await fresh.commit("g", {t1: 11, t0: 12})
+        assert await store.load("g") == {t0: 12, t1: 11, u0: 1}
+        await store.delete_offsets("g", [u0])
+        assert await store.load("g") == {t0: 12, t1: 11}
+        await store.delete_group("g")
+        assert await store.groups() == [] and await store.load("g") == {}
+        await kzc.zk.close()
+
+    run(main())
