@@ -8,7 +8,7 @@ server layer does not import.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from brokers.config import BrokerConfig
 from brokers.replication.metadata_cache import MetadataCache
@@ -46,3 +46,5 @@ class ServerContext:
     cluster_id: Callable[[], str | None]
     admin: AdminOps
     listener_name: str = "PLAINTEXT"
+    coordinator_partition: Callable[[str], int] | None = None  # group id -> its __consumer_offsets partition
+    group_coordinator: Any = None  # consumer_group's GroupCoordinator (the group API handlers use it)

@@ -1,22 +1,75 @@
-"""FindCoordinator answers COORDINATOR_NOT_AVAILABLE (retriable) until the group coordinator exists."""
+"""FindCoordinator: creates __consumer_offsets on first use (COORDINATOR_NOT_AVAILABLE meanwhile), then
+names the leader of the group's partition; no leader or a transaction key is COORDINATOR_NOT_AVAILABLE."""
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
+from brokers.config import BrokerConfig
+from brokers.control import PartitionState, UpdateMetadataRequest
+from brokers.model import BrokerInfo, EndPoint
 from brokers.protocol import codec
-from brokers.protocol.errors import ErrorCode
+from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
-from brokers.server.handlers.find_coordinator import handle_find_coordinator
+from brokers.replication.metadata_cache import MetadataCache
+from brokers.server.context import ServerContext
+from brokers.server.handlers.find_coordinator import OFFSETS_TOPIC, handle_find_coordinator
+
+BROKERS = (BrokerInfo(1, (EndPoint("PLAINTEXT", "127.0.0.1", 9092),)),
+           BrokerInfo(2, (EndPoint("PLAINTEXT", "127.0.0.2", 9093),)))
+
+
+class Admin:
+    def __init__(self):
+        self.created = []
+
+    async def create_topic(self, name, partitions, replication, config, assignment, validate_only):
+        self.created.append((name, partitions, replication, config))
+        if len(self.created) > 1:
+            raise KafkaError("exists", ErrorCode.TOPIC_ALREADY_EXISTS)
+
+
+def context(partition_of=lambda group: 1) -> ServerContext:
+    config = BrokerConfig.from_properties({"zookeeper.connect": "z:2181", "broker.id": "1",
+                                           "offsets.topic.num.partitions": "3"})
+    cache = MetadataCache(1)
+    cache.update(UpdateMetadataRequest(1, 1, 1, (), BROKERS))
+    return ServerContext(1, config, cache, None, lambda: "c", Admin(), coordinator_partition=partition_of)
+
+
+def find(ctx, version, key="g", key_type=0):
+    request = codec.build(codec.request_class(10, version), key=key, key_type=key_type)
+    response = asyncio.run(handle_find_coordinator(ctx, RequestHeader(10, version, 5, "test", 0), request))
+    assert codec.decode_response(10, version, codec.encode_response(10, version, 5, response)[4:])[0] == 5
+    return response
+
+
+def publish(ctx, leaders):
+    states = tuple(PartitionState(OFFSETS_TOPIC, p, 1, leader, 0, (1, 2), 0, (1, 2)) for p, leader in enumerate(leaders))
+    ctx.metadata_cache.update(UpdateMetadataRequest(1, 1, 1, states, BROKERS))
 
 
 @pytest.mark.parametrize("version", [0, 1])
-def test_find_coordinator_is_retriable_for_now(version):
-    request = codec.build(codec.request_class(10, version), key="g", key_type=0)
-    header = RequestHeader(10, version, 5, "test", 0)
-    response = asyncio.run(handle_find_coordinator(None, header, request))
-    assert int(response.error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert response.node_id == -1
-    encoded = codec.encode_response(10, version, 5, response)
-    assert codec.decode_response(10, version, encoded[4:])[0] == 5
+def test_first_lookup_creates_the_offsets_topic_capped_by_live_brokers(version):
+    ctx = context()
+    response = find(ctx, version)
+    assert int(response.error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE and response.node_id == -1
+    assert ctx.admin.created == [(OFFSETS_TOPIC, 3, 2, {"cleanup.policy": "compact"})]  # RF 3 capped to 2 live
+    assert int(find(ctx, version).error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE  # exists already: fine
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_the_coordinator_is_the_leader_of_the_groups_partition(version):
+    ctx = context(partition_of=lambda group: {"a": 0, "b": 1, "c": 2}[group])
+    publish(ctx, [1, 2, -1])
+    assert (find(ctx, version, "a").node_id, find(ctx, version, "a").host) == (1, "127.0.0.1")
+    b = find(ctx, version, "b")
+    assert (int(b.error_code), b.node_id, b.host, b.port) == (0, 2, "127.0.0.2", 9093)
+    assert int(find(ctx, version, "c").error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE  # no leader
+
+
+def test_transaction_coordinators_are_not_offered():
+    ctx = context()
+    publish(ctx, [1, 1, 1])
+    assert int(find(ctx, 1, key_type=1).error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
