@@ -85,6 +85,7 @@ class ReplicaManager:
         self._last_isr_change_ms = 0
         self._last_isr_propagation_ms = 0
         self._tasks: set[asyncio.Task] = set()
+        self.leadership_listeners: list[Callable[[TopicPartition, bool], None]] = []
         self.log_manager = log_manager
         self._topic_config = topic_config
         self._broker_epoch = broker_epoch
@@ -118,8 +119,19 @@ class ReplicaManager:
             self._remember_endpoint(broker)
         errors = []
         for state in request.partition_states:
-            errors.append((state.topic, state.partition, int(await self._apply_state(state))))
+            error = await self._apply_state(state)
+            errors.append((state.topic, state.partition, int(error)))
+            if error == ErrorCode.NONE:
+                self._tell_listeners(TopicPartition(state.topic, state.partition), state.leader == self.broker_id)
         return LeaderAndIsrResponse(int(ErrorCode.NONE), tuple(errors))
+
+    def _tell_listeners(self, tp: TopicPartition, is_leader: bool) -> None:
+        """Who else cares about leadership (the group coordinator follows ``__consumer_offsets``)."""
+        for listener in self.leadership_listeners:
+            try:
+                listener(tp, is_leader)
+            except Exception:  # noqa: BLE001 - a listener's bug must not fail the LeaderAndIsr
+                log.exception("leadership listener failed for %s", tp)
 
     def _remember_endpoint(self, broker: BrokerInfo) -> None:
         try:
@@ -180,6 +192,7 @@ class ReplicaManager:
             self.fetchers.remove_partition(tp)
             if partition is not None:
                 partition.stop_leading()
+                self._tell_listeners(tp, False)
             if item.delete:
                 self.partitions.pop(tp, None)
                 await asyncio.to_thread(self.log_manager.delete_log, tp)

@@ -45,12 +45,16 @@ HANDLERS: dict[int, Handler] = {
     23: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
     32: admin.handle_describe_configs,
 }
-assert set(HANDLERS) | {API_VERSIONS_KEY} == set(SUPPORTED)
+assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 
 
 class KafkaApis:
-    def __init__(self, context: ServerContext):
+    """``extra_handlers``: APIs served by other packages, wired by the composition root (the group APIs
+    of ``consumer_group``). An advertised API nobody handles answers UNSUPPORTED_VERSION."""
+
+    def __init__(self, context: ServerContext, extra_handlers: dict[int, Handler] | None = None):
         self.context = context
+        self.handlers = {**HANDLERS, **(extra_handlers or {})}
 
     async def handle(self, frame: bytes, connection: Any) -> list[Any] | None:
         api_key, api_version = _KEY_AND_VERSION.unpack_from(frame)
@@ -60,11 +64,12 @@ class KafkaApis:
             header = parse_request_header(frame, flexible=api_version >= 3)
             return [api_versions_response(header.correlation_id, api_version)]
         header = parse_request_header(frame, is_flexible(api_key, api_version))
-        if not is_supported(api_key, api_version):
+        handler = self.handlers.get(api_key)
+        if handler is None or not is_supported(api_key, api_version):
             return [self._unsupported_version(header)]
         request = codec.decode_request(header, frame)
         try:
-            response = await HANDLERS[api_key](self.context, header, request)
+            response = await handler(self.context, header, request)
         except (TypeError, AttributeError) as exc:  # decoded, but null where the schema needs a value
             raise ProtocolError(f"malformed {api_name(api_key)} v{api_version} request: {exc}") from exc
         if response is None or isinstance(response, list):
