@@ -41,6 +41,11 @@ from brokers.storage.scheduler import Scheduler
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import BadVersionError, ZkError
 from brokers.zk.gateway import SessionState, ZkGateway
+from consumer_group.coordinator.coordinator import GroupCoordinator
+from consumer_group.coordinator.group_config import GroupConfig
+from consumer_group.coordinator.handlers import HANDLERS as GROUP_HANDLERS
+from consumer_group.coordinator.offset_store import ZkOffsetStore
+from consumer_group.coordinator.placement import OFFSETS_TOPIC
 from coordinator.controller import ControllerConfig, KafkaController
 
 log = logging.getLogger(__name__)
@@ -85,6 +90,7 @@ class BrokerServer:
         self.http = HttpServer(self, _bind_host(config), config.http_port)
         self.controller: KafkaController | None = None
         self.kafka_listener: KafkaListener | None = None
+        self.group_coordinator = GroupCoordinator(self.broker_id, GroupConfig.from_broker(config), ZkOffsetStore(self.kzc))
         self._session_lost = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -108,11 +114,16 @@ class BrokerServer:
             listener=self.config["inter.broker.listener.name"],
             replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"])
         self.replica_manager.start()
+        self.group_coordinator.broker_id = self.broker_id
+        await self.group_coordinator.startup()
+        self.replica_manager.leadership_listeners.append(self._on_leadership)
         admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.default_log_config, self.metadata_cache)
         listener = self.config.listeners[0]
         context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
-                                lambda: self.cluster_id, admin, listener.listener)
-        self.kafka_listener = KafkaListener(KafkaApis(context).handle, listener.host, listener.port,
+                                lambda: self.cluster_id, admin, listener.listener,
+                                coordinator_partition=self.group_coordinator.partition_for,
+                                group_coordinator=self.group_coordinator)
+        self.kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                             self.config["socket.request.max.bytes"])
         await self.kafka_listener.start()
         await self.http.start()
@@ -120,6 +131,15 @@ class BrokerServer:
         log.info("broker %d registered with epoch %d (cluster %s)", self.broker_id, self.broker_epoch, self.cluster_id)
         self.controller = KafkaController(self.broker_id, self.kzc, ControllerConfig.from_broker(self.config))
         await self.controller.startup()
+
+    def _on_leadership(self, tp: TopicPartition, is_leader: bool) -> None:
+        """Group ownership follows ``__consumer_offsets`` leadership (reference §5.1)."""
+        if tp.topic != OFFSETS_TOPIC:
+            return
+        if is_leader:
+            self.group_coordinator.on_elected(tp.partition)
+        else:
+            self.group_coordinator.on_resigned(tp.partition)
 
     def broker_info(self) -> BrokerInfo:
         return BrokerInfo(self.broker_id, tuple(self.config.advertised_listeners), self.config["broker.rack"],
@@ -280,6 +300,7 @@ class BrokerServer:
             await self.kafka_listener.stop()
         if self.controller is not None:
             await self.controller.shutdown()
+        await self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             await self.replica_manager.shutdown()
         await self.zk.close()

@@ -1,7 +1,7 @@
 """The one table of supported API versions: it drives the ApiVersions response and dispatch.
 
 The window is the recommended one from ``reference/wire-protocol.md`` section 0, limited to the APIs
-this broker implements so far (the group APIs, keys 8-16, come with the group coordinator). Each
+this broker implements. Each
 lower bound is deliberate: old librdkafka (kcat with librdkafka < 2.11.1) switches features on only if
 one exact "probe" version lies inside the range (Produce 0 for gzip/snappy/lz4, Produce 3 and Fetch 4
 for magic-2 batches, Produce 7 and Fetch 10 for zstd, ListOffsets 1 for offsets-by-time,
@@ -43,13 +43,23 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     1: (4, 11),  # Fetch: 4 for magic 2, 10 for zstd, 11 = preferred read replica (what all clients send)
     2: (1, 2),  # ListOffsets: 1 for offsets-by-time, librdkafka 2.0.2 caps it at 2
     3: (4, 4),  # Metadata: librdkafka 2.0.2 caps it at 4
+    8: (2, 7),  # OffsetCommit: kio starts at 2 (KIP-896); 7 carries group.instance.id
+    9: (1, 5),  # OffsetFetch: kio starts at 1; 2+ fetches all with a null topic list
+    11: (0, 5),  # JoinGroup: 4 = KIP-394 member id required, 5 = static membership (KIP-345)
+    12: (0, 3),  # Heartbeat: 3 carries group.instance.id
+    13: (0, 3),  # LeaveGroup: 3 is the batch form (KIP-345)
+    14: (0, 3),  # SyncGroup: 3 carries group.instance.id
     10: (0, 1),  # FindCoordinator: librdkafka's lz4 feature probe needs v0 advertised
     18: (0, 3),  # ApiVersions: v3 is flexible (request header v2), response header always v0
     19: (2, 4),  # CreateTopics: aiokafka's admin needs <= 3, the others send 4
     20: (3, 3),  # DeleteTopics
     22: (0, 0),  # InitProducerId: kafka-python's default (idempotent) producer requires it
     23: (2, 3),  # OffsetForLeaderEpoch: followers' truncation (v3 has replica_id); kio starts at v2
+    15: (0, 4),  # DescribeGroups: aiokafka's admin needs <= 3, the others send 4
+    16: (0, 2),  # ListGroups: aiokafka's admin needs <= 1
     32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
+    42: (0, 1),  # DeleteGroups
+    47: (0, 0),  # OffsetDelete
 }
 
 API_NAMES: dict[int, str] = {
@@ -57,14 +67,26 @@ API_NAMES: dict[int, str] = {
     1: "Fetch",
     2: "ListOffsets",
     3: "Metadata",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
     10: "FindCoordinator",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
+    15: "DescribeGroups",
+    16: "ListGroups",
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
     23: "OffsetForLeaderEpoch",
     32: "DescribeConfigs",
+    42: "DeleteGroups",
+    47: "OffsetDelete",
 }
+
+NEVER_FLEXIBLE = 1 << 15  # OffsetDelete's "flexibleVersions": "none"
 
 # The first flexible version of each supported API (Kafka's "flexibleVersions").
 FLEXIBLE_FROM: dict[int, int] = {
@@ -72,13 +94,23 @@ FLEXIBLE_FROM: dict[int, int] = {
     1: 12,
     2: 6,
     3: 9,
+    8: 8,
+    9: 6,
     10: 3,
+    11: 6,
+    12: 4,
+    13: 4,
+    14: 4,
+    15: 5,
+    16: 3,
     18: 3,
     19: 5,
     20: 4,
     22: 2,
     23: 4,
     32: 4,
+    42: 2,
+    47: NEVER_FLEXIBLE,
 }
 
 assert SUPPORTED.keys() == API_NAMES.keys() == FLEXIBLE_FROM.keys()

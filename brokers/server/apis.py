@@ -17,7 +17,7 @@ from brokers.protocol import codec
 from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name, api_versions_response, is_flexible, is_supported
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
-from brokers.server.context import ServerContext
+from brokers.server.context import CLIENT_HOST, ServerContext
 from brokers.server.handlers import (
     admin,
     fetch,
@@ -68,6 +68,7 @@ class KafkaApis:
         if handler is None or not is_supported(api_key, api_version):
             return [self._unsupported_version(header)]
         request = codec.decode_request(header, frame)
+        CLIENT_HOST.set("/" + getattr(connection, "peer", "?").rsplit(":", 1)[0])
         try:
             response = await handler(self.context, header, request)
         except (TypeError, AttributeError) as exc:  # decoded, but null where the schema needs a value

@@ -7,12 +7,18 @@ server layer does not import.
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from brokers.config import BrokerConfig
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
+
+
+# The address of the client whose request is being handled ("/127.0.0.1", as Kafka prints it), set per
+# request by KafkaApis; each request runs in its own task, so each sees its own value.
+CLIENT_HOST: ContextVar[str] = ContextVar("client_host", default="")
 
 
 class AdminOps(Protocol):
@@ -48,3 +54,8 @@ class ServerContext:
     listener_name: str = "PLAINTEXT"
     coordinator_partition: Callable[[str], int] | None = None  # group id -> its __consumer_offsets partition
     group_coordinator: Any = None  # consumer_group's GroupCoordinator (the group API handlers use it)
+
+    @staticmethod
+    def client_host() -> str:
+        """The host of the client that sent the request being handled."""
+        return CLIENT_HOST.get()

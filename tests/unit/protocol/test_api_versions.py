@@ -26,6 +26,7 @@ from brokers.protocol.api_versions import (
 
 EXPECTED_WINDOW = {
     0: (0, 7), 1: (4, 11), 2: (1, 2), 3: (4, 4), 10: (0, 1), 18: (0, 3), 19: (2, 4), 20: (3, 3), 22: (0, 0), 23: (2, 3), 32: (1, 3),
+    8: (2, 7), 9: (1, 5), 11: (0, 5), 12: (0, 3), 13: (0, 3), 14: (0, 3), 15: (0, 4), 16: (0, 2), 42: (0, 1), 47: (0, 0),
 }
 
 
@@ -49,7 +50,7 @@ def kio_body(version: int, error: ErrorCode) -> bytes:
 
 def test_the_window_is_the_recommended_one_with_find_coordinator_only_from_the_group_apis():
     assert SUPPORTED == EXPECTED_WINDOW
-    assert set(SUPPORTED) & set(range(8, 17)) == {10}  # FindCoordinator: librdkafka's lz4 probe
+    assert all(lo <= 5 for key, (lo, _) in SUPPORTED.items() if key in range(8, 17))  # old librdkafka's group probes
     assert API_NAMES[32] == "DescribeConfigs" and api_name(99) == "ApiKey(99)"
 
 
@@ -96,7 +97,7 @@ def test_is_supported():
     assert is_supported(1, 4) and not is_supported(1, 3) and not is_supported(1, 12)
     assert is_supported(3, 4) and not is_supported(3, 5) and not is_supported(3, 3)
     assert is_supported(32, 1) and is_supported(32, 3) and not is_supported(32, 4) and not is_supported(32, 0)
-    assert not is_supported(11, 5)  # JoinGroup: not in this window yet
+    assert is_supported(11, 5) and not is_supported(11, 6) and not is_supported(8, 1)  # JoinGroup v6 is flexible
     assert not is_supported(999, 0)
 
 
@@ -122,8 +123,8 @@ def test_flexible_rules_match_kio(key):
 
 def test_flexible_rules_for_unknown_keys():
     with pytest.raises(KeyError):
-        flexible_from(11)
-    assert not is_flexible(11, 9) and request_header_version(999, 3) == 1 and response_header_version(999, 3) == 0
+        flexible_from(99)
+    assert not is_flexible(99, 9) and is_flexible(11, 9) and not is_flexible(47, 0) and request_header_version(999, 3) == 1 and response_header_version(999, 3) == 0
     assert response_header_version(18, 3) == 0 and request_header_version(18, 3) == 2
 
 

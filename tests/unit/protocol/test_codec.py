@@ -46,6 +46,20 @@ REQUESTS = {
     22: dict(transactional_id=None, transaction_timeout=60000),
     23: dict(replica_id=2, topics=[dict(topic="t", partitions=[dict(partition=0, current_leader_epoch=4, leader_epoch=3)])]),
     32: dict(resources=[dict(resource_type=2, resource_name="t", configuration_keys=None)], include_synonyms=True),
+    8: dict(group_id="g", generation_id_or_member_epoch=3, member_id="m-1", group_instance_id=None, retention_time=-1,
+            topics=[dict(name="t", partitions=[dict(partition_index=0, committed_offset=42, committed_leader_epoch=-1,
+                                                    committed_metadata="")])]),
+    9: dict(group_id="g", topics=[dict(name="t", partition_indexes=[0, 1])]),
+    11: dict(group_id="g", session_timeout=10000, rebalance_timeout=300000, member_id="", group_instance_id=None,
+             protocol_type="consumer", protocols=[dict(name="range", metadata=b"\x00\x01")]),
+    12: dict(group_id="g", generation_id=1, member_id="m-1", group_instance_id=None),
+    13: dict(group_id="g", member_id="m-1", members=[dict(member_id="m-1", group_instance_id=None)]),
+    14: dict(group_id="g", generation_id=1, member_id="m-1", group_instance_id=None,
+             assignments=[dict(member_id="m-1", assignment=b"\x00")]),
+    15: dict(groups=["g"], include_authorized_operations=False),
+    16: dict(),
+    42: dict(groups_names=["g"]),
+    47: dict(group_id="g", topics=[dict(name="t", partitions=[dict(partition_index=0)])]),
 }
 
 DECODABLE = [(k, v) for k, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1) if not (k == 0 and v < 3)]

@@ -1,0 +1,153 @@
+"""The group APIs on the wire: kio requests in, ``GroupCoordinator`` calls, kio responses out.
+
+``HANDLERS`` is handed to ``KafkaApis`` by the composition root; each handler reaches the coordinator as
+``context.group_coordinator`` and the client's address as ``context.client_host()``. One handler
+serves every advertised version of its API (``codec.build`` drops fields a version does not have):
+
+* JoinGroup v0 has no rebalance timeout (the session timeout stands in); v4+ requires a known member
+  id (KIP-394); v5 carries ``group.instance.id`` (KIP-345).
+* LeaveGroup v0-2 name one member and carry its error at the top level; v3 is the batch form.
+* OffsetFetch v1 reports a coordinator error per partition, v2+ at the top level too; a null topic
+  list (v2+) means every committed offset of the group.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from brokers.model import TopicPartition
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.framing import RequestHeader
+from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
+from consumer_group.coordinator.group import GroupMetadata
+
+NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def _response(header: RequestHeader, **fields: Any) -> Any:
+    return codec.build(codec.response_class(header.api_key, header.api_version), **fields)
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+
+
+async def handle_join_group(context: Any, header: RequestHeader, request: Any) -> Any:
+    coordinator: GroupCoordinator = context.group_coordinator
+    session_timeout_ms = _ms(request.session_timeout)
+    rebalance_timeout = getattr(request, "rebalance_timeout", None)
+    result = await coordinator.join_group(JoinRequest(
+        group_id=request.group_id, member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        require_known_member_id=header.api_version >= 4, client_id=header.client_id or "",
+        client_host=context.client_host(), session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=session_timeout_ms if rebalance_timeout is None else _ms(rebalance_timeout),
+        protocol_type=request.protocol_type, protocols=[(p.name, bytes(p.metadata)) for p in request.protocols]))
+    members = [{"member_id": m, "group_instance_id": i, "metadata": md} for m, i, md in result.members]
+    return _response(header, error_code=result.error, generation_id=result.generation_id,
+                     protocol_name=result.protocol_name or "", leader=result.leader_id, member_id=result.member_id,
+                     members=members)
+
+
+async def handle_sync_group(context: Any, header: RequestHeader, request: Any) -> Any:
+    assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
+    result = await context.group_coordinator.sync_group(request.group_id, request.generation_id, request.member_id,
+                                                        getattr(request, "group_instance_id", None), assignments)
+    return _response(header, error_code=result.error, assignment=result.assignment)
+
+
+async def handle_heartbeat(context: Any, header: RequestHeader, request: Any) -> Any:
+    error = context.group_coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,
+                                                getattr(request, "group_instance_id", None))
+    return _response(header, error_code=error)
+
+
+async def handle_leave_group(context: Any, header: RequestHeader, request: Any) -> Any:
+    if header.api_version < 3:
+        error, errors = context.group_coordinator.leave_group(request.group_id, [(request.member_id, None)])
+        return _response(header, error_code=errors[0] if error == ErrorCode.NONE and errors else error)
+    leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    error, errors = context.group_coordinator.leave_group(request.group_id, leaving)
+    members = [{"member_id": m, "group_instance_id": i, "error_code": e} for (m, i), e in zip(leaving, errors)]
+    return _response(header, error_code=error, members=members)
+
+
+def _by_topic(results: dict[TopicPartition, Any], entry) -> list[dict]:
+    topics: dict[str, list] = {}
+    for tp, value in results.items():
+        topics.setdefault(tp.topic, []).append(entry(tp.partition, value))
+    return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
+
+
+async def handle_offset_commit(context: Any, header: RequestHeader, request: Any) -> Any:
+    offsets = {TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
+               for t in request.topics for p in t.partitions}
+    results = await context.group_coordinator.commit_offsets(
+        request.group_id, request.generation_id_or_member_epoch, request.member_id,
+        getattr(request, "group_instance_id", None), offsets)
+    return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
+
+
+async def handle_offset_fetch(context: Any, header: RequestHeader, request: Any) -> Any:
+    partitions = None if request.topics is None else [
+        TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
+    error, offsets = context.group_coordinator.fetch_offsets(request.group_id, partitions)
+    if error != ErrorCode.NONE:
+        offsets = dict.fromkeys(partitions or [])
+    partition_error = error if header.api_version < 2 else ErrorCode.NONE
+
+    def entry(partition: int, committed: Any) -> dict:
+        return {"partition_index": partition, "committed_offset": -1 if committed is None else committed.offset,
+                "committed_leader_epoch": -1, "metadata": "" if committed is None else committed.metadata,
+                "error_code": partition_error}
+    return _response(header, error_code=error, topics=_by_topic(offsets, entry))
+
+
+def _describe(group_id: str, error: ErrorCode, group: GroupMetadata | None) -> dict:
+    if group is None:
+        return {"error_code": error, "group_id": group_id, "group_state": "Dead" if error == ErrorCode.NONE else "",
+                "authorized_operations": NO_AUTHORIZED_OPERATIONS}
+    members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                "client_host": m.client_host, "member_assignment": m.assignment,
+                "member_metadata": m.metadata(group.protocol_name) if group.protocol_name else b""}
+               for m in group.members.values()]
+    return {"error_code": error, "group_id": group_id, "group_state": str(group.state),
+            "protocol_type": group.protocol_type or "", "protocol_data": group.protocol_name or "",
+            "members": members, "authorized_operations": NO_AUTHORIZED_OPERATIONS}
+
+
+async def handle_describe_groups(context: Any, header: RequestHeader, request: Any) -> Any:
+    groups = [_describe(g, *context.group_coordinator.describe_group(g)) for g in request.groups]
+    return _response(header, groups=groups)
+
+
+async def handle_list_groups(context: Any, header: RequestHeader, request: Any) -> Any:
+    error, groups = context.group_coordinator.list_groups()
+    return _response(header, error_code=error, groups=[
+        {"group_id": g.group_id, "protocol_type": g.protocol_type or ""} for g in groups])
+
+
+async def handle_delete_groups(context: Any, header: RequestHeader, request: Any) -> Any:
+    results = await context.group_coordinator.delete_groups(list(request.groups_names))
+    return _response(header, results=[{"group_id": g, "error_code": e} for g, e in results.items()])
+
+
+async def handle_offset_delete(context: Any, header: RequestHeader, request: Any) -> Any:
+    partitions = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error, results = await context.group_coordinator.delete_offsets(request.group_id, partitions)
+    return _response(header, error_code=error,
+                     topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
+
+
+HANDLERS = {
+    8: handle_offset_commit,
+    9: handle_offset_fetch,
+    11: handle_join_group,
+    12: handle_heartbeat,
+    13: handle_leave_group,
+    14: handle_sync_group,
+    15: handle_describe_groups,
+    16: handle_list_groups,
+    42: handle_delete_groups,
+    47: handle_offset_delete,
+}

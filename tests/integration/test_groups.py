@@ -1,0 +1,264 @@
+"""Consumer groups against a real 3-broker cluster with unmodified clients (reference §5): members join
+and leave, the coordinator rebalances, offsets are committed to ZooKeeper and fetched back, the group
+follows the leadership of its ``__consumer_offsets`` partition, and a zombie member cannot commit."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from consumer_group.coordinator.placement import partition_for
+from scripts.cluster import Cluster, ClusterSpec
+from tests.integration.conditions import wait_for
+
+PARTITIONS = 6
+SESSION_MS = 6000
+OFFSETS_PARTITIONS = 6
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=4000, properties={
+        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+        "replica.fetch.backoff.ms": "200"})
+    c = Cluster(tmp_path / "cluster", spec)
+    c.up(timeout=60)
+    yield c
+    c.down()
+
+
+@pytest.fixture
+def zk(cluster):
+    client = KazooClient(hosts=cluster.zookeeper_connect)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def create_topic(cluster: Cluster, topic: str, partitions: int = PARTITIONS) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # must outlive the future
+    admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(30)
+
+
+def produce(cluster: Cluster, topic: str, start: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5})
+    for i in range(start, start + count):
+        producer.produce(topic, str(i).encode(), partition=i % PARTITIONS)
+    assert producer.flush(60) == 0
+
+
+class Member:
+    """One confluent-kafka group member polling on its own thread; commits after each batch."""
+
+    def __init__(self, cluster: Cluster, group: str, topic: str, name: str, **extra):
+        self.name = name
+        self.owned: set[int] = set()
+        self.revoked: list[set[int]] = []
+        self.values: list[int] = []
+        self.errors: list[str] = []
+        self.consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                                  "client.id": name, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                  "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
+                                  "fetch.wait.max.ms": 50, **extra})
+        self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _on_assign(self, consumer, partitions):  # eager: the whole assignment; cooperative: what is added
+        self.owned |= {p.partition for p in partitions}
+
+    def _on_revoke(self, consumer, partitions):  # eager: everything; cooperative: only what moves away
+        self.revoked.append({p.partition for p in partitions})
+        self.owned -= {p.partition for p in partitions}
+
+    @property
+    def assigned(self) -> set[int]:
+        return set(self.owned)
+
+    def _run(self):
+        while not self._stop.is_set():
+            messages = self.consumer.consume(500, timeout=0.2)
+            good = [m for m in messages if m.error() is None]
+            self.errors += [str(m.error()) for m in messages if m.error() is not None]
+            if good:
+                self.values += [int(m.value()) for m in good]
+                try:
+                    self.consumer.commit(asynchronous=False)
+                except KafkaException as exc:
+                    self.errors.append(str(exc))
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(30)
+        self.consumer.close()
+
+
+def owners(members: list[Member]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
+    for m in members:
+        for p in m.assigned:
+            out[p].append(m.name)
+    return out
+
+
+def each_partition_owned_once(members: list[Member]) -> bool:
+    return all(len(names) == 1 for names in owners(members).values())
+
+
+def committed_in_zk(zk: KazooClient, group: str, topic: str) -> dict[int, int]:
+    path = f"/consumers/{group}/offsets/{topic}"
+    if not zk.exists(path):
+        return {}
+    return {int(p): int(zk.get(f"{path}/{p}")[0]) for p in zk.get_children(path)}
+
+
+def test_members_join_one_by_one_every_partition_has_one_owner_and_offsets_land_in_zookeeper(cluster, zk):
+    topic, group = "grouped", "g-join"
+    create_topic(cluster, topic)
+    produce(cluster, topic, 0, 3000)
+    members = []
+    try:
+        for i in range(3):
+            members.append(Member(cluster, group, topic, f"member-{i}"))
+            wait_for(lambda: len(members) == sum(1 for m in members if m.assigned) and each_partition_owned_once(members),
+                     30, f"{i + 1} members to share the {PARTITIONS} partitions")
+            produce(cluster, topic, 3000 + 1000 * i, 1000)
+        wait_for(lambda: len(set(v for m in members for v in m.values)) == 6000, 60, "every record consumed")
+        assert sorted(len(m.assigned) for m in members) == [2, 2, 2]
+        ends = {p: 1000 for p in range(PARTITIONS)}  # 6000 records round-robin over 6 partitions
+        wait_for(lambda: committed_in_zk(zk, group, topic) == ends, 30, "the committed offsets in ZooKeeper")
+        probe = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+        committed = probe.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
+        probe.close()
+        assert {tp.partition: tp.offset for tp in committed} == ends  # OffsetFetch from the coordinator
+        assert all(not m.errors for m in members), [m.errors for m in members]
+    finally:
+        for m in members:
+            m.close()
+
+
+def test_clean_leave_and_session_expiry_rebalance_without_losing_records(cluster):
+    topic, group = "leavers", "g-leave"
+    create_topic(cluster, topic)
+    produce(cluster, topic, 0, 600)
+    a, b = Member(cluster, group, topic, "a"), Member(cluster, group, topic, "b")
+    try:
+        wait_for(lambda: each_partition_owned_once([a, b]) and a.assigned and b.assigned, 30, "two members")
+        b.close()  # LeaveGroup: a takes everything within a rebalance, not a session timeout
+        left = time.monotonic()
+        wait_for(lambda: a.assigned == set(range(PARTITIONS)), 15, "a to own every partition after b left")
+        assert time.monotonic() - left < SESSION_MS / 1000, "the clean leave waited for the session timeout"
+        produce(cluster, topic, 600, 600)
+        wait_for(lambda: len(set(a.values + b.values)) == 1200, 60, "all 1200 records consumed")
+    finally:
+        a.close()
+
+
+ZOMBIE = """
+import sys, time
+from confluent_kafka import Consumer, TopicPartition
+bootstrap, group, topic = sys.argv[1:4]
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "zombie", "enable.auto.commit": False,
+              "auto.offset.reset": "earliest", "session.timeout.ms": %d, "heartbeat.interval.ms": 500})
+c.subscribe([topic])
+deadline = time.monotonic() + 60
+while not c.assignment() and time.monotonic() < deadline:
+    c.poll(0.2)
+print("ready", flush=True)
+sys.stdin.readline()
+try:
+    c.commit(offsets=[TopicPartition(topic, p, 999999) for p in range(%d)], asynchronous=False)
+    print("committed", flush=True)
+except Exception as exc:
+    print("refused", exc, flush=True)
+""" % (SESSION_MS, PARTITIONS)
+
+
+def test_zombie_member_cannot_commit_after_its_session_expired(cluster, zk):
+    topic, group = "zombies", "g-zombie"
+    create_topic(cluster, topic)
+    produce(cluster, topic, 0, 60)
+    zombie = subprocess.Popen([sys.executable, "-c", ZOMBIE, cluster.bootstrap_servers, group, topic],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    survivor = None
+    try:
+        assert zombie.stdout.readline().strip() == "ready"
+        zombie.send_signal(signal.SIGSTOP)  # frozen: no heartbeats, its session expires
+        survivor = Member(cluster, group, topic, "survivor")
+        wait_for(lambda: survivor.assigned == set(range(PARTITIONS)), SESSION_MS / 1000 + 30,
+                 "the survivor to own everything once the zombie's session expired")
+        zombie.send_signal(signal.SIGCONT)
+        zombie.stdin.write("commit\n")
+        zombie.stdin.flush()
+        answer = zombie.stdout.readline().strip()
+        assert answer.startswith("refused"), answer
+        assert 999999 not in committed_in_zk(zk, group, topic).values()
+    finally:
+        zombie.kill()
+        zombie.wait(10)
+        if survivor is not None:
+            survivor.close()
+
+
+def test_cooperative_sticky_members_keep_their_partitions_while_others_move(cluster):
+    topic, group = "coop", "g-coop"
+    create_topic(cluster, topic)
+    strategy = {"partition.assignment.strategy": "cooperative-sticky"}
+    a = Member(cluster, group, topic, "a", **strategy)
+    b = None
+    try:
+        wait_for(lambda: a.assigned == set(range(PARTITIONS)), 30, "a to own every partition")
+        b = Member(cluster, group, topic, "b", **strategy)
+        wait_for(lambda: each_partition_owned_once([a, b]) and len(a.assigned) == len(b.assigned) == 3, 40,
+                 "an incremental rebalance to 3 + 3")
+        # incremental: a only ever gave up the 3 partitions that moved, never its whole assignment
+        assert a.revoked and all(len(r) <= 3 for r in a.revoked), a.revoked
+        produce(cluster, topic, 0, 600)
+        wait_for(lambda: len(set(a.values + b.values)) == 600, 60, "all records consumed by the pair")
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+
+
+def coordinator_of(cluster: Cluster, group: str) -> int:
+    """The leader of the group's __consumer_offsets partition, from a broker's metadata cache."""
+    name = f"__consumer_offsets-{partition_for(group, OFFSETS_PARTITIONS)}"
+    for broker in cluster.broker_ids:
+        health = cluster.health(broker) or {}
+        state = health.get("metadata", {}).get("partitions", {}).get(name)
+        if state and state["leader"] >= 0:
+            return state["leader"]
+    return -1
+
+
+def test_group_follows_its_offsets_partition_when_the_coordinator_dies(cluster, zk):
+    topic, group = "moving", "g-moving"
+    create_topic(cluster, topic)
+    produce(cluster, topic, 0, 1200)
+    member = Member(cluster, group, topic, "m")
+    try:
+        wait_for(lambda: len(set(member.values)) == 1200, 60, "the first 1200 records")
+        wait_for(lambda: sum(committed_in_zk(zk, group, topic).values()) == 1200, 30, "their offsets committed")
+        old = coordinator_of(cluster, group)
+        assert old > 0
+        cluster.signal_broker(old, signal.SIGKILL)
+        wait_for(lambda: coordinator_of(cluster, group) not in (-1, old), 30, "a new coordinator")
+        before = len(member.values)
+        produce(cluster, topic, 1200, 1200)
+        wait_for(lambda: len(set(member.values)) == 2400, 90, "the member to resume with the new coordinator")
+        duplicates = len(member.values) - len(set(member.values))
+        assert duplicates < before, "the group restarted from the beginning, not from its committed offsets"
+        wait_for(lambda: sum(committed_in_zk(zk, group, topic).values()) == 2400, 30, "new commits")
+    finally:
+        member.close()
