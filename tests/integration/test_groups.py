@@ -262,3 +262,122 @@ def test_group_follows_its_offsets_partition_when_the_coordinator_dies(cluster, 
         wait_for(lambda: sum(committed_in_zk(zk, group, topic).values()) == 2400, 30, "new commits")
     finally:
         member.close()
+
+
+KILLED = """
+import sys
+from confluent_kafka import Consumer
+bootstrap, group, topic = sys.argv[1:4]
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "doomed", "enable.auto.commit": False,
+              "auto.offset.reset": "earliest", "session.timeout.ms": %d, "heartbeat.interval.ms": 500})
+c.subscribe([topic])
+while True:
+    messages = [m for m in c.consume(100, timeout=0.2) if m.error() is None]
+    for m in messages:
+        print("value", m.partition(), m.offset(), int(m.value()), flush=True)
+    if messages:
+        for tp in c.commit(asynchronous=False):
+            print("committed", tp.partition, tp.offset, flush=True)
+""" % SESSION_MS
+
+
+def test_killed_member_is_replaced_after_its_session_timeout_and_only_uncommitted_records_repeat(cluster):
+    topic, group = "killed", "g-killed"
+    create_topic(cluster, topic)
+    produce(cluster, topic, 0, 600)
+    doomed = subprocess.Popen([sys.executable, "-c", KILLED, cluster.bootstrap_servers, group, topic],
+                              stdout=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(doomed.stdout.readline, "")), daemon=True)
+    reader.start()
+    survivor = None
+    try:
+        wait_for(lambda: sum(1 for line in lines if line.startswith("value")) >= 600, 60, "the doomed member to read")
+        survivor = Member(cluster, group, topic, "survivor")
+        wait_for(lambda: survivor.assigned and len(survivor.assigned) < PARTITIONS, 30, "a shared assignment")
+        produce(cluster, topic, 600, 600)  # records the doomed member may read but not commit
+        doomed.kill()
+        killed_at = time.monotonic()
+        doomed.wait(10)
+        reader.join(10)
+        wait_for(lambda: survivor.assigned == set(range(PARTITIONS)), SESSION_MS / 1000 + 30,
+                 "the survivor to take over once the killed member's session expired")
+        took = time.monotonic() - killed_at
+        assert took >= SESSION_MS / 1000 - 1.5, f"rebalanced {took:.1f}s after the kill: before the session timeout"
+        wait_for(lambda: len(set(survivor.values) | _values(lines)) == 1200, 60, "every record consumed")
+        committed = {}
+        for line in lines:
+            if line.startswith("committed"):
+                _, partition, offset = line.split()
+                committed[int(partition)] = max(committed.get(int(partition), 0), int(offset))
+        for value in set(survivor.values) & _values(lines):  # read twice: only above the last known commit
+            partition, offset = value % PARTITIONS, value // PARTITIONS
+            assert offset >= committed.get(partition, 0), (value, committed)
+    finally:
+        doomed.kill()
+        if survivor is not None:
+            survivor.close()
+
+
+def _values(lines: list[str]) -> set[int]:
+    return {int(line.split()[3]) for line in lines if line.startswith("value")}
+
+
+def test_confluent_and_kafka_python_members_share_a_group(cluster):
+    from kafka import KafkaConsumer  # kafka-python: a second, independent client implementation
+
+    topic, group = "mixed", "g-mixed"
+    create_topic(cluster, topic)
+    produce(cluster, topic, 0, 1200)
+    a = Member(cluster, group, topic, "confluent", **{"partition.assignment.strategy": "range"})
+    python_values: list[int] = []
+    stop = threading.Event()
+    python_assigned: set[int] = set()
+
+    def run_python_member():
+        consumer = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap_servers, group_id=group,
+                                 client_id="kafka-python", auto_offset_reset="earliest", enable_auto_commit=False,
+                                 session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+        try:
+            while not stop.is_set():
+                batches = consumer.poll(timeout_ms=200)
+                python_assigned.clear()
+                python_assigned.update(tp.partition for tp in consumer.assignment())
+                for records in batches.values():
+                    python_values.extend(int(r.value) for r in records)
+                if batches:
+                    consumer.commit()
+        finally:
+            consumer.close()
+
+    thread = threading.Thread(target=run_python_member, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: len(a.assigned) == 3 and len(python_assigned) == 3 and not (a.assigned & python_assigned),
+                 60, "range assignment over a confluent-kafka and a kafka-python member")
+        wait_for(lambda: len(set(a.values) | set(python_values)) == 1200, 60, "every record consumed by the pair")
+    finally:
+        stop.set()
+        thread.join(30)
+        a.close()
+
+
+def test_static_member_restarting_within_its_session_gets_its_partitions_back_without_a_rebalance(cluster):
+    topic, group = "static", "g-static"
+    create_topic(cluster, topic)
+    a = Member(cluster, group, topic, "a", **{"group.instance.id": "instance-a"})
+    b = Member(cluster, group, topic, "b", **{"group.instance.id": "instance-b"})
+    b2 = None
+    try:
+        wait_for(lambda: each_partition_owned_once([a, b]) and a.assigned and b.assigned, 30, "two static members")
+        b_partitions, a_revocations = set(b.assigned), len(a.revoked)
+        b.close()  # a static member sends no LeaveGroup: its partitions wait for it for a session timeout
+        b2 = Member(cluster, group, topic, "b-restarted", **{"group.instance.id": "instance-b"})
+        wait_for(lambda: b2.assigned == b_partitions, SESSION_MS / 1000, "the restarted instance to get b's partitions")
+        produce(cluster, topic, 0, 600)
+        wait_for(lambda: len(set(a.values + b2.values)) == 600, 60, "every record consumed")
+        assert len(a.revoked) == a_revocations, "the other member went through a rebalance"
+    finally:
+        a.close()
+        if b2 is not None:
+            b2.close()
