@@ -12,7 +12,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from kazoo.client import KazooClient
 
 from brokers.control import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, decode, encode
 from brokers.protocol.errors import ErrorCode
@@ -36,15 +35,6 @@ def cluster(tmp_path):
     c.up(timeout=60)
     yield c
     c.down()
-
-
-@pytest.fixture
-def zk(cluster):
-    client = KazooClient(hosts=cluster.zookeeper_connect)
-    client.start(timeout=10)
-    yield client
-    client.stop()
-    client.close()
 
 
 def topics(cluster, *args: str) -> str:

@@ -35,15 +35,6 @@ def cluster(tmp_path):
     c.down()
 
 
-@pytest.fixture
-def zk(cluster):
-    client = KazooClient(hosts=cluster.zookeeper_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
-
-
 def create_topic(cluster: Cluster, topic: str, partitions: int = PARTITIONS) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # must outlive the future
     admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(30)
@@ -164,13 +155,17 @@ def test_clean_leave_and_session_expiry_rebalance_without_losing_records(cluster
         a.close()
 
 
-ZOMBIE = """
+# A group member in a child process (so it can be frozen or killed): argv = bootstrap, group, topic, client id.
+MEMBER_PROCESS = """
 import sys, time
 from confluent_kafka import Consumer, TopicPartition
-bootstrap, group, topic = sys.argv[1:4]
-c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "zombie", "enable.auto.commit": False,
+bootstrap, group, topic, client_id = sys.argv[1:5]
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id, "enable.auto.commit": False,
               "auto.offset.reset": "earliest", "session.timeout.ms": %d, "heartbeat.interval.ms": 500})
 c.subscribe([topic])
+""" % SESSION_MS
+
+ZOMBIE = MEMBER_PROCESS + """
 deadline = time.monotonic() + 60
 while not c.assignment() and time.monotonic() < deadline:
     c.poll(0.2)
@@ -181,14 +176,14 @@ try:
     print("committed", flush=True)
 except Exception as exc:
     print("refused", exc, flush=True)
-""" % (SESSION_MS, PARTITIONS)
+""" % PARTITIONS
 
 
 def test_zombie_member_cannot_commit_after_its_session_expired(cluster, zk):
     topic, group = "zombies", "g-zombie"
     create_topic(cluster, topic)
     produce(cluster, topic, 0, 60)
-    zombie = subprocess.Popen([sys.executable, "-c", ZOMBIE, cluster.bootstrap_servers, group, topic],
+    zombie = subprocess.Popen([sys.executable, "-c", ZOMBIE, cluster.bootstrap_servers, group, topic, "zombie"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     survivor = None
     try:
@@ -264,13 +259,7 @@ def test_group_follows_its_offsets_partition_when_the_coordinator_dies(cluster, 
         member.close()
 
 
-KILLED = """
-import sys
-from confluent_kafka import Consumer
-bootstrap, group, topic = sys.argv[1:4]
-c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "doomed", "enable.auto.commit": False,
-              "auto.offset.reset": "earliest", "session.timeout.ms": %d, "heartbeat.interval.ms": 500})
-c.subscribe([topic])
+KILLED = MEMBER_PROCESS + """
 while True:
     messages = [m for m in c.consume(100, timeout=0.2) if m.error() is None]
     for m in messages:
@@ -278,21 +267,21 @@ while True:
     if messages:
         for tp in c.commit(asynchronous=False):
             print("committed", tp.partition, tp.offset, flush=True)
-""" % SESSION_MS
+"""
 
 
 def test_killed_member_is_replaced_after_its_session_timeout_and_only_uncommitted_records_repeat(cluster):
     topic, group = "killed", "g-killed"
     create_topic(cluster, topic)
     produce(cluster, topic, 0, 600)
-    doomed = subprocess.Popen([sys.executable, "-c", KILLED, cluster.bootstrap_servers, group, topic],
+    doomed = subprocess.Popen([sys.executable, "-c", KILLED, cluster.bootstrap_servers, group, topic, "doomed"],
                               stdout=subprocess.PIPE, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(doomed.stdout.readline, "")), daemon=True)
     reader.start()
     survivor = None
     try:
-        wait_for(lambda: sum(1 for line in lines if line.startswith("value")) >= 600, 60, "the doomed member to read")
+        wait_for(lambda: len(_whole(lines, "value")) >= 600, 60, "the doomed member to read")
         survivor = Member(cluster, group, topic, "survivor")
         wait_for(lambda: survivor.assigned and len(survivor.assigned) < PARTITIONS, 30, "a shared assignment")
         produce(cluster, topic, 600, 600)  # records the doomed member may read but not commit
@@ -306,10 +295,9 @@ def test_killed_member_is_replaced_after_its_session_timeout_and_only_uncommitte
         assert took >= SESSION_MS / 1000 - 1.5, f"rebalanced {took:.1f}s after the kill: before the session timeout"
         wait_for(lambda: len(set(survivor.values) | _values(lines)) == 1200, 60, "every record consumed")
         committed = {}
-        for line in lines:
-            if line.startswith("committed"):
-                _, partition, offset = line.split()
-                committed[int(partition)] = max(committed.get(int(partition), 0), int(offset))
+        for line in _whole(lines, "committed"):
+            _, partition, offset = line.split()
+            committed[int(partition)] = max(committed.get(int(partition), 0), int(offset))
         for value in set(survivor.values) & _values(lines):  # read twice: only above the last known commit
             partition, offset = value % PARTITIONS, value // PARTITIONS
             assert offset >= committed.get(partition, 0), (value, committed)
@@ -320,7 +308,12 @@ def test_killed_member_is_replaced_after_its_session_timeout_and_only_uncommitte
 
 
 def _values(lines: list[str]) -> set[int]:
-    return {int(line.split()[3]) for line in lines if line.startswith("value")}
+    return {int(line.split()[3]) for line in _whole(lines, "value")}
+
+
+def _whole(lines: list[str], kind: str) -> list[str]:
+    """The complete lines of one kind (a process killed mid-print leaves a torn last line)."""
+    return [line for line in lines if line.startswith(kind + " ") and line.endswith("\n")]
 
 
 def test_confluent_and_kafka_python_members_share_a_group(cluster):
