@@ -374,3 +374,39 @@ def test_static_member_restarting_within_its_session_gets_its_partitions_back_wi
         a.close()
         if b2 is not None:
             b2.close()
+
+
+def test_aiokafka_and_kcat_consume_through_groups_and_commit(cluster):
+    import asyncio
+    import shutil
+
+    from aiokafka import AIOKafkaConsumer
+
+    topic = "other-clients"
+    create_topic(cluster, topic)
+    produce(cluster, topic, 0, 600)
+
+    async def consume_with_aiokafka() -> tuple[set[int], int]:
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=cluster.bootstrap_servers, group_id="g-aiokafka",
+                                    auto_offset_reset="earliest", enable_auto_commit=False)
+        await consumer.start()
+        try:
+            values: set[int] = set()
+            deadline = time.monotonic() + 60
+            while len(values) < 600 and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    values.update(int(r.value) for r in records)
+            await consumer.commit()
+            committed = [await consumer.committed(tp) for tp in consumer.assignment()]
+            return values, sum(committed)
+        finally:
+            await consumer.stop()
+
+    values, committed_total = asyncio.run(consume_with_aiokafka())
+    assert values == set(range(600)) and committed_total == 600
+
+    kcat = subprocess.run([shutil.which("kcat"), "-b", cluster.bootstrap_servers, "-G", "g-kcat", "-o", "beginning",
+                           "-c", "600", "-f", "%s\\n", "-X", "session.timeout.ms=6000", topic],
+                          capture_output=True, text=True, timeout=120)
+    assert kcat.returncode == 0, kcat.stderr
+    assert {int(v) for v in kcat.stdout.split()} == set(range(600))
