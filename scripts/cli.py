@@ -1,7 +1,9 @@
 """``zkafka``: the project's command line. Thin: parse flags, make one library call, print.
 
-Subcommands so far: ``--version``, ``log dump <dir|file>``, ``bench storage|cluster|produce|consume|replication``,
-``zookeeper start|stop|status`` (scripts/zookeeper.py). Later issues add ``cluster``, ``demo``.
+Subcommands so far: ``--version``, ``log dump <dir|file>``,
+``bench storage|cluster|produce|consume|replication|group``, ``zookeeper start|stop|status``
+(scripts/zookeeper.py), ``cluster up|status|down`` (scripts/cluster.py), ``demo groups``
+(scripts/demo_groups.py).
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         client_bench.add_argument("--broker-pid", type=int, default=None, help="broker to measure CPU of")
 
     _add_replication_bench(bench_commands)
+    _add_group_bench(bench_commands)
 
     zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
     zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
@@ -84,7 +87,66 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data-dir", type=Path, default=Path(".zkafka/zookeeper"),
                        help="where configs, data, logs and pid files live (default ./.zkafka/zookeeper)")
     _add_cluster_commands(commands)
+    _add_demo_commands(commands)
     return parser
+
+
+def _add_group_bench(bench_commands) -> None:
+    group = bench_commands.add_parser(
+        "group", help="consumer groups on a 3-broker cluster, with group.initial.rebalance.delay.ms 3000 and 0: "
+                      "subscribe -> first assignment, rebalance on join and on a clean leave, offset commits/s")
+    group.set_defaults(subparser=group)
+    group.add_argument("--reps", type=int, default=5, help="repetitions of each rebalance measurement (default 5)")
+    group.add_argument("--commit-seconds", type=float, default=10.0,
+                       help="seconds of each offset-commit run (default 10)")
+    group.add_argument("--in-flight", type=int, default=64,
+                       help="asynchronous commits outstanding at once in the pipelined commit run (default 64)")
+    group.add_argument("--delays", default="3000,0",
+                       help="group.initial.rebalance.delay.ms of each cluster run (default 3000,0)")
+    group.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
+    group.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _bench_group(args: argparse.Namespace, argv: list[str]) -> int:
+    import shlex
+
+    from scripts.bench_group import GroupBenchOptions, format_report, run_group_bench
+
+    try:
+        delays = [int(d) for d in args.delays.split(",") if d.strip()]
+    except ValueError:
+        args.subparser.error(f"--delays must be comma-separated integers, got {args.delays!r}")
+    if not delays or any(d < 0 for d in delays):
+        args.subparser.error("--delays needs at least one delay, none negative")
+    if args.reps < 1 or args.commit_seconds <= 0 or args.in_flight < 1:
+        args.subparser.error("--reps and --in-flight must be positive, --commit-seconds > 0")
+    options = GroupBenchOptions(delays, args.reps, args.commit_seconds, args.in_flight, args.dir,
+                                command="zkafka " + shlex.join(argv))
+    result = run_group_bench(options)
+    print(json.dumps(result, indent=2) if args.json else "\n".join(format_report(result)))
+    return 0
+
+
+def _add_demo_commands(commands) -> None:
+    demo = commands.add_parser("demo", help="demonstrations with real clients on a live cluster")
+    demo_commands = demo.add_subparsers(dest="demo_command", metavar="SUBCOMMAND", required=True)
+    groups = demo_commands.add_parser(
+        "groups", help="a consumer group live: members join one by one, one leaves, one is killed (SIGKILL); "
+                       "every rebalance and each member's records/s; checks that no record was lost")
+    groups.set_defaults(subparser=groups)
+    groups.add_argument("--bootstrap-server", default=None, metavar="HOST:PORT",
+                        help="an existing cluster (default: start a 3-broker cluster in a temp dir and stop it after)")
+    groups.add_argument("--duration-s", type=float, default=40.0,
+                        help="seconds from the first member to the producer's stop (default 40, at least 10)")
+    groups.add_argument("--rate", type=int, default=500, help="records/s the producer sends (default 500)")
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from scripts.demo_groups import MIN_DURATION_S, demo_command
+
+    if args.duration_s < MIN_DURATION_S or args.rate < 1:
+        args.subparser.error(f"--duration-s must be at least {MIN_DURATION_S:g} and --rate positive")
+    return demo_command(args.bootstrap_server, args.duration_s, args.rate)
 
 
 def _add_replication_bench(bench_commands) -> None:
@@ -259,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "bench" and args.bench_command == "replication":
         return _bench_replication(args)
+    if args.command == "bench" and args.bench_command == "group":
+        return _bench_group(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "cluster":
         from scripts.bench_cluster import run_cluster_bench
 
@@ -282,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         return _zookeeper(args)
     if args.command == "cluster":
         return _cluster(args)
+    if args.command == "demo":
+        return _demo(args)
     parser.print_help()
     return 2
 

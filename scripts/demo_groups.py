@@ -1,0 +1,638 @@
+"""``zkafka demo groups``: one consumer group at work, live, with unmodified confluent-kafka clients.
+
+Without ``--bootstrap-server`` a 3-broker cluster (real ZooKeeper) is started in a temp dir and
+stopped at the end (also on Ctrl-C or an error; its logs are kept, and named, when the demo fails).
+
+What happens, for a duration D (default 40 s):
+
+* a 6-partition RF-3 topic; a producer (acks=all) sends a steady stream of records whose values
+  are unique sequence numbers (``--rate`` per second), round-robin over the partitions;
+* three members of one group start one by one (at 0, 0.15 D and 0.3 D), each in its own process
+  (``python -m scripts.demo_groups --member NAME ...``) so that it can really be killed. A member
+  commits after processing (``enable.auto.commit=false``; asynchronous commit of its positions at
+  most every 200 ms, and a synchronous one before it gives partitions up) and reports on stdout, one
+  JSON object per line, the values it consumed and every rebalance callback (member id, generation,
+  partitions);
+* at 0.5 D member-2 leaves cleanly (``consumer.close()``: LeaveGroup, an immediate rebalance), at
+  0.65 D member-3 is killed with SIGKILL (no LeaveGroup: the coordinator notices when its session,
+  6 s, expires);
+* at D the producer stops; the remaining member drains the topic; then the demo checks that every
+  acknowledged value was consumed at least once (at-least-once delivery), prints how many values
+  were consumed more than once (the price of at-least-once after a kill) and exits 1 if any was lost.
+
+Printed live: each rebalance callback, with member, partitions assigned/revoked, member id and
+generation id (confluent-kafka has no accessor for the generation: it is read from librdkafka's
+serialized ``consumer_group_metadata()``, see ``parse_group_metadata``), and once a second the
+records/s each member consumed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTITIONS = 6
+REPLICATION_FACTOR = 3
+MEMBERS = ("member-1", "member-2", "member-3")
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_INTERVAL_MS = 500
+MAX_POLL_INTERVAL_MS = 20000  # also the JoinGroup rebalance timeout: bounds a rebalance a dead member stalls
+COMMIT_INTERVAL_S = 0.2
+DEFAULT_DURATION_S = 40.0
+DEFAULT_RATE = 500
+MIN_DURATION_S = 10.0
+DRAIN_TIMEOUT_S = 60.0
+CLOSE_TIMEOUT_S = 30.0
+CLUSTER_PROPERTIES = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "6"}
+GROUP_METADATA_MAGIC = b"CGMDv2:"
+
+
+# -- pure helpers (unit-tested) ------------------------------------------------------------------
+@dataclass(frozen=True)
+class GroupMetadata:
+    generation_id: int
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+
+
+def parse_group_metadata(blob: bytes) -> GroupMetadata | None:
+    """librdkafka's ``rd_kafka_consumer_group_metadata_write`` blob, which is what confluent-kafka's
+    ``consumer_group_metadata()`` returns: ``CGMDv2:``, the generation id (int32, host byte order),
+    the group id and the member id (each NUL-terminated), an int8 "instance id is null" flag and, if
+    it is 0, the NUL-terminated group instance id. None for anything else."""
+    if not isinstance(blob, bytes | bytearray) or not blob.startswith(GROUP_METADATA_MAGIC):
+        return None
+    at = len(GROUP_METADATA_MAGIC)
+    if len(blob) < at + 4:
+        return None
+    generation = int.from_bytes(blob[at:at + 4], sys.byteorder, signed=True)
+    parts = bytes(blob[at + 4:]).split(b"\0", 2)
+    if len(parts) < 3 or not parts[2]:
+        return None
+    group_id, member_id, rest = parts
+    instance = None
+    if rest[0] == 0:
+        instance = rest[1:].split(b"\0", 1)[0].decode(errors="replace")
+    return GroupMetadata(generation, group_id.decode(errors="replace"), member_id.decode(errors="replace"), instance)
+
+
+def parse_event(line: str) -> dict | None:
+    """A member's report line (a JSON object with a string ``event`` and ``member``), or None for
+    anything else (a stray print, a truncated line from a killed process)."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(event, dict) or not all(isinstance(event.get(k), str) for k in ("event", "member")):
+        return None
+    return event
+
+
+@dataclass(frozen=True)
+class DeliveryCheck:
+    produced: int          # values the producer had acknowledged
+    consumed: int          # distinct values consumed
+    deliveries: int        # values consumed, counting each time
+    lost: tuple[int, ...]  # acknowledged, never consumed
+    duplicates: int        # distinct values consumed more than once
+    unacknowledged: int    # consumed although the producer never had an acknowledgement (failed or unknown)
+
+    @property
+    def redeliveries(self) -> int:
+        return self.deliveries - self.consumed
+
+    @property
+    def ok(self) -> bool:
+        return not self.lost
+
+    def describe(self) -> str:
+        text = (f"produced {self.produced:,} records (acknowledged), consumed {self.consumed:,} distinct values in "
+                f"{self.deliveries:,} deliveries: {len(self.lost)} lost, {self.duplicates:,} duplicates "
+                f"(values seen more than once, {self.redeliveries:,} extra deliveries)")
+        if self.unacknowledged:
+            text += f", {self.unacknowledged} consumed values the producer never saw acknowledged"
+        return text
+
+
+def check_delivery(acknowledged: Iterable[int], consumed: Counter) -> DeliveryCheck:
+    """At-least-once: every acknowledged value must have been consumed at least once."""
+    acked = set(acknowledged)
+    lost = tuple(sorted(acked.difference(consumed)))
+    return DeliveryCheck(produced=len(acked), consumed=len(consumed), deliveries=sum(consumed.values()), lost=lost,
+                         duplicates=sum(1 for n in consumed.values() if n > 1),
+                         unacknowledged=sum(1 for v in consumed if v not in acked))
+
+
+def ranges(values: Iterable[int], limit: int = 10) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` -> ``"1-3, 7, 9-10"`` (at most ``limit`` runs, then ``...``)."""
+    runs: list[list[int]] = []
+    for v in sorted(set(values)):
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:limit])
+    return text + (", ..." if len(runs) > limit else "")
+
+
+def partition_list(partitions: Iterable[int]) -> str:
+    return "[" + ",".join(str(p) for p in sorted(partitions)) + "]"
+
+
+def describe_event(event: dict) -> str | None:
+    """The live line for a member's report (None for the ones shown otherwise, e.g. consumed values)."""
+    kind, member = event["event"], event["member"]
+    if kind in ("assigned", "revoked", "lost"):
+        generation = event.get("generation")
+        details = [f"generation {generation if generation is not None else '?'}"]
+        if event.get("member_id"):
+            details.append(f"member id {event['member_id']}")
+        if kind == "revoked" and event.get("committed") is not None:
+            details.append("committed before giving them up" if event["committed"] else "nothing new to commit")
+        verb = {"assigned": "assigned", "revoked": "revoked ", "lost": "LOST    "}[kind]
+        return f"rebalance: {member} {verb} {partition_list(event.get('partitions', []))} ({', '.join(details)})"
+    if kind == "started":
+        return f"{member} started (pid {event.get('pid')}), subscribing"
+    if kind == "closed":
+        return (f"{member} closed cleanly ({event.get('commits', 0)} commits acknowledged, "
+                f"{event.get('commit_errors', 0)} failed)")
+    if kind == "commit_failed":
+        return f"{member} commit failed: {event.get('error')}"
+    if kind == "error":
+        return f"{member} consumer error: {event.get('error')}"
+    return None
+
+
+@dataclass(frozen=True)
+class Step:
+    at_s: float
+    action: str  # start | close | kill | stop-producer
+    member: str = ""
+
+
+def timeline(duration_s: float) -> list[Step]:
+    """Members join one by one, one leaves cleanly, one is killed, then the producer stops."""
+    d = float(duration_s)
+    return [Step(0.0, "start", MEMBERS[0]), Step(round(0.15 * d, 1), "start", MEMBERS[1]),
+            Step(round(0.3 * d, 1), "start", MEMBERS[2]), Step(round(0.5 * d, 1), "close", MEMBERS[1]),
+            Step(round(0.65 * d, 1), "kill", MEMBERS[2]), Step(d, "stop-producer")]
+
+
+def throughput_line(counts: dict[str, int], owned: dict[str, set[int]], states: dict[str, str],
+                    produced: int, interval_s: float = 1.0) -> str:
+    """``records/s  producer 500 | member-1 250 [0,1,2] | member-2 - (killed)``."""
+    cells = [f"producer {produced / interval_s:,.0f}"]
+    for name in MEMBERS:
+        state = states.get(name, "waiting")
+        if state == "running":
+            cells.append(f"{name} {counts.get(name, 0) / interval_s:,.0f} {partition_list(owned.get(name, ()))}")
+        elif counts.get(name):
+            cells.append(f"{name} {counts[name] / interval_s:,.0f} ({state})")
+        else:
+            cells.append(f"{name} - ({state})")
+    return "records/s  " + " | ".join(cells)
+
+
+# -- member process ------------------------------------------------------------------------------
+def consumer_config(bootstrap: str, group: str, name: str) -> dict:
+    return {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS, "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+            "fetch.wait.max.ms": 100}
+
+
+def run_member(bootstrap: str, group: str, topic: str, name: str) -> int:
+    """One group member: consume, report, commit after processing; stop cleanly on ``close`` or EOF on
+    stdin (the demo is gone). SIGINT is ignored: the demo decides when a member stops."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    write_lock = threading.Lock()
+    stats = {"commits": 0, "commit_errors": 0}
+
+    def emit(kind: str, **fields) -> None:
+        line = json.dumps({"event": kind, "member": name, **fields})
+        with write_lock:
+            try:
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
+            except (BrokenPipeError, ValueError):  # the demo is gone: nobody to report to, stop
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - no second BrokenPipeError at exit
+                stop.set()
+
+    def watch_stdin() -> None:
+        for line in sys.stdin:
+            if line.strip() == "close":
+                break
+        stop.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+
+    def on_commit(err, _partitions) -> None:
+        if err is None:
+            stats["commits"] += 1
+        elif err.code() != KafkaError._NO_OFFSET:
+            stats["commit_errors"] += 1
+            emit("commit_failed", error=str(err))
+
+    consumer = Consumer({**consumer_config(bootstrap, group, name), "on_commit": on_commit})
+
+    def describe(partitions) -> dict:
+        meta = parse_group_metadata(consumer.consumer_group_metadata())
+        return {"member_id": consumer.memberid(), "generation": meta.generation_id if meta else None,
+                "partitions": sorted(p.partition for p in partitions)}
+
+    def commit_now() -> bool:
+        """A synchronous commit of the current positions; False if there was nothing to commit."""
+        try:
+            consumer.commit(asynchronous=False)
+            return True
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._NO_OFFSET:
+                stats["commit_errors"] += 1
+                emit("commit_failed", error=str(exc.args[0]))
+            return False
+
+    def on_assign(_consumer, partitions) -> None:
+        try:
+            emit("assigned", **describe(partitions))
+        except Exception as exc:  # noqa: BLE001 - an exception here would surface in consume()
+            emit("error", error=f"on_assign: {exc!r}")
+
+    def on_revoke(_consumer, partitions) -> None:
+        try:
+            # what was processed is committed before the partitions go to another member: fewer duplicates
+            committed = commit_now() if partitions else False
+            emit("revoked", committed=committed, **describe(partitions))
+        except Exception as exc:  # noqa: BLE001
+            emit("error", error=f"on_revoke: {exc!r}")
+
+    def on_lost(_consumer, partitions) -> None:
+        try:
+            emit("lost", **describe(partitions))
+        except Exception as exc:  # noqa: BLE001
+            emit("error", error=f"on_lost: {exc!r}")
+
+    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    emit("started", pid=os.getpid())
+    pending, last_commit = False, time.monotonic()
+    try:
+        while not stop.is_set():
+            values = []
+            for message in consumer.consume(500, timeout=0.1):
+                if message.error() is not None:
+                    if message.error().code() != KafkaError._PARTITION_EOF:
+                        emit("error", error=str(message.error()))
+                    continue
+                values.append(int(message.value()))
+            if values:
+                emit("consumed", values=values)  # processed: the demo has them
+                pending = True
+            if pending and time.monotonic() - last_commit >= COMMIT_INTERVAL_S:
+                try:
+                    consumer.commit(asynchronous=True)
+                except KafkaException as exc:
+                    if exc.args[0].code() != KafkaError._NO_OFFSET:
+                        emit("commit_failed", error=str(exc.args[0]))
+                pending, last_commit = False, time.monotonic()
+        if pending:
+            commit_now()
+        consumer.close()  # eager: the revoke callback commits once more, then LeaveGroup
+    except KafkaException as exc:
+        emit("error", error=str(exc))
+        return 1
+    emit("closed", **stats)
+    return 0
+
+
+# -- the demo ------------------------------------------------------------------------------------
+class SequenceProducer(threading.Thread):
+    """acks=all, values 0, 1, 2, ... at a steady rate, round-robin over the partitions."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: int):
+        super().__init__(daemon=True, name="demo-producer")
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                                  "client.id": "demo-producer"})
+        self.topic, self.partitions, self.rate = topic, partitions, rate
+        self.acked: list[int] = []
+        self.failed: list[str] = []
+        self.sent = 0
+        self.unflushed = 0
+        self._halt = threading.Event()
+
+    def _delivered(self, err, message) -> None:
+        if err is None:
+            self.acked.append(int(message.value()))
+        else:
+            self.failed.append(str(err))
+
+    def run(self) -> None:
+        start = time.monotonic()
+        while not self._halt.is_set():
+            due = int((time.monotonic() - start) * self.rate)
+            while self.sent < due and not self._halt.is_set():
+                try:
+                    self.producer.produce(self.topic, str(self.sent).encode(), partition=self.sent % self.partitions,
+                                          on_delivery=self._delivered)
+                except BufferError:
+                    break
+                self.sent += 1
+            self.producer.poll(0.01)
+        self.unflushed = self.producer.flush(30)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(60)
+
+
+@dataclass
+class MemberProcess:
+    name: str
+    proc: subprocess.Popen
+    reader: threading.Thread
+    state: str = "running"  # running | closing | closed | killed | exited
+
+
+def _create_topic(bootstrap: str, topic: str) -> int:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    brokers = len(admin.list_topics(timeout=30).brokers)
+    rf = min(REPLICATION_FACTOR, brokers)
+    admin.create_topics([NewTopic(topic, PARTITIONS, rf)], operation_timeout=30)[topic].result(60)
+    deadline = time.monotonic() + 30  # every partition has a leader before the producer starts
+    while time.monotonic() < deadline:
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if len(partitions) == PARTITIONS and all(p.leader >= 0 for p in partitions.values()):
+            break
+        time.sleep(0.1)
+    return rf
+
+
+class GroupDemo:
+    def __init__(self, bootstrap: str, duration_s: float, rate: int, out: Callable[[str], None] = print):
+        stamp = time.strftime("%H%M%S")
+        self.bootstrap, self.duration_s, self.rate, self._out = bootstrap, duration_s, rate, out
+        self.topic, self.group = f"demo-groups-{stamp}-{os.getpid()}", f"demo-group-{stamp}-{os.getpid()}"
+        self.events: queue.Queue = queue.Queue()
+        self.members: dict[str, MemberProcess] = {}
+        self.owned: dict[str, set[int]] = {}
+        self.consumed: Counter = Counter()
+        self.second_counts: Counter = Counter()
+        self.start = time.monotonic()
+        self.producer: SequenceProducer | None = None
+        self._last_sent = 0
+        self._next_tick = self.start + 1.0
+
+    def say(self, text: str) -> None:
+        self._out(f"[{time.monotonic() - self.start:6.1f}s] {text}")
+
+    # members
+    def start_member(self, name: str) -> None:
+        proc = subprocess.Popen([sys.executable, "-m", "scripts.demo_groups", "--member", name,
+                                 "--bootstrap-server", self.bootstrap, "--group", self.group, "--topic", self.topic],
+                                cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                start_new_session=True)
+        reader = threading.Thread(target=self._read, args=(name, proc), daemon=True, name=f"read-{name}")
+        self.members[name] = MemberProcess(name, proc, reader)
+        self.owned[name] = set()
+        reader.start()
+        self.say(f"{name} joins the group (pid {proc.pid})")
+
+    def _read(self, name: str, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            event = parse_event(line)
+            if event is not None:
+                self.events.put(event)
+        self.events.put({"event": "eof", "member": name})
+
+    def close_member(self, name: str) -> None:
+        member = self.members[name]
+        member.state = "closing"
+        self.say(f"{name}: consumer.close() (a clean leave: LeaveGroup, the group rebalances at once)")
+        try:
+            member.proc.stdin.write("close\n")
+            member.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def kill_member(self, name: str) -> None:
+        member = self.members[name]
+        member.state = "killed"
+        member.proc.send_signal(signal.SIGKILL)
+        self.owned[name] = set()
+        self.say(f"{name}: SIGKILL (pid {member.proc.pid}; no LeaveGroup: the coordinator notices when its "
+                 f"{SESSION_TIMEOUT_MS} ms session expires)")
+
+    def _handle(self, event: dict) -> None:
+        kind, name = event["event"], event["member"]
+        member = self.members.get(name)
+        if kind == "consumed":
+            values = [v for v in event.get("values", []) if isinstance(v, int)]
+            self.consumed.update(values)
+            self.second_counts[name] += len(values)
+            return
+        if kind == "assigned":
+            self.owned.setdefault(name, set()).update(event.get("partitions", []))
+        elif kind in ("revoked", "lost"):
+            self.owned.setdefault(name, set()).difference_update(event.get("partitions", []))
+        elif kind == "closed" and member is not None:
+            member.state = "closed"
+            self.owned[name] = set()
+        elif kind == "eof":
+            if member is not None:
+                try:
+                    member.proc.wait(10)
+                except subprocess.TimeoutExpired:  # stdout closed, still running: _stop_everything kills it
+                    pass
+                if member.state in ("running", "closing"):
+                    member.state = "exited"
+                    self.say(f"{name} exited unexpectedly (exit code {member.proc.returncode})")
+            return
+        line = describe_event(event)
+        if line:
+            self.say(line)
+        if kind == "assigned" and self._settled():
+            live = [n for n in MEMBERS if self.owned.get(n)]
+            self.say("group:     " + ", ".join(f"{n} {partition_list(self.owned[n])}" for n in live))
+
+    def _settled(self) -> bool:
+        """Every partition owned by exactly one live member."""
+        owners = Counter(p for n, m in self.members.items() if m.state in ("running", "closing")
+                         for p in self.owned.get(n, ()))
+        return sorted(owners) == list(range(PARTITIONS)) and all(c == 1 for c in owners.values())
+
+    def pump(self, until: float, condition: Callable[[], bool] | None = None) -> bool:
+        """Handle member reports until monotonic time ``until`` (or ``condition()``), printing the
+        per-member throughput each second. True if the condition came true."""
+        while True:
+            now = time.monotonic()
+            if condition is not None and condition():
+                return True
+            if now >= until:
+                return False
+            if now >= self._next_tick:
+                self._tick()
+            try:
+                self._handle(self.events.get(timeout=max(0.0, min(until, self._next_tick) - now)))
+            except queue.Empty:
+                pass
+
+    def _tick(self) -> None:
+        sent = self.producer.sent if self.producer else 0
+        states = {n: m.state for n, m in self.members.items()}
+        self.say(throughput_line(self.second_counts, self.owned, states, sent - self._last_sent))
+        self._last_sent = sent
+        self.second_counts.clear()
+        self._next_tick += 1.0
+
+    def run(self) -> int:
+        rf = _create_topic(self.bootstrap, self.topic)
+        self.producer = SequenceProducer(self.bootstrap, self.topic, PARTITIONS, self.rate)
+        self.start = time.monotonic()
+        self._next_tick = self.start + 1.0
+        self.say(f"topic {self.topic}: {PARTITIONS} partitions, replication factor {rf}; group {self.group}; "
+                 f"session.timeout.ms={SESSION_TIMEOUT_MS}, heartbeat.interval.ms={HEARTBEAT_INTERVAL_MS}")
+        self.producer.start()
+        self.say(f"producer: acks=all, {self.rate} records/s, values are sequence numbers")
+        try:
+            for step in timeline(self.duration_s):
+                self.pump(self.start + step.at_s)
+                if step.action == "start":
+                    self.start_member(step.member)
+                elif step.action == "close":
+                    self.close_member(step.member)
+                elif step.action == "kill":
+                    self.kill_member(step.member)
+                elif step.action == "stop-producer":
+                    self.producer.stop()
+                    self.say(f"producer stopped: {self.producer.sent:,} sent, {len(self.producer.acked):,} "
+                             f"acknowledged, {len(self.producer.failed)} failed, {self.producer.unflushed} unflushed")
+            return self._drain_and_check()
+        finally:
+            self._stop_everything()
+
+    def _drain_and_check(self) -> int:
+        acked = set(self.producer.acked)
+        missing = acked.difference(self.consumed)
+        self.say(f"draining: {len(missing):,} acknowledged values not consumed yet")
+
+        def all_consumed() -> bool:
+            missing.difference_update([v for v in missing if v in self.consumed])
+            return not missing
+
+        drained = self.pump(time.monotonic() + DRAIN_TIMEOUT_S + SESSION_TIMEOUT_MS / 1000, all_consumed)
+        self.say("drained: every acknowledged value consumed" if drained else
+                 f"NOT drained within {DRAIN_TIMEOUT_S + SESSION_TIMEOUT_MS / 1000:.0f} s")
+        self.pump(time.monotonic() + 2 * COMMIT_INTERVAL_S + 0.3)  # the last asynchronous commit
+        for name, member in self.members.items():
+            if member.state == "running":
+                self.close_member(name)
+        self.pump(time.monotonic() + CLOSE_TIMEOUT_S,
+                  lambda: all(m.state not in ("running", "closing") for m in self.members.values()))
+        for member in self.members.values():
+            member.reader.join(5)
+        while True:  # whatever the readers queued last
+            try:
+                self._handle(self.events.get_nowait())
+            except queue.Empty:
+                break
+        result = check_delivery(acked, self.consumed)
+        self.say(result.describe())
+        if result.lost:
+            self.say(f"LOST values: {ranges(result.lost)}")
+            return 1
+        return 0
+
+    def _stop_everything(self) -> None:
+        if self.producer is not None and self.producer.is_alive():
+            self.producer.stop()
+        for member in self.members.values():
+            if member.proc.poll() is None:
+                member.proc.kill()
+                member.proc.wait(10)
+
+
+def run_demo(bootstrap: str | None, duration_s: float = DEFAULT_DURATION_S, rate: int = DEFAULT_RATE,
+             out: Callable[[str], None] = print) -> int:
+    from scripts.cluster import Cluster, ClusterSpec
+
+    cluster = directory = None
+    code = 1
+    interrupted = False
+    try:
+        if bootstrap is None:
+            directory = Path(tempfile.mkdtemp(prefix="zkafka-demo-groups-"))
+            cluster = Cluster(directory / "cluster", ClusterSpec.on_free_ports(3, properties=dict(CLUSTER_PROPERTIES)))
+            out(f"starting ZooKeeper + 3 brokers in {cluster.dir}")
+            cluster.up(120)
+            bootstrap = cluster.bootstrap_servers
+            out(f"cluster up: {bootstrap}")
+        code = GroupDemo(bootstrap, duration_s, rate, out).run()
+        return code
+    except KeyboardInterrupt:
+        interrupted = True
+        out("interrupted: stopping")
+        return 130
+    finally:
+        if cluster is not None:
+            cluster.down()
+        if directory is not None:
+            if code == 0 or interrupted:
+                shutil.rmtree(directory, ignore_errors=True)
+            else:
+                out(f"broker logs kept in {directory}/cluster/broker-<id>/broker.log (rm -rf {directory})")
+
+
+def _raise_interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--bootstrap-server", default=None)
+    parser.add_argument("--duration-s", type=float, default=DEFAULT_DURATION_S)
+    parser.add_argument("--rate", type=int, default=DEFAULT_RATE)
+    parser.add_argument("--member", default=None, help=argparse.SUPPRESS)  # internal: run one group member
+    parser.add_argument("--group", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--topic", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.member:
+        return run_member(args.bootstrap_server, args.group, args.topic, args.member)
+    return demo_command(args.bootstrap_server, args.duration_s, args.rate)
+
+
+def demo_command(bootstrap: str | None, duration_s: float, rate: int) -> int:
+    """The CLI entry: SIGTERM stops the demo like Ctrl-C (members, producer and cluster cleaned up)."""
+    if duration_s < MIN_DURATION_S or rate < 1:
+        raise ValueError(f"--duration-s must be at least {MIN_DURATION_S:g} and --rate positive")
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        return run_demo(bootstrap, duration_s, rate, out=lambda line: print(line, flush=True))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""``zkafka demo groups`` end to end: its own 3-broker cluster, three member processes joining one by
+one, a clean leave, a SIGKILL, and the at-least-once check ("0 lost") with exit status 0."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_demo_groups_loses_nothing_through_joins_a_leave_and_a_kill():
+    proc = subprocess.run([sys.executable, "-m", "scripts.cli", "demo", "groups", "--duration-s", "20"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=280)
+    out = proc.stdout
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{proc.stderr[-5000:]}"
+    lines = out.splitlines()
+
+    def first(pattern: str, after: int = 0) -> int:
+        for i, line in enumerate(lines[after:], after):
+            if re.search(pattern, line):
+                return i
+        raise AssertionError(f"no line matching {pattern!r} after line {after}:\n{out}")
+
+    # member-1 alone owns everything; member-2 and member-3 join and the group splits the partitions
+    first(r"rebalance: member-1 assigned \[0,1,2,3,4,5\] \(generation \d+, member id \S+")
+    joined = first(r"member-2 joins the group")
+    first(r"rebalance: member-1 revoked ", joined)
+    first(r"rebalance: member-2 assigned \[", joined)
+    first(r"rebalance: member-3 assigned \[", first(r"member-3 joins the group"))
+    # the clean leave: member-2's revoke and close
+    leave = first(r"member-2: consumer\.close\(\)")
+    first(r"rebalance: member-2 revoked ", leave)
+    first(r"member-2 closed cleanly", leave)
+    # the kill: after the session timeout member-1 ends up with every partition again
+    killed = first(r"member-3: SIGKILL")
+    first(r"rebalance: member-1 assigned \[0,1,2,3,4,5\]", killed)
+    assert re.search(r"records/s  producer \d+ \| member-1 \d+", out)
+    assert "drained: every acknowledged value consumed" in out
+    assert re.search(r"produced [\d,]+ records \(acknowledged\), consumed [\d,]+ distinct values in [\d,]+ "
+                     r"deliveries: 0 lost, [\d,]+ duplicates", out), out
+    assert "exited unexpectedly" not in out
