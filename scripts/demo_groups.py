@@ -28,7 +28,6 @@ records/s each member consumed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
 import shutil
@@ -39,289 +38,30 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from scripts.demo_group_member import (  # the member process and the tests use these too
+    COMMIT_INTERVAL_S, HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, GroupMetadata, consumer_config, parse_group_metadata,
+    run_member)
+from scripts.demo_groups_report import (
+    MEMBERS, DeliveryCheck, Step, check_delivery, describe_event, parse_event, partition_list, ranges, throughput_line,
+    timeline)
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = 6
 REPLICATION_FACTOR = 3
-MEMBERS = ("member-1", "member-2", "member-3")
-SESSION_TIMEOUT_MS = 6000
-HEARTBEAT_INTERVAL_MS = 500
-MAX_POLL_INTERVAL_MS = 20000  # also the JoinGroup rebalance timeout: bounds a rebalance a dead member stalls
-COMMIT_INTERVAL_S = 0.2
 DEFAULT_DURATION_S = 40.0
 DEFAULT_RATE = 500
 MIN_DURATION_S = 10.0
 DRAIN_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 30.0
 CLUSTER_PROPERTIES = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "6"}
-GROUP_METADATA_MAGIC = b"CGMDv2:"
 
-
-# -- pure helpers (unit-tested) ------------------------------------------------------------------
-@dataclass(frozen=True)
-class GroupMetadata:
-    generation_id: int
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-
-
-def parse_group_metadata(blob: bytes) -> GroupMetadata | None:
-    """librdkafka's ``rd_kafka_consumer_group_metadata_write`` blob, which is what confluent-kafka's
-    ``consumer_group_metadata()`` returns: ``CGMDv2:``, the generation id (int32, host byte order),
-    the group id and the member id (each NUL-terminated), an int8 "instance id is null" flag and, if
-    it is 0, the NUL-terminated group instance id. None for anything else."""
-    if not isinstance(blob, bytes | bytearray) or not blob.startswith(GROUP_METADATA_MAGIC):
-        return None
-    at = len(GROUP_METADATA_MAGIC)
-    if len(blob) < at + 4:
-        return None
-    generation = int.from_bytes(blob[at:at + 4], sys.byteorder, signed=True)
-    parts = bytes(blob[at + 4:]).split(b"\0", 2)
-    if len(parts) < 3 or not parts[2]:
-        return None
-    group_id, member_id, rest = parts
-    instance = None
-    if rest[0] == 0:
-        instance = rest[1:].split(b"\0", 1)[0].decode(errors="replace")
-    return GroupMetadata(generation, group_id.decode(errors="replace"), member_id.decode(errors="replace"), instance)
-
-
-def parse_event(line: str) -> dict | None:
-    """A member's report line (a JSON object with a string ``event`` and ``member``), or None for
-    anything else (a stray print, a truncated line from a killed process)."""
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(event, dict) or not all(isinstance(event.get(k), str) for k in ("event", "member")):
-        return None
-    return event
-
-
-@dataclass(frozen=True)
-class DeliveryCheck:
-    produced: int          # values the producer had acknowledged
-    consumed: int          # distinct values consumed
-    deliveries: int        # values consumed, counting each time
-    lost: tuple[int, ...]  # acknowledged, never consumed
-    duplicates: int        # distinct values consumed more than once
-    unacknowledged: int    # consumed although the producer never had an acknowledgement (failed or unknown)
-
-    @property
-    def redeliveries(self) -> int:
-        return self.deliveries - self.consumed
-
-    @property
-    def ok(self) -> bool:
-        return not self.lost
-
-    def describe(self) -> str:
-        text = (f"produced {self.produced:,} records (acknowledged), consumed {self.consumed:,} distinct values in "
-                f"{self.deliveries:,} deliveries: {len(self.lost)} lost, {self.duplicates:,} duplicates "
-                f"(values seen more than once, {self.redeliveries:,} extra deliveries)")
-        if self.unacknowledged:
-            text += f", {self.unacknowledged} consumed values the producer never saw acknowledged"
-        return text
-
-
-def check_delivery(acknowledged: Iterable[int], consumed: Counter) -> DeliveryCheck:
-    """At-least-once: every acknowledged value must have been consumed at least once."""
-    acked = set(acknowledged)
-    lost = tuple(sorted(acked.difference(consumed)))
-    return DeliveryCheck(produced=len(acked), consumed=len(consumed), deliveries=sum(consumed.values()), lost=lost,
-                         duplicates=sum(1 for n in consumed.values() if n > 1),
-                         unacknowledged=sum(1 for v in consumed if v not in acked))
-
-
-def ranges(values: Iterable[int], limit: int = 10) -> str:
-    """``[1, 2, 3, 7, 9, 10]`` -> ``"1-3, 7, 9-10"`` (at most ``limit`` runs, then ``...``)."""
-    runs: list[list[int]] = []
-    for v in sorted(set(values)):
-        if runs and v == runs[-1][1] + 1:
-            runs[-1][1] = v
-        else:
-            runs.append([v, v])
-    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:limit])
-    return text + (", ..." if len(runs) > limit else "")
-
-
-def partition_list(partitions: Iterable[int]) -> str:
-    return "[" + ",".join(str(p) for p in sorted(partitions)) + "]"
-
-
-def describe_event(event: dict) -> str | None:
-    """The live line for a member's report (None for the ones shown otherwise, e.g. consumed values)."""
-    kind, member = event["event"], event["member"]
-    if kind in ("assigned", "revoked", "lost"):
-        generation = event.get("generation")
-        details = [f"generation {generation if generation is not None else '?'}"]
-        if event.get("member_id"):
-            details.append(f"member id {event['member_id']}")
-        if kind == "revoked" and event.get("committed") is not None:
-            details.append("committed before giving them up" if event["committed"] else "nothing new to commit")
-        verb = {"assigned": "assigned", "revoked": "revoked ", "lost": "LOST    "}[kind]
-        return f"rebalance: {member} {verb} {partition_list(event.get('partitions', []))} ({', '.join(details)})"
-    if kind == "started":
-        return f"{member} started (pid {event.get('pid')}), subscribing"
-    if kind == "closed":
-        return (f"{member} closed cleanly ({event.get('commits', 0)} commits acknowledged, "
-                f"{event.get('commit_errors', 0)} failed)")
-    if kind == "commit_failed":
-        return f"{member} commit failed: {event.get('error')}"
-    if kind == "error":
-        return f"{member} consumer error: {event.get('error')}"
-    return None
-
-
-@dataclass(frozen=True)
-class Step:
-    at_s: float
-    action: str  # start | close | kill | stop-producer
-    member: str = ""
-
-
-def timeline(duration_s: float) -> list[Step]:
-    """Members join one by one, one leaves cleanly, one is killed, then the producer stops."""
-    d = float(duration_s)
-    return [Step(0.0, "start", MEMBERS[0]), Step(round(0.15 * d, 1), "start", MEMBERS[1]),
-            Step(round(0.3 * d, 1), "start", MEMBERS[2]), Step(round(0.5 * d, 1), "close", MEMBERS[1]),
-            Step(round(0.65 * d, 1), "kill", MEMBERS[2]), Step(d, "stop-producer")]
-
-
-def throughput_line(counts: dict[str, int], owned: dict[str, set[int]], states: dict[str, str],
-                    produced: int, interval_s: float = 1.0) -> str:
-    """``records/s  producer 500 | member-1 250 [0,1,2] | member-2 - (killed)``."""
-    cells = [f"producer {produced / interval_s:,.0f}"]
-    for name in MEMBERS:
-        state = states.get(name, "waiting")
-        if state == "running":
-            cells.append(f"{name} {counts.get(name, 0) / interval_s:,.0f} {partition_list(owned.get(name, ()))}")
-        elif counts.get(name):
-            cells.append(f"{name} {counts[name] / interval_s:,.0f} ({state})")
-        else:
-            cells.append(f"{name} - ({state})")
-    return "records/s  " + " | ".join(cells)
-
-
-# -- member process ------------------------------------------------------------------------------
-def consumer_config(bootstrap: str, group: str, name: str) -> dict:
-    return {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS, "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
-            "fetch.wait.max.ms": 100}
-
-
-def run_member(bootstrap: str, group: str, topic: str, name: str) -> int:
-    """One group member: consume, report, commit after processing; stop cleanly on ``close`` or EOF on
-    stdin (the demo is gone). SIGINT is ignored: the demo decides when a member stops."""
-    from confluent_kafka import Consumer, KafkaError, KafkaException
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    write_lock = threading.Lock()
-    stats = {"commits": 0, "commit_errors": 0}
-
-    def emit(kind: str, **fields) -> None:
-        line = json.dumps({"event": kind, "member": name, **fields})
-        with write_lock:
-            try:
-                sys.stdout.write(line + "\n")
-                sys.stdout.flush()
-            except (BrokenPipeError, ValueError):  # the demo is gone: nobody to report to, stop
-                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - no second BrokenPipeError at exit
-                stop.set()
-
-    def watch_stdin() -> None:
-        for line in sys.stdin:
-            if line.strip() == "close":
-                break
-        stop.set()
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-
-    def on_commit(err, _partitions) -> None:
-        if err is None:
-            stats["commits"] += 1
-        elif err.code() != KafkaError._NO_OFFSET:
-            stats["commit_errors"] += 1
-            emit("commit_failed", error=str(err))
-
-    consumer = Consumer({**consumer_config(bootstrap, group, name), "on_commit": on_commit})
-
-    def describe(partitions) -> dict:
-        meta = parse_group_metadata(consumer.consumer_group_metadata())
-        return {"member_id": consumer.memberid(), "generation": meta.generation_id if meta else None,
-                "partitions": sorted(p.partition for p in partitions)}
-
-    def commit_now() -> bool:
-        """A synchronous commit of the current positions; False if there was nothing to commit."""
-        try:
-            consumer.commit(asynchronous=False)
-            return True
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError._NO_OFFSET:
-                stats["commit_errors"] += 1
-                emit("commit_failed", error=str(exc.args[0]))
-            return False
-
-    def on_assign(_consumer, partitions) -> None:
-        try:
-            emit("assigned", **describe(partitions))
-        except Exception as exc:  # noqa: BLE001 - an exception here would surface in consume()
-            emit("error", error=f"on_assign: {exc!r}")
-
-    def on_revoke(_consumer, partitions) -> None:
-        try:
-            # what was processed is committed before the partitions go to another member: fewer duplicates
-            committed = commit_now() if partitions else False
-            emit("revoked", committed=committed, **describe(partitions))
-        except Exception as exc:  # noqa: BLE001
-            emit("error", error=f"on_revoke: {exc!r}")
-
-    def on_lost(_consumer, partitions) -> None:
-        try:
-            emit("lost", **describe(partitions))
-        except Exception as exc:  # noqa: BLE001
-            emit("error", error=f"on_lost: {exc!r}")
-
-    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
-    emit("started", pid=os.getpid())
-    pending, last_commit = False, time.monotonic()
-    try:
-        while not stop.is_set():
-            values = []
-            for message in consumer.consume(500, timeout=0.1):
-                if message.error() is not None:
-                    if message.error().code() != KafkaError._PARTITION_EOF:
-                        emit("error", error=str(message.error()))
-                    continue
-                values.append(int(message.value()))
-            if values:
-                emit("consumed", values=values)  # processed: the demo has them
-                pending = True
-            if pending and time.monotonic() - last_commit >= COMMIT_INTERVAL_S:
-                try:
-                    consumer.commit(asynchronous=True)
-                except KafkaException as exc:
-                    if exc.args[0].code() != KafkaError._NO_OFFSET:
-                        emit("commit_failed", error=str(exc.args[0]))
-                pending, last_commit = False, time.monotonic()
-        if pending:
-            commit_now()
-        consumer.close()  # eager: the revoke callback commits once more, then LeaveGroup
-    except KafkaException as exc:
-        emit("error", error=str(exc))
-        return 1
-    emit("closed", **stats)
-    return 0
+__all__ = ["GroupDemo", "GroupMetadata", "DeliveryCheck", "MEMBERS", "SESSION_TIMEOUT_MS", "Step", "check_delivery",
+           "consumer_config", "describe_event", "parse_event", "parse_group_metadata", "partition_list", "ranges",
+           "run_demo", "run_member", "throughput_line", "timeline"]
 
 
 # -- the demo ------------------------------------------------------------------------------------
@@ -636,3 +376,4 @@ def demo_command(bootstrap: str | None, duration_s: float, rate: int) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
