@@ -104,9 +104,8 @@ class GroupCoordinator(GroupMembership):
 
     # -- ListGroups, DescribeGroups, DeleteGroups, OffsetDelete --------------------------------
     def list_groups(self) -> tuple[ErrorCode, list[GroupMetadata]]:
-        if self._loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
-        return ErrorCode.NONE, [g for g in self.groups.values() if not g.is_(GroupState.DEAD)]
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
+        return error, [g for g in self.groups.values() if not g.is_(GroupState.DEAD)]
 
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupMetadata | None]:
         """The group (None when unknown: described as Dead, as Kafka does)."""
@@ -153,7 +152,7 @@ class GroupCoordinator(GroupMembership):
             error = ErrorCode.GROUP_ID_NOT_FOUND
         if error is not None:
             return error, {}
-        subscribed = set() if group.is_(GroupState.EMPTY) else group.subscribed_topics()
+        subscribed = set() if group.is_(GroupState.EMPTY) else group.subscribed_topics
         if subscribed is None and not group.is_(GroupState.EMPTY):
             return ErrorCode.NON_EMPTY_GROUP, {}
         results = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp.topic in subscribed else ErrorCode.NONE

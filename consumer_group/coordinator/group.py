@@ -106,6 +106,7 @@ class GroupMetadata:
     pending_sync: set[str] = field(default_factory=set)
     protocol_support: Counter = field(default_factory=Counter)
     new_member_added: bool = False
+    subscribed_topics: set[str] | None = field(default_factory=set)  # this generation's (None: unknown)
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
 
     # -- state ---------------------------------------------------------------------------------
@@ -233,6 +234,7 @@ class GroupMetadata:
             self.protocol_name = None
             self.transition_to(GroupState.EMPTY, now_ms)
             self.pending_sync = set()
+        self.subscribed_topics = self._compute_subscribed_topics()
 
     def current_member_metadata(self) -> tuple[tuple[str, str | None, bytes], ...]:
         if self.protocol_name is None:
@@ -269,9 +271,10 @@ class GroupMetadata:
             self.answer_sync(member, SyncResult(ErrorCode.NONE, member.assignment))
 
     # -- subscriptions -------------------------------------------------------------------------
-    def subscribed_topics(self) -> set[str] | None:
+    def _compute_subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to, from the consumer protocol's metadata; None when unknown
-        (not a consumer group, or a member's metadata does not parse)."""
+        (not a consumer group, or a member's metadata does not parse). Computed once per generation,
+        as Kafka does, so a member rejoining with other protocols mid-rebalance changes nothing."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
             return set() if not self.members else None
         topics: set[str] = set()
@@ -288,8 +291,12 @@ def parse_subscription_topics(metadata: bytes) -> list[str] | None:
     try:
         (count,) = struct.unpack_from(">i", metadata, 2)
         pos, topics = 6, []
+        if count < 0:
+            return None  # a non-nullable array
         for _ in range(count):
             (length,) = struct.unpack_from(">h", metadata, pos)
+            if length < 0:
+                return None  # a non-nullable string
             topics.append(bytes(metadata[pos + 2:pos + 2 + length]).decode())
             pos += 2 + length
             if pos > len(metadata):

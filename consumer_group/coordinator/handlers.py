@@ -20,6 +20,7 @@ from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
 from consumer_group.coordinator.group import GroupMetadata
+from consumer_group.coordinator.state import GroupState
 
 NO_AUTHORIZED_OPERATIONS = -(2**31)
 
@@ -107,12 +108,13 @@ def _describe(group_id: str, error: ErrorCode, group: GroupMetadata | None) -> d
     if group is None:
         return {"error_code": error, "group_id": group_id, "group_state": "Dead" if error == ErrorCode.NONE else "",
                 "authorized_operations": NO_AUTHORIZED_OPERATIONS}
+    stable = group.is_(GroupState.STABLE)  # as Kafka's summary: metadata and assignments only when Stable
     members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                "client_host": m.client_host, "member_assignment": m.assignment,
-                "member_metadata": m.metadata(group.protocol_name) if group.protocol_name else b""}
+                "client_host": m.client_host, "member_assignment": m.assignment if stable else b"",
+                "member_metadata": m.metadata(group.protocol_name) if stable else b""}
                for m in group.members.values()]
     return {"error_code": error, "group_id": group_id, "group_state": str(group.state),
-            "protocol_type": group.protocol_type or "", "protocol_data": group.protocol_name or "",
+            "protocol_type": group.protocol_type or "", "protocol_data": (group.protocol_name or "") if stable else "",
             "members": members, "authorized_operations": NO_AUTHORIZED_OPERATIONS}
 
 

@@ -239,7 +239,6 @@ class GroupMembership:
         group.answer_join(old, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
         group.answer_sync(old, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         member = group.replace_static_member(req.group_instance_id, old_member_id, member_id)
-        old_protocols = member.protocols
         group.update_member(member, req.protocols, req.rebalance_timeout_ms, req.session_timeout_ms)
         member.join_callback = respond
         self._schedule_session_expiry(group, member)
@@ -247,7 +246,6 @@ class GroupMembership:
             group.answer_join(member, JoinResult(ErrorCode.NONE, member_id, group.generation_id, group.protocol_type,
                                                  group.protocol_name, old_leader))
         elif group.is_(GroupState.STABLE):
-            group.update_member(member, old_protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
             self._maybe_prepare_rebalance(group, f"static member {req.group_instance_id} changed protocols")
         elif group.is_(GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, f"static member {req.group_instance_id} rejoined")
@@ -312,7 +310,12 @@ class GroupMembership:
         for member in group.not_yet_rejoined_members():
             if member.group_instance_id is None:  # static members stay until their session expires
                 self._remove_member(group, member)
-        group.maybe_elect_new_joined_leader()
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            log.info("group %s: no member rejoined (only static members, whose sessions are still running); "
+                     "waiting another rebalance timeout", group.group_id)
+            self.timers.schedule(("join", group.group_id), group.rebalance_timeout_ms(),
+                                 lambda: self._complete_join(group))
+            return
         group.init_next_generation(self.now_ms())
         if group.is_(GroupState.EMPTY):
             log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
@@ -320,9 +323,8 @@ class GroupMembership:
         log.info("group %s: generation %d with %d members, protocol %s, leader %s", group.group_id,
                  group.generation_id, group.size(), group.protocol_name, group.leader_id)
         for member in group.members.values():
-            if member.awaiting_join:
-                group.answer_join(member, group.join_result(member))
-                self._schedule_session_expiry(group, member)
+            group.answer_join(member, group.join_result(member))  # static members that missed it: nothing
+            self._schedule_session_expiry(group, member)
         generation = group.generation_id
         self.timers.schedule(("sync", group.group_id), group.rebalance_timeout_ms(),
                              lambda: self._expire_pending_sync(group, generation))
