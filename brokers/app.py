@@ -89,7 +89,7 @@ class BrokerServer:
         self.replica_manager: ReplicaManager | None = None
         self.http = HttpServer(self, _bind_host(config), config.http_port)
         self.controller: KafkaController | None = None
-        self.kafka_listener: KafkaListener | None = None
+        self.kafka_listeners: list[KafkaListener] = []
         self.group_coordinator = GroupCoordinator(self.broker_id, GroupConfig.from_broker(config), ZkOffsetStore(self.kzc))
         self._session_lost = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -118,14 +118,15 @@ class BrokerServer:
         await self.group_coordinator.startup()
         self.replica_manager.leadership_listeners.append(self._on_leadership)
         admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.default_log_config, self.metadata_cache)
-        listener = self.config.listeners[0]
-        context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
-                                lambda: self.cluster_id, admin, listener.listener,
-                                coordinator_partition=self.group_coordinator.partition_for,
-                                group_coordinator=self.group_coordinator)
-        self.kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
-                                            self.config["socket.request.max.bytes"])
-        await self.kafka_listener.start()
+        for listener in self.config.listeners:  # one socket each; Metadata answers with that listener's endpoints
+            context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
+                                    lambda: self.cluster_id, admin, listener.listener,
+                                    coordinator_partition=self.group_coordinator.partition_for,
+                                    group_coordinator=self.group_coordinator)
+            kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
+                                           self.config["socket.request.max.bytes"])
+            await kafka_listener.start()
+            self.kafka_listeners.append(kafka_listener)
         await self.http.start()
         self.broker_epoch = await self.kzc.register_broker(self.broker_info())
         log.info("broker %d registered with epoch %d (cluster %s)", self.broker_id, self.broker_epoch, self.cluster_id)
@@ -296,8 +297,8 @@ class BrokerServer:
         HTTP, logs (flush, checkpoints)."""
         if self.controller is not None and self.broker_epoch > 0:
             await self._controlled_shutdown()
-        if self.kafka_listener is not None:
-            await self.kafka_listener.stop()
+        for kafka_listener in self.kafka_listeners:
+            await kafka_listener.stop()
         if self.controller is not None:
             await self.controller.shutdown()
         await self.group_coordinator.shutdown()

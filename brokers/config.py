@@ -229,6 +229,21 @@ class BrokerConfig:
                 getattr(self, key.replace(".", "_"))
             except ValueError as exc:
                 raise ConfigError(f"{self.source}: {key}: {exc}") from None
+        self._validate_listener_names()
+
+    def _validate_listener_names(self) -> None:
+        """Kafka's rules: listener names unique, every advertised one bound, the inter-broker one advertised."""
+        names = [e.listener for e in self.listeners]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{self.source}: listeners: each listener name must appear once, got {names}")
+        advertised = [e.listener for e in self.advertised_listeners]
+        if not set(advertised) <= set(names):
+            raise ConfigError(f"{self.source}: advertised.listeners names {sorted(set(advertised) - set(names))} "
+                              f"that listeners does not bind ({names})")
+        inter = self.values["inter.broker.listener.name"]
+        if inter is not None and inter not in advertised:
+            raise ConfigError(f"{self.source}: inter.broker.listener.name {inter!r} is not an advertised listener "
+                              f"({advertised})")
 
 
 def _convert(key: str, raw: str, convert: Callable[[str], Any], source: str) -> Any:

@@ -140,7 +140,8 @@ class Cluster:
         return proc.pid
 
     def wait_until_ready(self, timeout: float = 60.0, broker_ids: list[int] | None = None) -> dict:
-        """Until every broker answers /healthz registered and all agree on one live controller."""
+        """Until every broker answers /healthz registered, all agree on one live controller, and each one's
+        metadata cache (what clients are told) names that controller and every running broker."""
         ids = broker_ids or [b for b in self.broker_ids if self.broker_pid(b) is not None]
         deadline = time.monotonic() + timeout
         last: dict = {}
@@ -154,7 +155,8 @@ class Cluster:
             if all(h and h.get("broker_epoch", -1) > 0 for h in last.values()):
                 controllers = {h["controller"].get("active_controller_id") for h in last.values()}
                 active = [b for b, h in last.items() if h["controller"].get("is_controller")]
-                if len(controllers) == 1 and len(active) == 1 and active[0] in controllers:
+                if len(controllers) == 1 and len(active) == 1 and active[0] in controllers and all(
+                        _metadata_knows(h, active[0], ids) for h in last.values()):
                     return last
             time.sleep(0.1)
         raise ClusterError(f"cluster not ready within {timeout:.0f} s: {json.dumps(last)[:2000]}")
@@ -243,6 +245,11 @@ class Cluster:
         for broker_id in self.broker_ids:
             self.stop_broker(broker_id)
         self.zookeeper.stop()
+
+
+def _metadata_knows(health: dict, controller: int, broker_ids: list[int]) -> bool:
+    metadata = health.get("metadata") or {}
+    return metadata.get("controller_id") == controller and set(broker_ids) <= set(metadata.get("live_brokers", []))
 
 
 def _cmdline(pid: int, settle: float = 2.0) -> str:

@@ -78,3 +78,25 @@ def test_missing_file_is_a_clear_error(tmp_path):
 def test_properties_syntax():
     text = "a.b = c\\\n   d\nx:y\nz w\nesc=\\u0041\\tB\n  # indented comment\nempty=\n"
     assert parse_properties(text) == {"a.b": "cd", "x": "y", "z": "w", "esc": "A\tB", "empty": ""}
+
+
+TWO_LISTENERS = {"zookeeper.connect": "zk:2181", "listeners": "INTERNAL://:9092,EXTERNAL://:19092",
+                 "advertised.listeners": "INTERNAL://broker-1:9092,EXTERNAL://127.0.0.1:19092",
+                 "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+                 "inter.broker.listener.name": "INTERNAL"}
+
+
+def test_two_listeners_one_for_brokers_one_for_the_host():
+    config = BrokerConfig.from_properties(TWO_LISTENERS)
+    assert [e.listener for e in config.listeners] == ["INTERNAL", "EXTERNAL"]
+    assert [str(e) for e in config.advertised_listeners] == ["INTERNAL://broker-1:9092", "EXTERNAL://127.0.0.1:19092"]
+
+
+@pytest.mark.parametrize("override, named", [
+    ({"listeners": "INTERNAL://:9092,INTERNAL://:9093"}, "appear once"),
+    ({"advertised.listeners": "INTERNAL://broker-1:9092,OTHER://h:1"}, "OTHER"),
+    ({"inter.broker.listener.name": "REPLICATION"}, "inter.broker.listener.name"),
+])
+def test_listener_names_must_be_consistent(override, named):
+    with pytest.raises(ConfigError, match=named):
+        BrokerConfig.from_properties({**TWO_LISTENERS, **override})
