@@ -1,0 +1,55 @@
+"""The container tier: real Docker containers from our images (``compose/build-images.sh``).
+
+In CI (``CI=true``) a missing engine or image is a failure: ``.ci/run`` starts the engine and builds the
+images first. Elsewhere the tier is skipped with a message that says how to enable it.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# testcontainers settings that work on this kind of machine (platform-notes §3.1): no Ryuk (no registry to
+# pull it from; we clean up by label), the local socket, and loopback addresses for published ports.
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+os.environ.setdefault("DOCKER_HOST", "unix:///var/run/docker.sock")
+os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
+os.environ.setdefault("TC_HOST", "127.0.0.1")
+
+from tests.containers.harness import BROKER_IMAGE, ZOOKEEPER_IMAGE, ContainerCluster, docker_problem  # noqa: E402
+
+HOW_TO_ENABLE = ("run compose/ensure-docker.sh (Docker engine) and compose/build-images.sh --offline "
+                 f"(images {BROKER_IMAGE} and {ZOOKEEPER_IMAGE}), as .ci/run does")
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
+@pytest.fixture(scope="session")
+def docker_ready():
+    problem = docker_problem()
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"container tests must run in CI, but Docker is not ready: {problem}; {HOW_TO_ENABLE}")
+        pytest.skip(f"Docker is not ready ({problem}): {HOW_TO_ENABLE}")
+
+
+@pytest.fixture
+def make_container_cluster(docker_ready, request):
+    made: list[ContainerCluster] = []
+
+    def make(**settings) -> ContainerCluster:
+        cluster = ContainerCluster(**settings)
+        made.append(cluster)
+        return cluster.start()
+
+    yield make
+    failed = getattr(request.node, "report_call", None) is None or request.node.report_call.failed
+    for cluster in made:
+        if failed:
+            print(f"\n===== container logs ({cluster.name}) =====\n{cluster.logs()}")
+        cluster.stop()
