@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install tools test lint unit integration bench demo demo-down clean
+.PHONY: install tools test lint unit integration bench demo down demo-down clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "zkafka needs Python >= 3.11, found " + sys.version)'
@@ -43,16 +43,17 @@ test: lint tools
 bench: $(STAMP)
 	$(BIN)/zkafka bench storage
 
-# A real ZooKeeper (from the pyspark wheel's jars) + 3 brokers under ./.zkafka, a demo topic, and a
-# look at who leads what. Stop with `make demo-down`.
+# `make demo`: checks Java 17+ and the ports, starts a real ZooKeeper (from the pyspark wheel's jars) + 3 brokers
+# under ./.zkafka (left running), creates topic demo, sends and reads back 5000 records with the console tools,
+# runs the consumer-group demo for 20 s, then prints how to connect. Stop it with `make down`.
 demo: $(STAMP)
-	$(BIN)/zkafka cluster up --brokers 3 --dir .zkafka
-	$(BIN)/kafka-topics --zookeeper 127.0.0.1:2181 --create --if-not-exists --topic demo --partitions 6 --replication-factor 3
-	$(BIN)/kafka-topics --zookeeper 127.0.0.1:2181 --describe --topic demo
-	$(BIN)/zkafka cluster status --dir .zkafka
+	$(BIN)/zkafka demo cluster --dir .zkafka
 
-demo-down: $(STAMP)
-	$(BIN)/zkafka cluster down --dir .zkafka
+down:
+	@if [ -f .zkafka/cluster.json ] && [ -x $(BIN)/zkafka ]; then $(BIN)/zkafka cluster down --dir .zkafka; \
+	else echo "no demo cluster in ./.zkafka: nothing to stop"; fi
+
+demo-down: down
 
 clean:
 	rm -rf $(VENV) .zkafka .pytest_cache build *.egg-info

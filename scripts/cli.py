@@ -3,7 +3,7 @@
 Subcommands so far: ``--version``, ``log dump <dir|file>``,
 ``bench storage|cluster|produce|consume|replication|group``, ``zookeeper start|stop|status``
 (scripts/zookeeper.py), ``cluster up|status|down`` (scripts/cluster.py), ``demo groups``
-(scripts/demo_groups.py).
+(scripts/demo_groups.py), ``demo cluster`` (scripts/demo_cluster.py, ``make demo``).
 """
 from __future__ import annotations
 
@@ -139,14 +139,45 @@ def _add_demo_commands(commands) -> None:
     groups.add_argument("--duration-s", type=float, default=40.0,
                         help="seconds from the first member to the producer's stop (default 40, at least 10)")
     groups.add_argument("--rate", type=int, default=500, help="records/s the producer sends (default 500)")
+    cluster = demo_commands.add_parser(
+        "cluster", help="`make demo`: preflight checks, ZooKeeper + brokers under --dir (left running), topic demo, "
+                        "records through kafka-console-producer/-consumer, a short consumer-group demo, then how to "
+                        "connect and stop")
+    cluster.set_defaults(subparser=cluster)
+    cluster.add_argument("--dir", type=Path, default=Path(".zkafka"), help="cluster directory (default ./.zkafka)")
+    cluster.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    cluster.add_argument("--records", type=int, default=5000, help="records produced and consumed (default 5000)")
+    cluster.add_argument("--groups-seconds", type=float, default=20.0,
+                         help="duration of the consumer-group demo (default 20, at least 10)")
+    cluster.add_argument("--no-groups", dest="groups", action="store_false", help="skip the consumer-group demo")
+    cluster.add_argument("--zookeeper-port", type=int, default=2181)
+    cluster.add_argument("--kafka-port-base", type=int, default=9092, help="broker i listens on BASE+i-1 (default 9092)")
+    cluster.add_argument("--http-port-base", type=int, default=8080,
+                         help="broker i serves HTTP on BASE+i-1 (default 8080)")
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.demo_command == "cluster":
+        return _demo_cluster(args)
     from scripts.demo_groups import MIN_DURATION_S, demo_command
 
     if args.duration_s < MIN_DURATION_S or args.rate < 1:
         args.subparser.error(f"--duration-s must be at least {MIN_DURATION_S:g} and --rate positive")
     return demo_command(args.bootstrap_server, args.duration_s, args.rate)
+
+
+def _demo_cluster(args: argparse.Namespace) -> int:
+    from scripts.demo_cluster import DemoOptions, demo_command
+    from scripts.demo_groups import MIN_DURATION_S
+
+    if not 1 <= args.brokers <= 64 or args.records < 1:
+        args.subparser.error("--brokers must be between 1 and 64 and --records positive")
+    if args.groups and args.groups_seconds < MIN_DURATION_S:
+        args.subparser.error(f"--groups-seconds must be at least {MIN_DURATION_S:g} (or --no-groups)")
+    ports = (args.zookeeper_port, args.kafka_port_base, args.http_port_base)
+    if not all(0 < p and p + args.brokers <= 65536 for p in ports):
+        args.subparser.error("ports must be between 1 and 65535")
+    return demo_command(DemoOptions(args.dir, args.brokers, args.records, args.groups_seconds, args.groups, *ports))
 
 
 def _add_replication_bench(bench_commands) -> None:

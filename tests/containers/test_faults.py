@@ -27,7 +27,7 @@ class LoadProducer(threading.Thread):
         self.failed: list[str] = []
         self.producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
                                   "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 120000})
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     @property
     def count(self) -> int:
@@ -41,7 +41,7 @@ class LoadProducer(threading.Thread):
 
     def run(self) -> None:
         i, start = 0, time.monotonic()
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             if i < (time.monotonic() - start) * self.rate:
                 self.producer.produce(self.topic, str(i).encode(), partition=i % self.partitions,
                                       on_delivery=self._delivered)
@@ -49,7 +49,7 @@ class LoadProducer(threading.Thread):
             self.producer.poll(0.002)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join(30)
         assert self.producer.flush(120) == 0, "records still undelivered two minutes after the fault"
 
@@ -209,10 +209,10 @@ class GroupMember(threading.Thread):
                                   "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
         self.consumer.subscribe([topic], on_assign=lambda c, ps: self.assignment.update(p.partition for p in ps),
                                 on_revoke=lambda c, ps: self.assignment.difference_update(p.partition for p in ps))
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             messages = [m for m in self.consumer.consume(500, timeout=0.2) if m.error() is None]
             if messages:
                 self.values += [int(m.value()) for m in messages]
@@ -222,7 +222,7 @@ class GroupMember(threading.Thread):
                     pass  # a rebalance or a coordinator move: the records come again (at least once)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join(30)
         self.consumer.close()
 
