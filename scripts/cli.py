@@ -123,7 +123,12 @@ def _bench_group(args: argparse.Namespace, argv: list[str]) -> int:
     options = GroupBenchOptions(delays, args.reps, args.commit_seconds, args.in_flight, args.dir,
                                 command="zkafka " + shlex.join(argv))
     result = run_group_bench(options)
-    print(json.dumps(result, indent=2) if args.json else "\n".join(format_report(result)))
+    return _print_report(result, args.json, format_report)
+
+
+def _print_report(result: dict, as_json: bool, format_report) -> int:
+    """A bench's result: JSON, or its markdown tables."""
+    print(json.dumps(result, indent=2) if as_json else "\n".join(format_report(result)))
     return 0
 
 
@@ -215,8 +220,7 @@ def _bench_replication(args: argparse.Namespace) -> int:
     options = ReplicationBenchOptions(args.records, args.record_size, rates, args.duration, args.partitions,
                                       args.session_timeout_ms, args.dir, args.max_in_flight)
     result = run_replication_bench(options)
-    print(json.dumps(result, indent=2) if args.json else "\n".join(format_report(result)))
-    return 0
+    return _print_report(result, args.json, format_report)
 
 
 def _add_cluster_commands(commands) -> None:
