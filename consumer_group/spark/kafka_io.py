@@ -1,0 +1,186 @@
+"""The data source's Kafka side, through confluent-kafka (the only Kafka client the Spark package uses):
+partition discovery, watermarks and offsets-for-times on the planner, reading one offset range and
+producing rows in the tasks.
+
+Rows are Spark's Kafka-source rows: ``(key, value, topic, partition, offset, timestamp, timestampType
+[, headers])`` with timestampType 0 = CreateTime, 1 = LogAppendTime, headers ``[(key, value), ...]``.
+
+A task reads ``[from, until)`` of one partition with ``assign()`` (no group, nothing committed) and
+stops exactly at ``until``: offsets missing inside the range are compaction's gaps and are skipped;
+a range that starts below the partition's log start offset lost data to retention, which raises
+``DataLossError`` unless ``failOnDataLoss`` is false (then the task reads what is left).
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import re
+import time
+import uuid
+from collections.abc import Iterator
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from consumer_group.spark.options import SourceOptions
+from consumer_group.spark.ranges import OffsetRange
+
+log = logging.getLogger(__name__)
+TIMEOUT_S = 30.0
+POLL_S = 0.5
+BATCH = 5000
+STALL_S = 60.0
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+# librdkafka's timestamp types -> Spark's timestampType (0 CreateTime, 1 LogAppendTime)
+_TIMESTAMP_TYPES = {1: 0, 2: 1}
+
+TP = tuple[str, int]
+
+
+class DataLossError(RuntimeError):
+    """Offsets a query needed are gone (retention, a deleted topic): Spark's failOnDataLoss."""
+
+
+def _consumer(params: dict[str, str]) -> Consumer:
+    return Consumer({**params, "group.id": params.get("group.id", f"spark-zkafka-{uuid.uuid4().hex}"),
+                     "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "error"})
+
+
+def topic_partitions(options: SourceOptions) -> list[TP]:
+    """The partitions the query reads now: subscribed topics that exist, topics matching the pattern
+    (internal ones excluded), or exactly the assigned partitions."""
+    if options.assign is not None:
+        return sorted((t, p) for t, parts in options.assign.items() for p in parts)
+    consumer = _consumer(options.kafka_params)
+    try:
+        topics = consumer.list_topics(timeout=TIMEOUT_S).topics
+    finally:
+        consumer.close()
+    if options.subscribe is not None:
+        names = [t for t in options.subscribe if t in topics]
+    else:
+        pattern = re.compile(options.subscribe_pattern)
+        names = [t for t in topics if not t.startswith("__") and pattern.fullmatch(t)]
+    return sorted((t, p) for t in names for p in topics[t].partitions)
+
+
+def watermarks(params: dict[str, str], partitions: list[TP]) -> dict[TP, tuple[int, int]]:
+    """(log start offset, high watermark) of each partition."""
+    consumer = _consumer(params)
+    try:
+        return {tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=TIMEOUT_S) for tp in partitions}
+    finally:
+        consumer.close()
+
+
+def offsets_for_times(params: dict[str, str], timestamps: dict[TP, int]) -> dict[TP, int]:
+    """The first offset at or after each timestamp; the high watermark where no record is that late
+    (Spark's ``startingOffsetsByTimestampStrategy=latest``)."""
+    consumer = _consumer(params)
+    try:
+        asked = [TopicPartition(t, p, ts) for (t, p), ts in timestamps.items()]
+        found = consumer.offsets_for_times(asked, timeout=TIMEOUT_S)
+        out = {}
+        for tp in found:
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+            offset = tp.offset
+            if offset < 0:
+                offset = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=TIMEOUT_S)[1]
+            out[(tp.topic, tp.partition)] = offset
+        return out
+    finally:
+        consumer.close()
+
+
+def _row(message, include_headers: bool) -> tuple:
+    kind, ms = message.timestamp()
+    row = (message.key(), message.value(), message.topic(), message.partition(), message.offset(),
+           _EPOCH + datetime.timedelta(milliseconds=ms) if ms >= 0 else None, _TIMESTAMP_TYPES.get(kind, 0))
+    if include_headers:
+        row += ([(k, v) for k, v in (message.headers() or [])],)
+    return row
+
+
+def read_range(params: dict[str, str], rng: OffsetRange, include_headers: bool,
+               fail_on_data_loss: bool) -> Iterator[tuple]:
+    """The records of ``rng``, in offset order, as Spark rows."""
+    consumer = _consumer(params)
+    try:
+        start = _checked_start(consumer, rng, fail_on_data_loss)
+        if start >= rng.until_offset:
+            return
+        consumer.assign([TopicPartition(rng.topic, rng.partition, start)])
+        deadline = time.monotonic() + STALL_S
+        while True:
+            messages = consumer.consume(BATCH, timeout=POLL_S)
+            if messages:
+                deadline = time.monotonic() + STALL_S
+            elif time.monotonic() > deadline:
+                problem = (f"{rng.topic}-{rng.partition}: nothing more before the range end {rng.until_offset} "
+                           f"for {STALL_S:.0f} s (records deleted or truncated)")
+                if fail_on_data_loss:
+                    raise DataLossError(problem)
+                log.warning(problem)
+                return
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        if message.offset() >= rng.until_offset:
+                            return
+                        continue  # the range end was beyond the log end when planned: wait for it
+                    raise KafkaException(error)
+                if message.offset() >= rng.until_offset:
+                    return
+                yield _row(message, include_headers)
+                if message.offset() + 1 >= rng.until_offset:
+                    return
+    finally:
+        consumer.close()
+
+
+def _checked_start(consumer: Consumer, rng: OffsetRange, fail_on_data_loss: bool) -> int:
+    low, high = consumer.get_watermark_offsets(TopicPartition(rng.topic, rng.partition), timeout=TIMEOUT_S)
+    if rng.from_offset < low:
+        message = (f"{rng.topic}-{rng.partition}: offsets {rng.from_offset}..{min(low, rng.until_offset) - 1} "
+                   f"are gone (log start offset {low}): records were lost to retention. Set failOnDataLoss "
+                   f"to false to read what is left")
+        if fail_on_data_loss:
+            raise DataLossError(message)
+        log.warning(message)
+        return low
+    return rng.from_offset
+
+
+class RowProducer:
+    """Produces rows with acks=all; ``close`` waits for every delivery and raises the first failure."""
+
+    def __init__(self, params: dict[str, str]):
+        self.producer = Producer({"acks": "all", "enable.idempotence": True, "linger.ms": 5, **params})
+        self.errors: list[str] = []
+        self.count = 0
+
+    def _delivered(self, err, _message) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int | None = None,
+             headers: list[tuple[str, bytes]] | None = None) -> None:
+        kwargs = {} if partition is None else {"partition": partition}
+        while True:
+            try:
+                self.producer.produce(topic, value=value, key=key, headers=headers, on_delivery=self._delivered,
+                                      **kwargs)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain
+                self.producer.poll(0.1)
+        self.count += 1
+        self.producer.poll(0)
+
+    def close(self) -> int:
+        remaining = self.producer.flush(TIMEOUT_S * 4)
+        if remaining:
+            raise RuntimeError(f"{remaining} records were not delivered within {TIMEOUT_S * 4:.0f} s")
+        if self.errors:
+            raise RuntimeError(f"{len(self.errors)} records failed: {self.errors[0]}")
+        return self.count

@@ -1,0 +1,207 @@
+"""The ``zkafka`` PySpark data source: Spark's Kafka source and sink, as a Python Data Source.
+
+``spark.read.format("zkafka")`` / ``spark.readStream.format("zkafka")`` / ``df.write.format("zkafka")`` with
+the option names and row schema of Spark's own Kafka integration (see ``options.py``). Pitfalls handled
+(platform-notes §2.3): everything a task needs travels in its ``InputPartition`` (readers are pickled;
+clients are opened inside ``read``); ``partitions()`` returning nothing still runs one task with
+``InputPartition(None)``; streaming offsets are ``{topic: {partition: offset}}`` with sorted keys and
+``latestOffset`` returns ``start`` unchanged when nothing is new, because Spark compares offsets as JSON text.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from consumer_group.spark import kafka_io
+from consumer_group.spark.options import SinkOptions, SourceOptions, parse_sink_options, parse_source_options
+from consumer_group.spark.ranges import OffsetRange, offsets_from_json_dict, offsets_to_json_dict, rate_limit, split_ranges
+
+SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+          "timestampType int")
+HEADERS = ", headers array<struct<key: string, value: binary>>"
+EARLIEST, LATEST = -2, -1
+
+
+class ZkafkaDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "zkafka"
+
+    def schema(self) -> str:
+        include = str(self.options.get("includeHeaders", "false")).lower() == "true"
+        return SCHEMA + (HEADERS if include else "")
+
+    def reader(self, schema) -> "ZkafkaBatchReader":
+        return ZkafkaBatchReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema) -> "ZkafkaStreamReader":
+        return ZkafkaStreamReader(parse_source_options(self.options, streaming=True))
+
+    def writer(self, schema, overwrite: bool) -> "ZkafkaWriter":
+        return ZkafkaWriter(parse_sink_options(self.options), schema.fieldNames())
+
+    def streamWriter(self, schema, overwrite: bool) -> "ZkafkaStreamWriter":
+        return ZkafkaStreamWriter(parse_sink_options(self.options), schema.fieldNames())
+
+
+class KafkaInputPartition(InputPartition):
+    """One task: one offset range of one partition, and what reading it needs."""
+
+    def __init__(self, rng: OffsetRange, options: SourceOptions):
+        super().__init__(None)
+        self.range = rng
+        self.params = options.kafka_params
+        self.include_headers = options.include_headers
+        self.fail_on_data_loss = options.fail_on_data_loss
+
+
+def _read(partition) -> Iterator[tuple]:
+    if not isinstance(partition, KafkaInputPartition):  # Spark's one task for an empty plan
+        return iter(())
+    return kafka_io.read_range(partition.params, partition.range, partition.include_headers,
+                               partition.fail_on_data_loss)
+
+
+def resolve(options: SourceOptions, spec, timestamp: int | None, by_timestamp: dict | None,
+            partitions: list[kafka_io.TP], bounds: dict[kafka_io.TP, tuple[int, int]],
+            default: str = "earliest") -> dict[kafka_io.TP, int]:
+    """Concrete offsets for a starting/ending spec: earliest/latest, per-partition JSON (-2/-1 allowed;
+    partitions it does not name take ``default``), or timestamps (one for all partitions, or per partition)."""
+    if timestamp is not None or by_timestamp is not None:
+        wanted = {tp: timestamp if by_timestamp is None else by_timestamp.get(tp[0], {}).get(tp[1])
+                  for tp in partitions}
+        found = kafka_io.offsets_for_times(options.kafka_params, {tp: ts for tp, ts in wanted.items() if ts is not None})
+        return {tp: found.get(tp, bounds[tp][1]) for tp in partitions}
+    out = {}
+    for tp in partitions:
+        value = spec if isinstance(spec, str) else spec.get(tp[0], {}).get(tp[1], default)
+        if value in ("earliest", EARLIEST):
+            out[tp] = bounds[tp][0]
+        elif value in ("latest", LATEST):
+            out[tp] = bounds[tp][1]
+        else:
+            out[tp] = int(value)
+    return out
+
+
+class ZkafkaBatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions):
+        self.options = options
+
+    def partitions(self) -> list[KafkaInputPartition]:
+        o = self.options
+        tps = kafka_io.topic_partitions(o)
+        bounds = kafka_io.watermarks(o.kafka_params, tps)
+        start = resolve(o, o.starting_offsets, o.starting_timestamp, o.starting_offsets_by_timestamp, tps, bounds)
+        end = resolve(o, o.ending_offsets, o.ending_timestamp, o.ending_offsets_by_timestamp, tps, bounds, "latest")
+        ranges = [OffsetRange(t, p, start[(t, p)], end[(t, p)]) for t, p in tps if end[(t, p)] > start[(t, p)]]
+        return [KafkaInputPartition(r, o) for r in split_ranges(ranges, o.min_partitions)]
+
+    def read(self, partition) -> Iterator[tuple]:
+        return _read(partition)
+
+
+class ZkafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are ``{topic: {partition: next offset}}``. New partitions start at their log start offset."""
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self.target: dict[kafka_io.TP, int] | None = None  # availableNow: the latest offsets at query start
+
+    def initialOffset(self) -> dict:
+        o = self.options
+        tps = kafka_io.topic_partitions(o)
+        bounds = kafka_io.watermarks(o.kafka_params, tps)
+        start = resolve(o, o.starting_offsets, o.starting_timestamp, o.starting_offsets_by_timestamp, tps, bounds)
+        return offsets_to_json_dict(start)
+
+    def _bounds(self) -> dict[kafka_io.TP, tuple[int, int]]:
+        return kafka_io.watermarks(self.options.kafka_params, kafka_io.topic_partitions(self.options))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = {tp: high for tp, (_, high) in self._bounds().items()}
+
+    def getDefaultReadLimit(self):
+        limit = self.options.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def latestOffset(self, start: dict, limit=None) -> dict:
+        begin = offsets_from_json_dict(start)
+        bounds = self._bounds()
+        for tp in bounds.keys() - begin.keys():  # a new partition: read it from its log start offset
+            begin[tp] = bounds[tp][0]
+        latest = self.target if self.target is not None else {tp: high for tp, (_, high) in bounds.items()}
+        latest = {tp: max(offset, begin[tp]) for tp, offset in latest.items() if tp in begin}
+        if isinstance(limit, ReadMaxRows):
+            latest = rate_limit(begin, latest, limit.max_rows)
+        end = offsets_to_json_dict({**begin, **latest})
+        return start if end == start else end
+
+    def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
+        begin, until = offsets_from_json_dict(start), offsets_from_json_dict(end)
+        ranges = [OffsetRange(t, p, begin.get((t, p), 0), u) for (t, p), u in sorted(until.items())
+                  if u > begin.get((t, p), 0)]
+        return [KafkaInputPartition(r, self.options) for r in split_ranges(ranges, self.options.min_partitions)]
+
+    def read(self, partition) -> Iterator[tuple]:
+        return _read(partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: the checkpoint holds the offsets (Spark's Kafka source commits nothing either)."""
+
+
+class _SinkMessage(WriterCommitMessage):
+    def __init__(self, count: int):
+        self.count = count
+
+
+class _Sink:
+    """Rows with ``value`` (and optional ``key``, ``topic``, ``partition``, ``headers``) to Kafka, acks=all."""
+
+    def __init__(self, options: SinkOptions, columns: list[str]):
+        if "value" not in columns:
+            raise ValueError("the zkafka sink needs a 'value' column (binary or string); got "
+                             f"{columns}")
+        if options.topic is None and "topic" not in columns:
+            raise ValueError("the zkafka sink needs the 'topic' option or a 'topic' column")
+        self.options, self.columns = options, columns
+
+    def write(self, iterator) -> _SinkMessage:
+        producer = kafka_io.RowProducer(self.options.kafka_params)
+        has = set(self.columns)
+        for row in iterator:
+            topic = row["topic"] if "topic" in has and row["topic"] is not None else self.options.topic
+            producer.send(topic, _bytes(row["value"]), _bytes(row["key"]) if "key" in has else None,
+                          row["partition"] if "partition" in has else None,
+                          [(h["key"], _bytes(h["value"])) for h in row["headers"] or []] if "headers" in has else None)
+        return _SinkMessage(producer.close())
+
+
+def _bytes(value) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return str(value).encode()
+
+
+class ZkafkaWriter(_Sink, DataSourceWriter):
+    pass
+
+
+class ZkafkaStreamWriter(_Sink, DataSourceStreamWriter):
+    def commit(self, messages, batchId) -> None:
+        """Each task flushed with acks=all before reporting: nothing is left to commit."""
+
+    def abort(self, messages, batchId) -> None:
+        """Records already acknowledged stay (Kafka has no rollback without transactions): at least once."""
