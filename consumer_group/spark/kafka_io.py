@@ -2,8 +2,9 @@
 partition discovery, watermarks and offsets-for-times on the planner, reading one offset range and
 producing rows in the tasks.
 
-Rows are Spark's Kafka-source rows: ``(key, value, topic, partition, offset, timestamp, timestampType
-[, headers])`` with timestampType 0 = CreateTime, 1 = LogAppendTime, headers ``[(key, value), ...]``.
+Rows are Spark's Kafka-source rows, handed to Spark as Arrow record batches (one per ``consume()`` chunk):
+``key, value, topic, partition, offset, timestamp, timestampType[, headers]`` with timestampType
+0 = CreateTime, 1 = LogAppendTime, headers ``[{key, value}, ...]``.
 
 A task reads ``[from, until)`` of one partition with ``assign()`` (no group, nothing committed) and
 stops exactly at ``until``: offsets missing inside the range are compaction's gaps and are skipped;
@@ -12,13 +13,13 @@ a range that starts below the partition's log start offset lost data to retentio
 """
 from __future__ import annotations
 
-import datetime
 import logging
 import re
 import time
 import uuid
 from collections.abc import Iterator
 
+import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from consumer_group.spark.options import SourceOptions
@@ -29,11 +30,13 @@ TIMEOUT_S = 30.0
 POLL_S = 0.5
 BATCH = 5000
 STALL_S = 60.0
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 # librdkafka's timestamp types -> Spark's timestampType (0 CreateTime, 1 LogAppendTime)
 _TIMESTAMP_TYPES = {1: 0, 2: 1}
 
 TP = tuple[str, int]
+COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+_MS, _US = pa.timestamp("ms", tz="UTC"), pa.timestamp("us", tz="UTC")
+_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
 class DataLossError(RuntimeError):
@@ -92,18 +95,29 @@ def offsets_for_times(params: dict[str, str], timestamps: dict[TP, int]) -> dict
         consumer.close()
 
 
-def _row(message, include_headers: bool) -> tuple:
-    kind, ms = message.timestamp()
-    row = (message.key(), message.value(), message.topic(), message.partition(), message.offset(),
-           _EPOCH + datetime.timedelta(milliseconds=ms) if ms >= 0 else None, _TIMESTAMP_TYPES.get(kind, 0))
+def read_arrow(params: dict[str, str], rng: OffsetRange, include_headers: bool,
+               fail_on_data_loss: bool) -> Iterator[pa.RecordBatch]:
+    """The records of ``rng`` as Arrow record batches in Spark's Kafka schema: columns are built from
+    each ``consume()`` chunk at once, and Spark takes Arrow without converting row by row."""
+    for chunk in read_chunks(params, rng, fail_on_data_loss):
+        yield _record_batch(chunk, include_headers)
+
+
+def _record_batch(chunk: list, include_headers: bool) -> pa.RecordBatch:
+    first, n = chunk[0], len(chunk)
+    stamps = [m.timestamp() for m in chunk]
+    arrays = [pa.array([m.key() for m in chunk], pa.binary()), pa.array([m.value() for m in chunk], pa.binary()),
+              pa.array([first.topic()] * n, pa.string()), pa.array([first.partition()] * n, pa.int32()),
+              pa.array([m.offset() for m in chunk], pa.int64()),
+              pa.array([ms if ms >= 0 else None for _, ms in stamps], _MS).cast(_US),
+              pa.array([_TIMESTAMP_TYPES.get(kind, 0) for kind, _ in stamps], pa.int32())]
     if include_headers:
-        row += ([(k, v) for k, v in (message.headers() or [])],)
-    return row
+        arrays.append(pa.array([[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in chunk], _HEADERS))
+    return pa.RecordBatch.from_arrays(arrays, names=COLUMNS[:len(arrays)])
 
 
-def read_range(params: dict[str, str], rng: OffsetRange, include_headers: bool,
-               fail_on_data_loss: bool) -> Iterator[tuple]:
-    """The records of ``rng``, in offset order, as Spark rows."""
+def read_chunks(params: dict[str, str], rng: OffsetRange, fail_on_data_loss: bool) -> Iterator[list]:
+    """The messages of ``rng`` in offset order, a ``consume()`` call's worth at a time."""
     consumer = _consumer(params)
     try:
         start = _checked_start(consumer, rng, fail_on_data_loss)
@@ -116,27 +130,43 @@ def read_range(params: dict[str, str], rng: OffsetRange, include_headers: bool,
             if messages:
                 deadline = time.monotonic() + STALL_S
             elif time.monotonic() > deadline:
-                problem = (f"{rng.topic}-{rng.partition}: nothing more before the range end {rng.until_offset} "
-                           f"for {STALL_S:.0f} s (records deleted or truncated)")
-                if fail_on_data_loss:
-                    raise DataLossError(problem)
-                log.warning(problem)
+                _stalled(rng, fail_on_data_loss)
                 return
-            for message in messages:
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        if message.offset() >= rng.until_offset:
-                            return
-                        continue  # the range end was beyond the log end when planned: wait for it
-                    raise KafkaException(error)
-                if message.offset() >= rng.until_offset:
-                    return
-                yield _row(message, include_headers)
-                if message.offset() + 1 >= rng.until_offset:
-                    return
+            chunk, done = _in_range(messages, rng)
+            if chunk:
+                yield chunk
+            if done:
+                return
     finally:
         consumer.close()
+
+
+def _in_range(messages: list, rng: OffsetRange) -> tuple[list, bool]:
+    """The records below the range end, and whether the end was reached (EOF events are skipped; compaction's
+    gaps are simply offsets that never come)."""
+    chunk = []
+    for message in messages:
+        error = message.error()
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                if message.offset() >= rng.until_offset:
+                    return chunk, True
+                continue  # the range end was beyond the log end when planned: wait for it
+            raise KafkaException(error)
+        if message.offset() >= rng.until_offset:
+            return chunk, True
+        chunk.append(message)
+        if message.offset() + 1 >= rng.until_offset:
+            return chunk, True
+    return chunk, False
+
+
+def _stalled(rng: OffsetRange, fail_on_data_loss: bool) -> None:
+    problem = (f"{rng.topic}-{rng.partition}: nothing more before the range end {rng.until_offset} "
+               f"for {STALL_S:.0f} s (records deleted or truncated)")
+    if fail_on_data_loss:
+        raise DataLossError(problem)
+    log.warning(problem)
 
 
 def _checked_start(consumer: Consumer, rng: OffsetRange, fail_on_data_loss: bool) -> int:

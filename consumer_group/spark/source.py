@@ -65,10 +65,10 @@ class KafkaInputPartition(InputPartition):
         self.fail_on_data_loss = options.fail_on_data_loss
 
 
-def _read(partition) -> Iterator[tuple]:
+def _read(partition) -> Iterator:
     if not isinstance(partition, KafkaInputPartition):  # Spark's one task for an empty plan
         return iter(())
-    return kafka_io.read_range(partition.params, partition.range, partition.include_headers,
+    return kafka_io.read_arrow(partition.params, partition.range, partition.include_headers,
                                partition.fail_on_data_loss)
 
 
