@@ -23,7 +23,8 @@ PARTITIONS = 3
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000, properties={
-        "log.cleaner.backoff.ms": "500", "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"})
+        "log.cleaner.backoff.ms": "500", "log.retention.check.interval.ms": "500", "offsets.topic.num.partitions": "1",
+        "group.initial.rebalance.delay.ms": "0"})
     c = Cluster(tmp_path_factory.mktemp("spark") / "cluster", spec)
     c.up(timeout=60)
     yield c
@@ -148,6 +149,24 @@ def test_compacted_topic_with_gaps_reads_what_a_consumer_reads(spark, cluster):
     expected = plain_offsets()
     got = sorted(r.offset for r in reader(spark, cluster, topic).load().collect())
     assert got == expected
+
+
+def test_offsets_lost_to_retention_fail_the_read_unless_fail_on_data_loss_is_false(spark, cluster):
+    topic = "spark-retention"
+    create_topic(cluster, topic, 1, {"retention.bytes": "2048", "segment.bytes": "1024", "file.delete.delay.ms": "100"})
+    for round_ in range(10):  # ten batches: several segments, more than retention.bytes keeps
+        produce(cluster, topic, [(0, None, str(i).encode() * 8, None, None) for i in range(20 * round_, 20 * round_ + 20)])
+    probe = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "probe"})
+    wait_for(lambda: probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[0] > 0, 60,
+             "retention to delete the oldest segments")
+    low, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    probe.close()
+    from_zero = f'{{"{topic}":{{"0":0}}}}'
+    with pytest.raises(Exception) as failure:
+        reader(spark, cluster, topic, startingOffsets=from_zero).load().collect()
+    assert "failOnDataLoss" in str(failure.value)
+    rest = reader(spark, cluster, topic, startingOffsets=from_zero, failOnDataLoss="false").load().collect()
+    assert sorted(r.offset for r in rest) == list(range(low, high))  # what retention left, nothing else
 
 
 def test_decoding_json_and_msgpack_values(spark, cluster):
