@@ -1,9 +1,10 @@
 """``zkafka``: the project's command line. Thin: parse flags, make one library call, print.
 
 Subcommands so far: ``--version``, ``log dump <dir|file>``,
-``bench storage|cluster|produce|consume|replication|group``, ``zookeeper start|stop|status``
+``bench storage|cluster|produce|consume|replication|group|spark``, ``zookeeper start|stop|status``
 (scripts/zookeeper.py), ``cluster up|status|down`` (scripts/cluster.py), ``demo groups``
-(scripts/demo_groups.py), ``demo cluster`` (scripts/demo_cluster.py, ``make demo``).
+(scripts/demo_groups.py), ``demo spark`` (scripts/demo_spark.py), ``demo cluster``
+(scripts/demo_cluster.py, ``make demo``).
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_replication_bench(bench_commands)
     _add_group_bench(bench_commands)
+    _add_spark_bench(bench_commands)
 
     zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
     zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
@@ -107,6 +109,24 @@ def _add_group_bench(bench_commands) -> None:
     group.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
 
+def _add_spark_bench(bench_commands) -> None:
+    spark = bench_commands.add_parser(
+        "spark", help="the zkafka PySpark data source on a 1-broker cluster: a plain confluent-kafka consumer vs "
+                      "spark.read.format('zkafka') count() vs the same read written as parquet, rows/s")
+    spark.set_defaults(subparser=spark)
+    spark.add_argument("--records", type=int, default=1_000_000, help="records produced and read (default 1000000)")
+    spark.add_argument("--record-size", type=int, default=100, help="bytes per record value (default 100)")
+    spark.add_argument("--partitions", type=int, default=6, help="partitions of the topic (default 6)")
+
+
+def _bench_spark(args: argparse.Namespace, argv: list[str]) -> int:
+    from scripts.bench_spark import SparkBenchOptions, bench_command
+
+    if args.records < 1 or args.record_size < 1 or args.partitions < 1:
+        args.subparser.error("--records, --record-size and --partitions must be positive")
+    return bench_command(SparkBenchOptions(args.records, args.record_size, args.partitions), argv[2:])
+
+
 def _bench_group(args: argparse.Namespace, argv: list[str]) -> int:
     import shlex
 
@@ -144,6 +164,17 @@ def _add_demo_commands(commands) -> None:
     groups.add_argument("--duration-s", type=float, default=40.0,
                         help="seconds from the first member to the producer's stop (default 40, at least 10)")
     groups.add_argument("--rate", type=int, default=500, help="records/s the producer sends (default 500)")
+    spark = demo_commands.add_parser(
+        "spark", help="Spark Structured Streaming over zkafka: msgpack clicks in, per-page counts per 10 s window "
+                      "out (zkafka source and sink), read back with kafka-console-consumer")
+    spark.set_defaults(subparser=spark)
+    spark.add_argument("--bootstrap-server", default=None, metavar="HOST:PORT",
+                       help="an existing cluster (default: start a cluster in a temp dir and stop it after)")
+    spark.add_argument("--duration-s", type=float, default=60.0,
+                       help="seconds the streaming query runs (default 60, at least 10)")
+    spark.add_argument("--rate", type=int, default=200, help="clicks/s the producer sends (default 200)")
+    spark.add_argument("--brokers", type=int, default=1, choices=(1, 3),
+                       help="brokers of the started cluster (default 1)")
     cluster = demo_commands.add_parser(
         "cluster", help="`make demo`: preflight checks, ZooKeeper + brokers under --dir (left running), topic demo, "
                         "records through kafka-console-producer/-consumer, a short consumer-group demo, then how to "
@@ -164,11 +195,21 @@ def _add_demo_commands(commands) -> None:
 def _demo(args: argparse.Namespace) -> int:
     if args.demo_command == "cluster":
         return _demo_cluster(args)
+    if args.demo_command == "spark":
+        return _demo_spark(args)
     from scripts.demo_groups import MIN_DURATION_S, demo_command
 
     if args.duration_s < MIN_DURATION_S or args.rate < 1:
         args.subparser.error(f"--duration-s must be at least {MIN_DURATION_S:g} and --rate positive")
     return demo_command(args.bootstrap_server, args.duration_s, args.rate)
+
+
+def _demo_spark(args: argparse.Namespace) -> int:
+    from scripts.demo_spark import MIN_DURATION_S, demo_command
+
+    if args.duration_s < MIN_DURATION_S or args.rate < 1:
+        args.subparser.error(f"--duration-s must be at least {MIN_DURATION_S:g} and --rate positive")
+    return demo_command(args.bootstrap_server, args.duration_s, args.rate, args.brokers)
 
 
 def _demo_cluster(args: argparse.Namespace) -> int:
@@ -356,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "bench" and args.bench_command == "replication":
         return _bench_replication(args)
+    if args.command == "bench" and args.bench_command == "spark":
+        return _bench_spark(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "group":
         return _bench_group(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "cluster":

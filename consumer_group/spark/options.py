@@ -44,7 +44,7 @@ _SOURCE_OPTIONS = (
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "maxOffsetsPerTrigger", "minPartitions", "failOnDataLoss", "includeHeaders",
 )
-_SINK_OPTIONS = ("topic", "checkpointLocation")
+_SINK_OPTIONS = ("topic", "checkpointLocation", "queryName", "path")  # Spark passes the last three along
 _STRATEGIES = ("subscribe", "subscribePattern", "assign")
 
 # Options of Spark's Kafka source that zkafka does not implement: a clearer error than "unknown".

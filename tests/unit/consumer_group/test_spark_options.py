@@ -530,3 +530,9 @@ def test_sink_unknown_option(typo):
     msg = str(info.value)
     assert msg.startswith(f"Option '{typo}':")
     assert "unknown option for the zkafka sink" in msg and "topic" in msg and "kafka." in msg
+
+
+def test_sink_accepts_what_spark_passes_along_with_a_streaming_query():
+    sink = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "t", "queryname": "page_counts",
+                               "checkpointLocation": "/tmp/c", "path": "/tmp/p"})
+    assert sink.topic == "t"
