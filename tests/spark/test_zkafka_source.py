@@ -65,7 +65,7 @@ def reader(spark, cluster: Cluster, topic: str, **options):
 
 def test_batch_read_returns_exactly_what_was_produced(spark, cluster):
     topic = "spark-batch"
-    create_topic(cluster, topic)
+    create_topic(cluster, topic, config={"retention.ms": "-1"})  # the timestamps below are years old
     base = 1_700_000_000_000
     records = [(i % PARTITIONS, f"k{i}".encode(), f"v{i}".encode(), [("h", f"x{i}".encode())], base + i)
                for i in range(300)]
