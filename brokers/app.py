@@ -265,6 +265,8 @@ class BrokerServer:
         retrying ``controlled.shutdown.max.retries`` times ``controlled.shutdown.retry.backoff.ms`` apart."""
         if not self.config["controlled.shutdown.enable"]:
             return
+        if self.replica_manager is not None:
+            await self.replica_manager.begin_controlled_shutdown()
         retries = self.config["controlled.shutdown.max.retries"]
         for attempt in range(1, retries + 1):
             try:

@@ -86,6 +86,7 @@ class ReplicaManager:
         self._last_isr_propagation_ms = 0
         self._tasks: set[asyncio.Task] = set()
         self.leadership_listeners: list[Callable[[TopicPartition, bool], None]] = []
+        self.leaving = False  # controlled shutdown under way: no more fetching
         self.log_manager = log_manager
         self._topic_config = topic_config
         self._broker_epoch = broker_epoch
@@ -168,7 +169,9 @@ class ReplicaManager:
         else:
             partition.make_follower(state.leader, *args)
             endpoint = self.endpoints.get(state.leader)
-            if endpoint is not None:
+            if self.leaving:
+                pass  # a broker in controlled shutdown no longer replicates (it would rejoin the ISRs it left)
+            elif endpoint is not None:
                 self.fetchers.add_partition(partition, endpoint)
             elif state.leader >= 0:
                 log.error("%s: leader %d has no known endpoint; not fetching", tp, state.leader)
@@ -293,6 +296,12 @@ class ReplicaManager:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def begin_controlled_shutdown(self) -> None:
+        """Stop replicating before asking the controller to move leaderships away: otherwise a follower that
+        catches up with a new leader is added back to the ISR the controller just removed it from."""
+        self.leaving = True
+        await self.fetchers.shutdown()
 
     async def shutdown(self) -> None:
         for task in list(self._tasks):
