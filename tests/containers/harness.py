@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import socket
-import time
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -249,7 +248,3 @@ class ContainerCluster:
     def zk_leader(self) -> int | None:
         return next((z for z in self.zookeepers if self.zk_mode(z) == "leader"), None)
 
-
-def wait_seconds(seconds: float) -> None:
-    """A fault that must last (a pause past a session timeout): the one place a test sleeps on purpose."""
-    time.sleep(seconds)
