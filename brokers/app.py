@@ -34,6 +34,7 @@ from brokers.replication.replica_manager import IsrConflictError, ReplicaManager
 from brokers.server.apis import KafkaApis
 from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
+from brokers.stats import BrokerStats
 from brokers.storage.checkpoints import read_meta_properties, write_meta_properties
 from brokers.storage.log_config import InvalidConfigError, LogConfig
 from brokers.storage.log_manager import LogManager, LogManagerConfig
@@ -93,6 +94,8 @@ class BrokerServer:
         self.group_coordinator = GroupCoordinator(self.broker_id, GroupConfig.from_broker(config), ZkOffsetStore(self.kzc))
         self._session_lost = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.stats = BrokerStats()  # what /metrics reports: request latencies, per-topic traffic, ISR changes
+        self.shutting_down = False
 
     # -- start-up ------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -112,7 +115,7 @@ class BrokerServer:
             self.broker_id, self.log_manager, self._topic_log_config, lambda: self.broker_epoch,
             isr_store=ZkIsrStore(self.kzc), fetcher_config=self._fetcher_config(),
             listener=self.config["inter.broker.listener.name"],
-            replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"])
+            replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"], stats=self.stats)
         self.replica_manager.start()
         self.group_coordinator.broker_id = self.broker_id
         await self.group_coordinator.startup()
@@ -122,7 +125,7 @@ class BrokerServer:
             context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
                                     lambda: self.cluster_id, admin, listener.listener,
                                     coordinator_partition=self.group_coordinator.partition_for,
-                                    group_coordinator=self.group_coordinator)
+                                    group_coordinator=self.group_coordinator, stats=self.stats)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"])
             await kafka_listener.start()
@@ -297,6 +300,7 @@ class BrokerServer:
     async def shutdown(self) -> None:
         """Controlled shutdown first, then reverse order: controller, registration (session close),
         HTTP, logs (flush, checkpoints)."""
+        self.shutting_down = True  # /readyz answers 503 from now on
         if self.controller is not None and self.broker_epoch > 0:
             await self._controlled_shutdown()
         for kafka_listener in self.kafka_listeners:

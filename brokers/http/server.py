@@ -1,4 +1,6 @@
-"""The broker's HTTP server (aiohttp.web): control-plane endpoints and /healthz (ARCHITECTURE §5).
+"""The broker's HTTP server (aiohttp.web), ARCHITECTURE §5: the control plane (below), and what
+people use: ``/healthz``, ``/readyz`` and ``/api/v1`` (``admin_api``), ``/metrics`` (``metrics``), the
+REST proxy (``rest_proxy``) and the dashboard at ``/`` (``dashboard``).
 
 Control endpoints take and return msgpack (``application/msgpack``), one per ``brokers.control``
 API: ``POST /control/v1/leader-and-isr``, ``/update-metadata``, ``/stop-replica``,
@@ -6,8 +8,6 @@ API: ``POST /control/v1/leader-and-isr``, ``/update-metadata``, ``/stop-replica`
 matching ``ControlRequestHandler`` method; fencing (controller and broker epochs) is the handler's
 job, answered inside the response's ``error_code`` as Kafka does. A body that does not decode is a
 400 with a text message; a handler that raises is a 500. Either way the server keeps serving.
-
-``GET /healthz`` answers ``handler.health()`` as JSON.
 """
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ from typing import Awaitable, Callable
 from aiohttp import web
 
 from brokers.control import CONTROL_APIS, ControlApi, ControlRequestHandler, decode, encode
+from brokers.http.admin_api import READER_KEY, add_admin_routes
+from brokers.http.dashboard import add_dashboard_routes
+from brokers.http.metrics import add_metrics_route
+from brokers.http.rest_proxy import add_proxy_routes
 
 log = logging.getLogger(__name__)
 
@@ -49,27 +53,22 @@ def _control_route(api: ControlApi) -> Callable[[web.Request], Awaitable[web.Str
     return handle
 
 
-async def _healthz(request: web.Request) -> web.StreamResponse:
-    try:
-        health = request.app[HANDLER_KEY].health()
-    except Exception as exc:
-        log.exception("health() failed")
-        return web.json_response({"status": "error", "error": f"{type(exc).__name__}: {exc}"}, status=500)
-    return web.json_response(health)
-
-
 def add_control_routes(app: web.Application, handler: ControlRequestHandler) -> None:
-    """Register the control endpoints and /healthz for ``handler`` on ``app``."""
+    """Register the control endpoints for ``handler`` on ``app``."""
     app[HANDLER_KEY] = handler
     for api in CONTROL_APIS:
         app.router.add_post(api.path, _control_route(api))
-    app.router.add_get("/healthz", _healthz)
 
 
 def create_app(handler: ControlRequestHandler) -> web.Application:
-    """The broker's web application: control plane + health (admin API and metrics join it later)."""
+    """The broker's web application: control plane, health and readiness, admin API, /metrics, the REST
+    proxy and the dashboard. ``handler`` is the broker (``brokers.app.BrokerServer``)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     add_control_routes(app, handler)
+    add_admin_routes(app, handler)
+    add_metrics_route(app, handler, app[READER_KEY])
+    add_proxy_routes(app)
+    add_dashboard_routes(app)
     return app
 
 

@@ -40,6 +40,7 @@ from brokers.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from brokers.replication.partition import Partition
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
+from brokers.stats import BrokerStats
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,8 @@ class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, topic_config: TopicConfigProvider,
                  broker_epoch: Callable[[], int], *, isr_store: IsrStore | None = None,
                  fetcher_config: FetcherConfig | None = None, listener: str | None = None,
-                 replica_lag_time_max_ms: int = 30000, clock: Callable[[], int] = _now_ms):
+                 replica_lag_time_max_ms: int = 30000, clock: Callable[[], int] = _now_ms,
+                 stats: BrokerStats | None = None):
         self.broker_id = broker_id
         self.isr_store = isr_store
         self.fetchers = ReplicaFetcherManager(fetcher_config or FetcherConfig(broker_id), listener)
@@ -94,6 +96,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.rejected: list[tuple[str, int, int]] = []  # (request, controller id, controller epoch)
         self.state_change_lock = asyncio.Lock()  # control requests apply one at a time (replicaStateChangeLock)
+        self.stats = stats if stats is not None else BrokerStats()
 
     def fence(self, name: str, controller_id: int, controller_epoch: int, broker_epoch: int) -> ErrorCode:
         if not check_controller_epoch(self.controller_epoch, controller_epoch):
@@ -229,8 +232,13 @@ class ReplicaManager:
         written: tuple[int, ...] | None = None
         version = partition.zk_version
         try:
+            old_size = len(partition.isr)
             version = await self.isr_store.update_isr(tp, state)
             written = new_isr
+            if len(new_isr) < old_size:
+                self.stats.isr_shrinks += 1
+            elif len(new_isr) > old_size:
+                self.stats.isr_expands += 1
             log.info("%s: ISR %s -> %s (%s)", tp, list(partition.isr), list(new_isr), reason)
         except IsrConflictError:
             written, version = await self._reread_isr(tp, epoch)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import struct
+import time
 from typing import Any, Awaitable, Callable
 
 from brokers.protocol import codec
@@ -69,10 +70,14 @@ class KafkaApis:
             return [self._unsupported_version(header)]
         request = codec.decode_request(header, frame)
         CLIENT_HOST.set("/" + getattr(connection, "peer", "?").rsplit(":", 1)[0])
+        started = time.perf_counter()
         try:
             response = await handler(self.context, header, request)
         except (TypeError, AttributeError) as exc:  # decoded, but null where the schema needs a value
+            self.context.stats.request_errors[(api_name(api_key), api_version)] += 1
             raise ProtocolError(f"malformed {api_name(api_key)} v{api_version} request: {exc}") from exc
+        finally:
+            self.context.stats.observe_request(api_name(api_key), api_version, time.perf_counter() - started)
         if response is None or isinstance(response, list):
             return response
         return [codec.encode_response(api_key, api_version, header.correlation_id, response)]

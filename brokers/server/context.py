@@ -8,12 +8,13 @@ server layer does not import.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from brokers.config import BrokerConfig
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
+from brokers.stats import BrokerStats
 
 
 # The address of the client whose request is being handled ("/127.0.0.1", as Kafka prints it), set per
@@ -54,6 +55,7 @@ class ServerContext:
     listener_name: str = "PLAINTEXT"
     coordinator_partition: Callable[[str], int] | None = None  # group id -> its __consumer_offsets partition
     group_coordinator: Any = None  # consumer_group's GroupCoordinator (the group API handlers use it)
+    stats: BrokerStats = field(default_factory=BrokerStats)  # request latencies and per-topic traffic
 
     @staticmethod
     def client_host() -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -40,6 +41,7 @@ from brokers.zk.errors import (
     SessionExpiredError,
     ZkError,
 )
+from brokers.stats import ZOOKEEPER_BUCKETS, LatencyHistogram
 from brokers.zk.paths import ControllerEpochZNode
 
 log = logging.getLogger(__name__)
@@ -121,6 +123,8 @@ class ZkGateway:
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
         self._loop = loop
         self._listeners: list[Callable[[SessionState], None]] = []
+        self.session_state: SessionState | None = None  # None until the first connection (set on kazoo's thread)
+        self.latency = LatencyHistogram(ZOOKEEPER_BUCKETS)  # every ZooKeeper round trip, seconds
         self._client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000, connection_retry={"max_tries": -1, "max_delay": 1},
                                    command_retry={"max_tries": 0})
         self._client.add_listener(self._on_state)
@@ -167,6 +171,7 @@ class ZkGateway:
         ours = {KazooState.CONNECTED: SessionState.CONNECTED, KazooState.SUSPENDED: SessionState.SUSPENDED,
                 KazooState.LOST: SessionState.LOST}[state]
         log.info("ZooKeeper session %s", ours.value)
+        self.session_state = ours
         if self._loop is not None and not self._loop.is_closed():
             for listener in list(self._listeners):
                 self._loop.call_soon_threadsafe(listener, ours)
@@ -184,10 +189,13 @@ class ZkGateway:
         return watch
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
         try:
             return await asyncio.to_thread(fn, *args, **kwargs)
         except (KazooException, KazooTimeoutError) as exc:
             raise translate(exc) from exc
+        finally:
+            self.latency.observe(time.perf_counter() - started)
 
     async def _read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A read survives a brief connection loss (a ZooKeeper leader change): it is retried until
@@ -242,7 +250,11 @@ class ZkGateway:
 
         A failure raises MultiOpError naming the first failing op (the rest were rolled back).
         """
-        return await asyncio.to_thread(self._multi, ops)
+        started = time.perf_counter()
+        try:
+            return await asyncio.to_thread(self._multi, ops)
+        finally:
+            self.latency.observe(time.perf_counter() - started)
 
     def _multi(self, ops: list[Op]) -> list[Any]:
         transaction = self._client.transaction()

@@ -62,6 +62,7 @@ class GroupMembership:
         self._loading: dict[int, object] = {}  # partition -> token of the load in progress
         self._tasks: set[asyncio.Task] = set()
         self._initial_delay: dict[str, int] = {}  # group -> remaining ms of KIP-134's initial rebalance delay
+        self.rebalances = 0  # rebalances this coordinator started (for /metrics)
 
     # -- life cycle and ownership --------------------------------------------------------------
     def now_ms(self) -> int:
@@ -272,6 +273,7 @@ class GroupMembership:
             self._prepare_rebalance(group, reason)
 
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        self.rebalances += 1
         if group.is_(GroupState.COMPLETING_REBALANCE):
             group.reset_and_propagate_assignment_error(ErrorCode.REBALANCE_IN_PROGRESS)
         self.timers.cancel(("sync", group.group_id))

@@ -118,6 +118,14 @@ def _record_follower_fetch(context: ServerContext, replica_id: int, resolved: li
             manager.record_follower_fetch(partition, replica_id, wanted.fetch_offset)
 
 
+def _count_bytes_out(context: ServerContext, topics: list[tuple[str, list[FetchPartitionData]]]) -> None:
+    """Kafka's BytesOutPerSec: what consumers are sent (replication is not counted)."""
+    for topic, partitions in topics:
+        size = sum(getattr(p.records, "size", None) or len(p.records) for p in partitions if p.records is not None)
+        if size:
+            context.stats.bytes_out(topic, size)
+
+
 async def handle_fetch(context: ServerContext, header: RequestHeader, request: Any) -> list:
     version, correlation_id = header.api_version, header.correlation_id
     if getattr(request, "session_epoch", NO_EPOCH) > 0:
@@ -135,5 +143,11 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         topics, total, errored = _read_all(resolved, request.max_bytes, from_follower)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or not led or remaining <= 0:
+            if total and not from_follower:
+                _count_bytes_out(context, topics)
             return encode_fetch_response(version, correlation_id, topics)
-        await _wait_any(events, remaining)
+        context.stats.fetches_parked += 1
+        try:
+            await _wait_any(events, remaining)
+        finally:
+            context.stats.fetches_parked -= 1

@@ -1,0 +1,155 @@
+"""The admin API: ``/healthz``, ``/readyz`` and ``/api/v1/...`` (JSON, or msgpack on request).
+
+===================================== ============================================================
+GET /healthz                          the process is up: 200 always, with this broker's details
+GET /readyz                           200 when registered in ZooKeeper, metadata loaded (a controller
+                                      known and this broker among the live ones) and not shutting
+                                      down; 503 naming what is missing otherwise
+GET /api/v1/cluster                   cluster id, controller id and epoch, live broker ids
+GET /api/v1/brokers                   every broker: alive or down (named as a replica, unregistered)
+GET /api/v1/topics                    every topic: partitions, RF, under-replicated / offline counts,
+                                      messages, size on disk, config overrides
+GET /api/v1/topics/{topic}            one topic, with its partitions
+GET /api/v1/partitions[?topic=T]      leader, replicas, ISR, HW, LEO, log start, size, segments
+GET /api/v1/groups                    state, protocol, members with assignments, offsets with lag
+GET /api/v1/groups/{group}            one group
+GET /api/v1/overview                  all of the above in one answer (what the dashboard polls)
+GET /api/v1/local/{partitions,groups} this broker only (what the others fan out to)
+===================================== ============================================================
+
+Any broker answers for the whole cluster (``ClusterReader``). The answer is msgpack when the request's
+``Accept`` names ``application/x-msgpack`` (or ``application/msgpack``), JSON otherwise. Errors are
+``{"error_code": <HTTP status>, "message": ...}``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgpack
+from aiohttp import web
+
+from brokers.http.cluster_reader import LOCAL_VIEWS, BrokerState, ClusterReader
+
+MSGPACK_TYPES = ("application/x-msgpack", "application/msgpack", "application/vnd.msgpack")
+BROKER_KEY: web.AppKey[Any] = web.AppKey("broker", object)
+READER_KEY: web.AppKey[ClusterReader] = web.AppKey("cluster_reader", ClusterReader)
+
+
+def wants_msgpack(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "").lower()
+    return any(t in accept for t in MSGPACK_TYPES)
+
+
+def respond(request: web.Request, data: Any, status: int = 200) -> web.Response:
+    """``data`` as msgpack or JSON, as the request's Accept asks."""
+    if wants_msgpack(request):
+        return web.Response(body=msgpack.packb(data, use_bin_type=True), status=status,
+                            content_type="application/x-msgpack")
+    return web.Response(text=json.dumps(data, separators=(",", ":")), status=status, content_type="application/json")
+
+
+def error(request: web.Request, status: int, message: str, **extra: Any) -> web.Response:
+    return respond(request, {"error_code": status, "message": message, **extra}, status)
+
+
+def readiness(broker: BrokerState) -> list[str]:
+    """What keeps the broker from being ready (empty: ready)."""
+    missing = []
+    if broker.shutting_down:
+        missing.append("shutting down")
+    if broker.broker_epoch <= 0:
+        missing.append("not registered in ZooKeeper")
+    if not broker.zk.connected:
+        missing.append("no ZooKeeper session")
+    cache = broker.metadata_cache
+    if cache.controller_id is None or broker.broker_id not in cache.live_brokers:
+        missing.append("metadata not loaded (no UpdateMetadata naming this broker yet)")
+    return missing
+
+
+async def healthz(request: web.Request) -> web.Response:
+    broker = request.app[BROKER_KEY]
+    try:
+        health = broker.health()
+    except Exception as exc:  # noqa: BLE001 - the process is up even if describing it failed
+        return web.json_response({"status": "up", "error": f"{type(exc).__name__}: {exc}"})
+    return web.json_response({"status": "up", **health})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    missing = readiness(request.app[BROKER_KEY])
+    status = 200 if not missing else 503
+    return respond(request, {"ready": not missing, "missing": missing}, status)
+
+
+async def cluster(request: web.Request) -> web.Response:
+    return respond(request, await request.app[READER_KEY].cluster())
+
+
+async def brokers(request: web.Request) -> web.Response:
+    reader = request.app[READER_KEY]
+    return respond(request, {"brokers": reader.brokers(await reader.partitions())})
+
+
+async def topics(request: web.Request) -> web.Response:
+    return respond(request, {"topics": await request.app[READER_KEY].topics()})
+
+
+async def topic(request: web.Request) -> web.Response:
+    name = request.match_info["topic"]
+    reader = request.app[READER_KEY]
+    partitions = await reader.partitions(name)
+    if not partitions:
+        return error(request, 404, f"topic {name!r} does not exist")
+    (row,) = await reader.topics(partitions)
+    return respond(request, {**row, "partition_details": partitions})
+
+
+async def partitions(request: web.Request) -> web.Response:
+    name = request.query.get("topic")
+    rows = await request.app[READER_KEY].partitions(name)
+    if name is not None and not rows:
+        return error(request, 404, f"topic {name!r} does not exist")
+    return respond(request, {"partitions": rows})
+
+
+async def groups(request: web.Request) -> web.Response:
+    return respond(request, {"groups": await request.app[READER_KEY].groups()})
+
+
+async def group(request: web.Request) -> web.Response:
+    group_id = request.match_info["group"]
+    for row in await request.app[READER_KEY].groups():
+        if row["group_id"] == group_id:
+            return respond(request, row)
+    return error(request, 404, f"group {group_id!r} is not known to any coordinator")
+
+
+async def overview(request: web.Request) -> web.Response:
+    return respond(request, await request.app[READER_KEY].overview())
+
+
+async def local(request: web.Request) -> web.Response:
+    what = request.match_info["what"]
+    view = LOCAL_VIEWS.get(what)
+    if view is None:
+        return error(request, 404, f"no local view {what!r}: one of {sorted(LOCAL_VIEWS)}")
+    return respond(request, view(request.app[BROKER_KEY]))
+
+
+def add_admin_routes(app: web.Application, broker: BrokerState) -> None:
+    app[BROKER_KEY] = broker
+    reader = app[READER_KEY] = ClusterReader(broker)
+
+    async def close_reader(_: web.Application) -> None:
+        await reader.close()
+
+    app.on_cleanup.append(close_reader)
+    router = app.router
+    router.add_get("/healthz", healthz)
+    router.add_get("/readyz", readyz)
+    for path, handler in (("cluster", cluster), ("brokers", brokers), ("topics", topics),
+                          ("topics/{topic}", topic), ("partitions", partitions), ("groups", groups),
+                          ("groups/{group}", group), ("overview", overview), ("local/{what}", local)):
+        router.add_get(f"/api/v1/{path}", handler)

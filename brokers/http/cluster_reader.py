@@ -1,0 +1,154 @@
+"""ClusterReader: the whole cluster's state as any one broker can assemble it.
+
+The metadata cache gives topics, partitions, leaders, ISRs and live brokers; ZooKeeper gives the
+controller epoch and topic configs; every live broker is asked (concurrently, ``LOCAL_TIMEOUT_S`` each)
+for its local facts over ``GET /api/v1/local/partitions`` and ``/api/v1/local/groups`` (msgpack). A
+broker that does not answer in time leaves its facts unknown (None), it does not fail the view.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable, Protocol
+
+import aiohttp
+import msgpack
+
+from brokers.control import control_base_url
+from brokers.http import views
+from brokers.model import BrokerInfo
+from brokers.replication.metadata_cache import MetadataCache
+from brokers.replication.replica_manager import ReplicaManager
+from brokers.stats import BrokerStats
+from brokers.zk.client import KafkaZkClient
+from consumer_group.coordinator.views import group_view
+
+log = logging.getLogger(__name__)
+
+LOCAL_TIMEOUT_S = 2.0
+MSGPACK = "application/x-msgpack"
+FORWARDED = "X-Zkafka-Forwarded-By"  # set on requests one broker sends another for a client
+
+
+class BrokerState(Protocol):
+    """What the HTTP layer reads of a broker (``brokers.app.BrokerServer`` provides it)."""
+
+    broker_id: int
+    broker_epoch: int
+    cluster_id: str | None
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager | None
+    group_coordinator: Any
+    controller: Any
+    kzc: KafkaZkClient
+    zk: Any
+    stats: BrokerStats
+    shutting_down: bool
+
+
+def local_groups(broker: BrokerState) -> list[dict]:
+    coordinator = broker.group_coordinator
+    return [group_view(g, broker.broker_id) for _, g in sorted(coordinator.groups.items())
+            if coordinator.owns(g.group_id)]
+
+
+def local_partitions(broker: BrokerState) -> list[dict]:
+    manager = broker.replica_manager
+    return views.local_partitions(manager.partitions) if manager is not None else []
+
+
+LOCAL_VIEWS: dict[str, Callable[[BrokerState], list[dict]]] = {"partitions": local_partitions,
+                                                               "groups": local_groups}
+
+
+class ClusterReader:
+    def __init__(self, broker: BrokerState):
+        self.broker = broker
+        self._session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=LOCAL_TIMEOUT_S))
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    # -- fan-out -------------------------------------------------------------------------------
+    async def _ask(self, info: BrokerInfo, what: str) -> list[dict] | None:
+        try:
+            url = f"{control_base_url(info)}/api/v1/local/{what}"
+            async with self.session().get(url, headers={"Accept": MSGPACK}) as response:
+                if response.status != 200:
+                    log.info("broker %d answered %s with HTTP %d", info.id, url, response.status)
+                    return None
+                return msgpack.unpackb(await response.read())
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, msgpack.UnpackException) as exc:
+            log.info("broker %d did not answer /api/v1/local/%s: %r", info.id, what, exc)
+            return None
+
+    async def gather(self, what: str) -> dict[int, list[dict] | None]:
+        """``what`` ("partitions" or "groups") of every live broker; None for one that did not answer."""
+        own = self.broker.broker_id
+        others = [info for broker_id, info in sorted(self.broker.metadata_cache.live_brokers.items())
+                  if broker_id != own]
+        answers = await asyncio.gather(*(self._ask(info, what) for info in others))
+        out = {info.id: answer for info, answer in zip(others, answers)}
+        out[own] = LOCAL_VIEWS[what](self.broker)
+        return out
+
+    # -- views ---------------------------------------------------------------------------------
+    async def cluster(self) -> dict:
+        broker = self.broker
+        try:
+            epoch, _ = await broker.kzc.get_controller_epoch()
+        except Exception as exc:  # noqa: BLE001 - ZooKeeper unreachable: show what the cache knows
+            log.info("controller epoch unreadable: %r", exc)
+            epoch = broker.replica_manager.controller_epoch if broker.replica_manager else None
+        cache = broker.metadata_cache
+        return {"cluster_id": broker.cluster_id, "controller_id": cache.controller_id, "controller_epoch": epoch,
+                "brokers": sorted(cache.live_brokers), "answered_by": broker.broker_id,
+                "time_ms": int(time.time() * 1000)}
+
+    async def partitions(self, topic: str | None = None) -> list[dict]:
+        cache = self.broker.metadata_cache
+        facts = views.leaders_facts(await self.gather("partitions"))
+        return views.partition_rows(cache.partitions, cache.live_brokers, facts, topic)
+
+    async def topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        async def one(topic: str) -> dict[str, str]:
+            try:
+                return await self.broker.kzc.get_topic_config(topic)
+            except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the topic shows no overrides
+                log.info("config of topic %s unreadable: %r", topic, exc)
+                return {}
+        configs = await asyncio.gather(*(one(t) for t in topics))
+        return dict(zip(topics, configs))
+
+    async def topics(self, partitions: list[dict] | None = None) -> list[dict]:
+        partitions = await self.partitions() if partitions is None else partitions
+        names = sorted({row["topic"] for row in partitions})
+        return views.topic_rows(partitions, await self.topic_configs(names))
+
+    def brokers(self, partitions: list[dict]) -> list[dict]:
+        cache = self.broker.metadata_cache
+        return views.broker_rows(cache.live_brokers, cache.controller_id, partitions)
+
+    async def groups(self, partitions: list[dict] | None = None) -> list[dict]:
+        partitions, by_broker = await asyncio.gather(
+            self.partitions() if partitions is None else _done(partitions), self.gather("groups"))
+        merged = [group for rows in by_broker.values() for group in rows or ()]
+        return views.with_lag(merged, partitions)
+
+    async def overview(self) -> dict:
+        partitions = await self.partitions()
+        cluster, topics, groups = await asyncio.gather(self.cluster(), self.topics(partitions),
+                                                       self.groups(partitions))
+        return {"cluster": cluster, "brokers": self.brokers(partitions), "topics": topics,
+                "partitions": partitions, "groups": groups}
+
+
+async def _done(value: Any) -> Any:
+    return value
