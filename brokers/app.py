@@ -241,7 +241,9 @@ class BrokerServer:
         error = self.replica_manager.fence("UpdateMetadata", request.controller_id, request.controller_epoch,
                                             request.broker_epoch)
         if error == ErrorCode.NONE:
-            self.metadata_cache.update(request)
+            for tp in self.metadata_cache.update(request):
+                if not self.metadata_cache.contains_topic(tp.topic):
+                    self.stats.forget_topic(tp.topic)  # a deleted topic leaves /metrics
             self.replica_manager.update_live_brokers(list(request.live_brokers))
         return UpdateMetadataResponse(int(error))
 
