@@ -19,11 +19,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $(STAMP)
 
-# Debian's kcat (librdkafka 2.0.2) is one of the real clients the suite tests against.
-KCAT := $(shell command -v kcat 2>/dev/null)
+# Debian's kcat (librdkafka 2.0.2) is one of the real clients the suite tests against. Debian's chromium and
+# chromium-driver: the dashboard test (tests/dashboard) drives a real headless browser through
+# /usr/bin/chromedriver. Whatever is missing is installed with a single apt-get update.
+KCAT      := $(shell command -v kcat 2>/dev/null)
+CHROMIUM  := $(and $(wildcard /usr/bin/chromium),$(wildcard /usr/bin/chromedriver))
+APT_TOOLS := $(strip $(if $(KCAT),,kcat) $(if $(CHROMIUM),,chromium chromium-driver))
 tools:
-ifeq ($(KCAT),)
-	apt-get update -q && apt-get install -y -q kcat
+ifneq ($(APT_TOOLS),)
+	apt-get update -q && apt-get install -y -q $(APT_TOOLS)
 endif
 
 install: $(STAMP) tools

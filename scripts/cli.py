@@ -1,7 +1,7 @@
 """``zkafka``: the project's command line. Thin: parse flags, make one library call, print.
 
 Subcommands so far: ``--version``, ``log dump <dir|file>``,
-``bench storage|cluster|produce|consume|replication|group|spark``, ``zookeeper start|stop|status``
+``bench storage|cluster|produce|consume|replication|group|spark|http``, ``zookeeper start|stop|status``
 (scripts/zookeeper.py), ``cluster up|status|down`` (scripts/cluster.py), ``demo groups``
 (scripts/demo_groups.py), ``demo spark`` (scripts/demo_spark.py), ``demo cluster``
 (scripts/demo_cluster.py, ``make demo``).
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replication_bench(bench_commands)
     _add_group_bench(bench_commands)
     _add_spark_bench(bench_commands)
+    _add_http_bench(bench_commands)
 
     zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
     zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
@@ -117,6 +118,31 @@ def _add_spark_bench(bench_commands) -> None:
     spark.add_argument("--records", type=int, default=1_000_000, help="records produced and read (default 1000000)")
     spark.add_argument("--record-size", type=int, default=100, help="bytes per record value (default 100)")
     spark.add_argument("--partitions", type=int, default=6, help="partitions of the topic (default 6)")
+
+
+def _add_http_bench(bench_commands) -> None:
+    http = bench_commands.add_parser(
+        "http", help="the REST proxy on a 3-broker cluster (produce JSON/msgpack, direct and forwarded to the "
+                     "leader; consume JSON/msgpack) and the latency of /metrics and /api/v1/overview")
+    http.set_defaults(subparser=http)
+    http.add_argument("--records", type=int, default=300_000, help="records per produce run (default 300000)")
+    http.add_argument("--batch", type=int, default=500, help="records per POST (default 500)")
+    http.add_argument("--record-size", type=int, default=100, help="bytes per record value (default 100)")
+    http.add_argument("--threads", type=int, default=4, help="HTTP clients posting at once (default 4)")
+    http.add_argument("--scrapes", type=int, default=50, help="GETs of each admin endpoint timed (default 50)")
+    http.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
+    http.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _bench_http(args: argparse.Namespace) -> int:
+    from scripts.bench_http import HttpBenchOptions, format_report, run_http_bench
+
+    if min(args.records, args.batch, args.record_size, args.threads, args.scrapes) < 1:
+        args.subparser.error("--records, --batch, --record-size, --threads and --scrapes must be positive")
+    options = HttpBenchOptions(args.records, args.batch, args.record_size, args.threads, args.scrapes)
+    results = run_http_bench(options, args.dir)
+    print(json.dumps(results, indent=2) if args.json else format_report(results))
+    return 0
 
 
 def _bench_spark(args: argparse.Namespace, argv: list[str]) -> int:
@@ -399,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         return _bench_replication(args)
     if args.command == "bench" and args.bench_command == "spark":
         return _bench_spark(args, list(sys.argv[1:] if argv is None else argv))
+    if args.command == "bench" and args.bench_command == "http":
+        return _bench_http(args)
     if args.command == "bench" and args.bench_command == "group":
         return _bench_group(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "cluster":

@@ -63,20 +63,22 @@ def partition_rows(states: Mapping[TopicPartition, Any], live: Iterable[int],
 
 
 def topic_rows(partitions: list[dict], configs: Mapping[str, dict[str, str]]) -> list[dict]:
-    """One row per topic, summing its partition rows (``messages``: records below the high watermarks)."""
+    """One row per topic, summing its partition rows (``messages``: records below the high watermarks;
+    ``messages`` and ``size_bytes`` are None while a partition's leader has not answered)."""
     by_topic: dict[str, list[dict]] = {}
     for row in partitions:
         by_topic.setdefault(row["topic"], []).append(row)
     out = []
     for name, rows in sorted(by_topic.items()):
         known = [r for r in rows if r["high_watermark"] is not None]
+        complete = len(known) == len(rows)  # a partial sum would read as records gone
         out.append({
             "name": name, "internal": name in INTERNAL_TOPICS, "partitions": len(rows),
             "replication_factor": max(len(r["replicas"]) for r in rows),
             "under_replicated_partitions": sum(r["under_replicated"] for r in rows),
             "offline_partitions": sum(r["offline"] for r in rows),
-            "messages": sum(r["high_watermark"] - r["log_start_offset"] for r in known),
-            "size_bytes": sum(r["size_bytes"] for r in known),
+            "messages": sum(r["high_watermark"] - r["log_start_offset"] for r in known) if complete else None,
+            "size_bytes": sum(r["size_bytes"] for r in known) if complete else None,
             "configs": dict(sorted(configs.get(name, {}).items())),
         })
     return out
@@ -103,7 +105,8 @@ def broker_rows(live: Mapping[int, Any], controller_id: int | None, partitions: 
 
 def with_lag(groups: Iterable[dict], partitions: list[dict]) -> list[dict]:
     """Each group's offsets with ``high_watermark`` and ``lag`` (HW - committed, at least 0; None when the
-    partition's leader did not answer), and ``total_lag`` over the known ones."""
+    partition's leader did not answer), and ``total_lag``: None while any lag is unknown, never a partial
+    sum (a chart of it would show progress that did not happen)."""
     hw = {(r["topic"], r["partition"]): r["high_watermark"] for r in partitions}
     out = []
     for group in groups:
@@ -111,7 +114,7 @@ def with_lag(groups: Iterable[dict], partitions: list[dict]) -> list[dict]:
         for entry in group["offsets"]:
             high_watermark = hw.get((entry["topic"], entry["partition"]))
             lag = None if high_watermark is None else max(0, high_watermark - entry["committed_offset"])
-            total += lag or 0
+            total = None if lag is None or total is None else total + lag
             offsets.append({**entry, "high_watermark": high_watermark, "lag": lag})
         out.append({**group, "offsets": offsets, "total_lag": total})
     return sorted(out, key=lambda g: g["group_id"])

@@ -235,7 +235,7 @@
       const memberRows = members.length
         ? members.map((m) =>
             `<tr class="member" data-member-id="${esc(m.member_id)}">` +
-            `<td class="member-id">${esc(m.member_id)}</td>` +
+            `<td class="member-id" title="${esc(m.member_id)}">${esc(m.member_id)}</td>` +
             `<td>${esc(m.client_id)}</td>` +
             `<td>${esc(m.client_host)}</td>` +
             `<td>${m.group_instance_id != null ? esc(m.group_instance_id) : UNKNOWN}</td>` +
@@ -395,7 +395,7 @@
     return {
       width: chartWidth(el),
       height: CHART_HEIGHT,
-      scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      scales: { x: { time: true, range: (u, min, max) => (min === max ? [min - 60, max + 1] : [min, max]) }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: "#444", grid: { stroke: "#eee" }, ticks: { stroke: "#ddd" } },
         { label: yLabel, stroke: "#444", grid: { stroke: "#eee" }, ticks: { stroke: "#ddd" }, size: 60 },

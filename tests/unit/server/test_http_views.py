@@ -43,13 +43,16 @@ def test_partition_rows_flag_under_replicated_and_offline_and_leave_unknown_fact
     assert [r["partition"] for r in partition_rows(STATES, LIVE, FACTS, topic="u")] == [0]
 
 
-def test_topic_rows_sum_known_partitions_only():
+def test_topic_rows_sum_only_when_every_partition_is_known():
     rows = topic_rows(partition_rows(STATES, LIVE, FACTS), {"t": {"retention.ms": "5"}})
     t, u = rows
     assert (t["name"], t["partitions"], t["replication_factor"], t["under_replicated_partitions"],
             t["offline_partitions"]) == ("t", 3, 3, 2, 1)
-    assert (t["messages"], t["size_bytes"], t["configs"]) == ((10 - 2) + (20 - 2), 3000, {"retention.ms": "5"})
-    assert (u["messages"], u["size_bytes"], u["configs"], u["internal"]) == (0, 0, {}, False)
+    assert (t["messages"], t["size_bytes"], t["configs"]) == (None, None, {"retention.ms": "5"})  # t-2 unknown
+    assert (u["messages"], u["size_bytes"], u["configs"], u["internal"]) == (None, None, {}, False)
+    known = {tp: s for tp, s in STATES.items() if tp.partition < 2 and tp.topic == "t"}
+    (t,) = topic_rows(partition_rows(known, LIVE, FACTS), {})
+    assert (t["messages"], t["size_bytes"]) == ((10 - 2) + (20 - 2), 3000)
 
 
 def test_brokers_named_as_replicas_but_not_live_are_down():
@@ -66,4 +69,6 @@ def test_lag_is_high_watermark_minus_committed_never_negative_none_when_unknown(
     a, b = with_lag(groups, partition_rows(STATES, LIVE, FACTS))
     assert (a["group_id"], a["total_lag"]) == ("a", 0)
     assert [(o["high_watermark"], o["lag"]) for o in b["offsets"]] == [(10, 6), (20, 0), (None, None)]
+    assert b["total_lag"] is None  # not 6: one partition's lag is unknown
+    (b,) = with_lag([{**groups[0], "offsets": groups[0]["offsets"][:2]}], partition_rows(STATES, LIVE, FACTS))
     assert b["total_lag"] == 6
