@@ -254,7 +254,9 @@ def summary(cluster: Cluster, *, dashboard: str | None, stop_hint: str, bin_pref
     bootstrap, first = cluster.bootstrap_servers, f"127.0.0.1:{cluster.kafka_port(1)}"
     rows = [f"bootstrap servers  {bootstrap}", f"ZooKeeper connect  {cluster.zookeeper_connect}"]
     if dashboard:
-        rows.append(f"dashboard          {dashboard}")
+        base = dashboard.rstrip("/")
+        rows += [f"dashboard          {dashboard}", f"metrics            {base}/metrics",
+                 f"admin API          {base}/api/v1/overview (any broker answers for the cluster)"]
     else:
         others = ", ".join(str(cluster.http_port(b)) for b in cluster.broker_ids[1:])
         rows.append(f"health             http://127.0.0.1:{cluster.http_port(1)}/healthz"
@@ -264,6 +266,8 @@ def summary(cluster: Cluster, *, dashboard: str | None, stop_hint: str, bin_pref
              "--max-messages 10", f"  {bin_prefix}kafka-console-producer --bootstrap-server {first} --topic {TOPIC}",
              f"  {bin_prefix}kafka-consumer-groups --bootstrap-server {first} --list",
              f"  {bin_prefix}kafka-topics --bootstrap-server {first} --describe --topic {TOPIC}",
+             *([f"  curl -H 'Content-Type: application/json' -d '{{\"records\":[{{\"value\":\"hi\"}}]}}' "
+                f"{dashboard.rstrip('/')}/api/v1/topics/{TOPIC}/records"] if dashboard else []),
              "", f"logs               {cluster.dir}/broker-<id>/broker.log, {cluster.dir}/zookeeper/zookeeper.log",
              f"stop               {stop_hint}"]
     rule = "─" * 72

@@ -28,7 +28,7 @@ TOPIC, GROUP = "dash", "dash-group"
 PARTITIONS, PER_PARTITION, COMMITTED = 3, 30, 10
 LAG = PER_PARTITION - COMMITTED  # per partition
 CHROME_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
                "--window-size=1400,1800"]
 
 # One consistent snapshot of the DOM per call: the page re-renders every second, so element handles

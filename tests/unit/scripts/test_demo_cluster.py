@@ -196,6 +196,8 @@ def test_summary_shows_a_dashboard_when_there_is_one_and_how_to_get_kcat(tmp_pat
     assert "healthz" not in text
     assert "kcat -b 127.0.0.1:9092 -L   (kcat: apt-get install kcat)" in text
     assert "│   kafka-topics --bootstrap-server 127.0.0.1:9092 --describe --topic demo" in text.splitlines()
+    assert "│ metrics            http://127.0.0.1:8080/metrics" in text.splitlines()
+    assert "http://127.0.0.1:8080/api/v1/topics/demo/records" in text  # the REST proxy, with curl
 
 
 def test_dashboard_url_is_none_when_nothing_serves_html():
