@@ -140,10 +140,16 @@ async def _produce_to(request: web.Request, tp: TopicPartition, records: list) -
                                       for r in records]}, use_bin_type=True)
     async with await _forward(request, "POST", url, data=body,
                               headers={"Content-Type": MSGPACK, "Accept": MSGPACK}) as response:
-        answer = msgpack.unpackb(await response.read())
-        if response.status != 200:
-            raise ProxyError(ErrorCode[answer.get("kafka_error", "UNKNOWN_SERVER_ERROR")], answer.get("message", ""))
-        return answer["offsets"]
+        raw = await response.read()
+    try:
+        answer = msgpack.unpackb(raw)
+        if response.status == 200:
+            return answer["offsets"]
+        code = ErrorCode.__members__.get(answer.get("kafka_error", ""), ErrorCode.UNKNOWN_SERVER_ERROR)
+        message = answer.get("message", "")
+    except (ValueError, KeyError, AttributeError, msgpack.UnpackException):
+        code, message = ErrorCode.UNKNOWN_SERVER_ERROR, raw[:200].decode(errors="replace")
+    raise ProxyError(code, f"the leader answered HTTP {response.status}: {message}")
 
 
 async def _produce(request: web.Request, fixed_partition: bool) -> web.Response:

@@ -197,3 +197,20 @@ def test_unknown_topics_partitions_offsets_and_parameters(cluster, topic):
         assert response.json()["error_code"] == status and response.json()["message"]
     bad_param = cases[5][0].json()
     assert bad_param["field"] == "max_bytes"
+
+
+def test_a_leaders_refusal_comes_back_through_the_forwarding_broker(cluster):
+    """min.insync.replicas above the replication factor: the leader refuses every acks=all append
+    (NOT_ENOUGH_REPLICAS, nothing written), and a non-leader passes that answer back as 503."""
+    name = f"t{next(_TOPICS)}-min-isr"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(name, PARTITIONS, 3, config={"min.insync.replicas": "4"})])[name].result(30)
+    wait_for(lambda: len(partition_rows(cluster, 1, name)) == PARTITIONS, 30, f"the metadata of {name}")
+    leader, other = leader_and_other(cluster, name, 0)
+    for broker_id in (leader, other):
+        response = requests.post(f"{url(cluster, broker_id)}/api/v1/topics/{name}/partitions/0/records",
+                                 json={"records": [{"value": "refused"}]}, timeout=30)
+        assert response.status_code == 503, response.text
+        assert response.json()["kafka_error"] == "NOT_ENOUGH_REPLICAS"
+        assert response.json()["offsets"][0]["error_code"] == 19
+    assert partition_rows(cluster, other, name)[0]["log_end_offset"] == 0
