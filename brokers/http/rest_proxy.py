@@ -157,6 +157,9 @@ async def _produce(request: web.Request, fixed_partition: bool) -> web.Response:
     try:
         count = _partitions_of(request, topic)
         fixed = _partition_param(request, count) if fixed_partition else None
+        url = _leader_url(request, TopicPartition(topic, fixed)) if fixed is not None else None
+        if url is not None:  # one partition led elsewhere: its leader parses the body, as it is
+            return await _pass_through(request, url)
         records = records_body.parse_produce_body(await request.read(), request.headers.get("Content-Type"))
         partitions = _assign_partitions(request, topic, records, count, fixed)
     except (records_body.BodyError, ProxyError) as exc:
@@ -210,8 +213,14 @@ async def consume(request: web.Request) -> web.StreamResponse:
 
 
 async def _pass_through(request: web.Request, url: str) -> web.Response:
+    """The leader's answer to this very request (method, query, body and content type unchanged)."""
     headers = {"Accept": request.headers.get("Accept", "application/json")}
-    async with await _forward(request, "GET", url, params=request.query, headers=headers) as response:
+    body = None
+    if request.method == "POST":
+        body = await request.read()
+        headers["Content-Type"] = request.headers.get("Content-Type", "application/json")
+    async with await _forward(request, request.method, url, params=request.query, data=body,
+                              headers=headers) as response:
         return web.Response(body=await response.read(), status=response.status,
                             content_type=response.content_type)
 

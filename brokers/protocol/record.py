@@ -115,11 +115,25 @@ def _read_unsigned(buf, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
     raise CorruptRecordError(f"{what} at byte {pos} is longer than {max_bytes} bytes")
 
 
+def _short_varint(buf, pos: int) -> tuple[int, int] | None:
+    """The zigzag value of a one- or two-byte varint at ``pos`` (every length and delta of a record
+    under 8 KiB), or None to take the general path."""
+    if pos + 1 < len(buf):
+        b = buf[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            z = (b & 0x7F) | (b2 << 7)
+            return (z >> 1) ^ -(z & 1), pos + 2
+    return None
+
+
 def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
     """Read a zigzag varint at ``pos``; return ``(value, position after it)``."""
-    if pos < len(buf) and buf[pos] < 0x80:  # one byte: the common case
-        b = buf[pos]
-        return (b >> 1) ^ -(b & 1), pos + 1
+    short = _short_varint(buf, pos)
+    if short is not None:
+        return short
     z, pos = _read_unsigned(buf, pos, _VARINT_MAX_BYTES, "varint")
     if z > 0xFFFFFFFF:
         raise CorruptRecordError(f"varint ending at byte {pos} overflows an int32")
@@ -128,9 +142,9 @@ def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
 
 def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
     """Read a zigzag varlong at ``pos``; return ``(value, position after it)``."""
-    if pos < len(buf) and buf[pos] < 0x80:
-        b = buf[pos]
-        return (b >> 1) ^ -(b & 1), pos + 1
+    short = _short_varint(buf, pos)
+    if short is not None:
+        return short
     z, pos = _read_unsigned(buf, pos, _VARLONG_MAX_BYTES, "varlong")
     if z > 0xFFFFFFFFFFFFFFFF:
         raise CorruptRecordError(f"varlong ending at byte {pos} overflows an int64")

@@ -50,6 +50,16 @@ def test_varlong_round_trip(value):
     assert decode_varlong(encoded + b"\x00") == (value, len(encoded))
 
 
+@given(st.integers(-8193, 8192), st.binary(max_size=2))
+def test_one_and_two_byte_varints_decode_alike_at_the_end_and_before_more_bytes(value, trailing):
+    """The short-varint fast path (lengths and deltas of records under 8 KiB) must agree with the
+    general one, at the buffer's end as well as in its middle."""
+    encoded = encode_varint(value)
+    assert decode_varint(encoded) == (value, len(encoded))
+    assert decode_varint(encoded + trailing) == (value, len(encoded))
+    assert decode_varlong(b"\x00" + encoded + trailing, 1) == (value, 1 + len(encoded))
+
+
 @pytest.mark.parametrize(
     "value, encoded",
     [(0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (-64, b"\x7f"), (64, b"\x80\x01"), (300, b"\xd8\x04")],
