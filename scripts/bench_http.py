@@ -22,7 +22,7 @@ from pathlib import Path
 
 import msgpack
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from scripts.kafka_topics import main as kafka_topics
 
 TOPIC, PARTITIONS = "bench-http", 3
@@ -142,10 +142,8 @@ def _commit_group_offsets(cluster: Cluster) -> None:
 def run_http_bench(options: HttpBenchOptions, directory: Path | None = None) -> list[dict]:
     base = Path(directory) if directory else Path(".zkafka")
     base.mkdir(parents=True, exist_ok=True)
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000)
-    cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-http-", dir=base)), spec)
-    try:
-        cluster.up(120)
+    with running_cluster(Path(tempfile.mkdtemp(prefix="bench-http-", dir=base)), 3, timeout=120, tick_time=500,
+                         session_timeout_ms=6000) as cluster:
         kafka_topics(["--zookeeper", cluster.zookeeper_connect, "--create", "--topic", TOPIC,
                       "--partitions", str(PARTITIONS), "--replication-factor", "3"])
         deadline = time.monotonic() + 30
@@ -159,8 +157,6 @@ def run_http_bench(options: HttpBenchOptions, directory: Path | None = None) -> 
         _commit_group_offsets(cluster)
         results += [scrape(cluster, path, options.scrapes) for path in ("/metrics", "/api/v1/overview")]
         return results
-    finally:
-        cluster.down()
 
 
 def format_report(results: list[dict]) -> str:

@@ -20,8 +20,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from scripts.zookeeper import ZooKeeperServer, find_free_base_port, srvr
 
@@ -245,6 +247,18 @@ class Cluster:
         for broker_id in self.broker_ids:
             self.stop_broker(broker_id)
         self.zookeeper.stop()
+
+
+@contextmanager
+def running_cluster(directory: Path, brokers: int, *, timeout: float = 60.0, **settings) -> Iterator[Cluster]:
+    """A cluster on free ports (``settings``: ClusterSpec fields), up for the ``with`` block and down after
+    it, also when start-up itself fails half-way (whatever did start is stopped)."""
+    cluster = Cluster(directory, ClusterSpec.on_free_ports(brokers, **settings))
+    try:
+        cluster.up(timeout=timeout)
+        yield cluster
+    finally:
+        cluster.down()
 
 
 def _metadata_knows(health: dict, controller: int, broker_ids: list[int]) -> bool:

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 LOOP_PROBE_INTERVAL_S = 0.25
 SESSION_STATES = ("CONNECTED", "SUSPENDED", "LOST", "NOT_CONNECTED")
+GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")  # Kafka's GroupState names
 
 
 def _histogram(name: str, doc: str, labels: list[str], series: list[tuple[list[str], LatencyHistogram]]) -> Metric:
@@ -92,7 +93,8 @@ class BrokerCollector:
         yield _gauge("kafka_server_leader_count", "Partitions led by this broker", len(led))
         yield _gauge("kafka_server_partition_count", "Replicas hosted by this broker", len(partitions))
         stats = self.broker.stats
-        yield CounterMetricFamily("kafka_server_isr_shrinks", "ISR shrinks written by this leader", value=stats.isr_shrinks)
+        yield CounterMetricFamily("kafka_server_isr_shrinks", "ISR shrinks written by this leader",
+                                  value=stats.isr_shrinks)
         yield CounterMetricFamily("kafka_server_isr_expands", "ISR expansions written by this leader",
                                   value=stats.isr_expands)
 
@@ -121,7 +123,7 @@ class BrokerCollector:
 
     def _groups(self) -> Iterator[Metric]:
         coordinator = self.broker.group_coordinator
-        counts: dict[str, int] = {s: 0 for s in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")}
+        counts: dict[str, int] = {s: 0 for s in GROUP_STATES}
         for group in self.groups:
             counts[group["state"]] = counts.get(group["state"], 0) + 1
         family = GaugeMetricFamily("kafka_coordinator_group_count", "Groups this broker coordinates, per state",

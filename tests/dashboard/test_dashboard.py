@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -28,7 +28,8 @@ TOPIC, GROUP = "dash", "dash-group"
 PARTITIONS, PER_PARTITION, COMMITTED = 3, 30, 10
 LAG = PER_PARTITION - COMMITTED  # per partition
 CHROME_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-dev-shm-usage",
                "--window-size=1400,1800"]
 
 # One consistent snapshot of the DOM per call: the page re-renders every second, so element handles
@@ -54,12 +55,9 @@ return {
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=3000, properties={
-        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"})
-    c = Cluster(tmp_path / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=3000, properties={
+                         "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"}) as c:
+        yield c
 
 
 @pytest.fixture

@@ -14,19 +14,16 @@ NOW_MS = int(time.time() * 1000) - 3_600_000  # an hour ago: inside the default 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import running_cluster
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000,
-                       properties={"auto.create.topics.enable": "true"})
-    c = Cluster(tmp_path_factory.mktemp("clients") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("clients") / "cluster", 3, tick_time=500, session_timeout_ms=6000,
+                         properties={"auto.create.topics.enable": "true"}) as c:
+        yield c
 
 
 def admin(cluster) -> AdminClient:

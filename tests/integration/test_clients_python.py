@@ -40,7 +40,7 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import TopicAlreadyExistsError
 from kafka.partitioner.default import murmur2
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.stored import stored_batches as read_stored
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -79,12 +79,9 @@ class StoredBatch(NamedTuple):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000,
-                       properties={"auto.create.topics.enable": "true"})
-    c = Cluster(tmp_path_factory.mktemp("clients-python") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("clients-python") / "cluster", 3, tick_time=500,
+                         session_timeout_ms=6000, properties={"auto.create.topics.enable": "true"}) as c:
+        yield c
 
 
 # -- helpers shared by every client --------------------------------------------------------------
@@ -625,12 +622,9 @@ def test_cross_every_client_reads_every_client_in_every_codec(cluster):
 @pytest.fixture
 def retention_cluster(tmp_path):
     """One broker that runs its retention task every 500 ms (Kafka: log.retention.check.interval.ms)."""
-    spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000,
-                       properties={"log.retention.check.interval.ms": "500"})
-    c = Cluster(tmp_path / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path / "cluster", 1, tick_time=500, session_timeout_ms=6000,
+                         properties={"log.retention.check.interval.ms": "500"}) as c:
+        yield c
 
 
 def test_kafka_python_partition_left_empty_through_a_retention_check_still_works(retention_cluster):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import running_cluster
 from scripts.console_consumer import FORMATTER_DEFAULTS, MessageFormatter
 from scripts.console_producer import READER_DEFAULTS, LineError, LineReader
 from tests.integration.conditions import wait_for as _wait_for
@@ -27,11 +27,9 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000)
-    c = Cluster(tmp_path_factory.mktemp("console") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("console") / "cluster", 3,
+                         tick_time=500, session_timeout_ms=6000) as c:
+        yield c
 
 
 def tool(name: str, *args: str, stdin: str | bytes | None = None, timeout: float = 90) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,13 +26,10 @@ BASE_MS = (int(time.time()) - 3600) * 1000  # record k of each partition is stam
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=4000, properties={
-        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "6",
-        "replica.fetch.backoff.ms": "200"})
-    c = Cluster(tmp_path_factory.mktemp("tool") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("tool") / "cluster", 3, tick_time=500, session_timeout_ms=4000,
+                         properties={"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "6",
+                         "replica.fetch.backoff.ms": "200"}) as c:
+        yield c
 
 
 def tool(cluster: Cluster, *argv: str) -> subprocess.CompletedProcess:

@@ -11,19 +11,16 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import running_cluster
 
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 4) + b"fuzz"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000,
-                       properties={"offsets.topic.replication.factor": "1", "default.replication.factor": "1"})
-    c = Cluster(tmp_path_factory.mktemp("fuzz") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("fuzz") / "cluster", 1, tick_time=500, session_timeout_ms=6000,
+                         properties={"offsets.topic.replication.factor": "1", "default.replication.factor": "1"}) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")

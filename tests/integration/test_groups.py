@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from consumer_group.coordinator.placement import partition_for
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 PARTITIONS = 6
@@ -25,13 +25,10 @@ OFFSETS_PARTITIONS = 6
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=4000, properties={
-        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
-        "replica.fetch.backoff.ms": "200"})
-    c = Cluster(tmp_path / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=4000, properties={
+                         "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions":
+                         str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200"}) as c:
+        yield c
 
 
 def create_topic(cluster: Cluster, topic: str, partitions: int = PARTITIONS) -> None:

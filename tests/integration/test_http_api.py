@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 TOPIC, PARTITIONS, PER_PARTITION = "api-orders", 3, 40
@@ -23,13 +23,10 @@ GROUP, COMMITTED = "api-group", 15
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=3000, properties={
-        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3",
-        "replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200"})
-    c = Cluster(tmp_path_factory.mktemp("http-api") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("http-api") / "cluster", 3, tick_time=500, session_timeout_ms=3000,
+                         properties={"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3",
+                         "replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200"}) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +125,8 @@ def test_partitions_and_topics_match_zookeeper_and_the_logs(cluster, zk, topic):
             assert (row["leader"], row["leader_epoch"], row["isr"]) == (state["leader"], state["leader_epoch"],
                                                                         state["isr"])
             assert row["replicas"] == assignment
-            assert (row["high_watermark"], row["log_end_offset"], row["log_start_offset"]) == (PER_PARTITION,) * 2 + (0,)
+            offsets = (row["high_watermark"], row["log_end_offset"], row["log_start_offset"])
+            assert offsets == (PER_PARTITION, PER_PARTITION, 0)
             assert row["size_bytes"] == log_bytes(cluster, row["leader"], topic, row["partition"]) > 0
             assert row["segments"] == 1 and not row["under_replicated"] and not row["offline"]
         (summary,) = [t for t in api(cluster, broker_id, "topics")["topics"] if t["name"] == topic]

@@ -26,7 +26,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.stored import stored_batches as read_stored
 
 KCAT = "/usr/bin/kcat"
@@ -43,12 +43,9 @@ PAD = b"-" + b"payload." * 8  # compressible, so no codec is skipped for not hel
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=6000,
-                       properties={"auto.create.topics.enable": "true", "num.partitions": str(NUM_PARTITIONS)})
-    c = Cluster(tmp_path_factory.mktemp("kcat") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("kcat") / "cluster", 3, tick_time=500, session_timeout_ms=6000,
+                         properties={"auto.create.topics.enable": "true", "num.partitions": str(NUM_PARTITIONS)}) as c:
+        yield c
 
 
 def kcat(cluster: Cluster, *args: str, stdin: bytes | None = None, ok: bool = True) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.partitioner.default import murmur2  # kafka-python's port of the Java client's
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 PARTITIONS = 3
@@ -25,11 +25,9 @@ MSGPACK = "application/x-msgpack"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=4000)
-    c = Cluster(tmp_path_factory.mktemp("rest-proxy") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("rest-proxy") / "cluster", 3,
+                         tick_time=500, session_timeout_ms=4000) as c:
+        yield c
 
 
 @pytest.fixture
@@ -103,7 +101,8 @@ def test_msgpack_produce_keys_go_where_kafkas_default_partitioner_puts_them(clus
     got = {(m.partition(), m.offset()): m for m in consume_all(cluster, topic, len(keys))}
     for i, (key, entry) in enumerate(zip(keys, offsets)):
         message = got[(entry["partition"], entry["offset"])]
-        assert (message.key(), message.value(), message.headers()) == (key, bytes(range(i, i + 8)), [("bin", b"\x00\xff")])
+        expected = (key, bytes(range(i, i + 8)), [("bin", b"\x00\xff")])
+        assert (message.key(), message.value(), message.headers()) == expected
 
 
 def produce_with_confluent(cluster: Cluster, topic: str) -> list[tuple[bytes | None, bytes, list]]:

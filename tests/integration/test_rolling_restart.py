@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 TOPIC = "rolling"
@@ -21,12 +21,9 @@ SESSION_MS = 4000
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=SESSION_MS, properties={
-        "replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200"})
-    c = Cluster(tmp_path / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=SESSION_MS, properties={
+                         "replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200"}) as c:
+        yield c
 
 
 def fully_replicated(cluster: Cluster) -> bool:

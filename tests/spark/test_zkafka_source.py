@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 pyspark = pytest.importorskip("pyspark")
@@ -22,13 +22,10 @@ PARTITIONS = 3
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000, properties={
-        "log.cleaner.backoff.ms": "500", "log.retention.check.interval.ms": "500", "offsets.topic.num.partitions": "1",
-        "group.initial.rebalance.delay.ms": "0"})
-    c = Cluster(tmp_path_factory.mktemp("spark") / "cluster", spec)
-    c.up(timeout=60)
-    yield c
-    c.down()
+    with running_cluster(tmp_path_factory.mktemp("spark") / "cluster", 1, tick_time=500, session_timeout_ms=6000,
+                         properties={"log.cleaner.backoff.ms": "500", "log.retention.check.interval.ms": "500",
+                         "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
