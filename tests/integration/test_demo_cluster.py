@@ -48,7 +48,8 @@ def test_demo_cluster_runs_every_step_and_leaves_the_cluster_up(tmp_path):
                          r"in [\d,]+ deliveries: 0 lost", out), out
         assert f"│ bootstrap servers  {bootstrap}" in out
         assert f"│ ZooKeeper connect  127.0.0.1:{spec.zookeeper_port}" in out
-        assert f"│ health             http://127.0.0.1:{spec.http_port_base}/healthz" in out
+        assert f"│ dashboard          http://127.0.0.1:{spec.http_port_base}/" in out  # / serves the dashboard now
+        assert f"│ metrics            http://127.0.0.1:{spec.http_port_base}/metrics" in out
         assert f"│ stop               zkafka cluster down --dir {directory}" in out
         # the cluster is still up: the same command again reuses it and finds the earlier records
         again = _demo(directory, spec, "--records", "200", "--no-groups", timeout=120)

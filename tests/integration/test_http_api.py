@@ -165,6 +165,23 @@ def test_groups_show_members_assignment_and_lag(cluster, zk, group, topic):
     assert get(cluster, 1, "/api/v1/groups/no-such-group").status_code == 404
 
 
+def test_overview_is_the_other_endpoints_in_one_answer(cluster, group, topic):
+    def stable() -> bool:
+        return any(g["group_id"] == group and g["state"] == "Stable" for g in api(cluster, 2, "groups")["groups"])
+    wait_for(stable, 30, "the group Stable")
+    overview = api(cluster, 2, "overview")
+    assert overview["partitions"] == api(cluster, 2, "partitions")["partitions"]
+    assert overview["brokers"] == api(cluster, 2, "brokers")["brokers"]
+    assert overview["topics"] == api(cluster, 2, "topics")["topics"]
+    assert [g["group_id"] for g in overview["groups"]] == [g["group_id"] for g in api(cluster, 2, "groups")["groups"]]
+    cluster_view = {k: v for k, v in api(cluster, 2, "cluster").items() if k != "time_ms"}
+    assert {k: v for k, v in overview["cluster"].items() if k != "time_ms"} == cluster_view
+    local = get(cluster, 2, "/api/v1/local/partitions", headers={"Accept": "application/x-msgpack"})
+    assert {(r["topic"], r["partition"]) for r in msgpack.unpackb(local.content)} == {
+        (r["topic"], r["partition"]) for r in overview["partitions"]}  # RF 3 on 3 brokers: every replica here
+    assert get(cluster, 2, "/api/v1/local/nothing").status_code == 404
+
+
 def total(samples: dict, name: str, **labels) -> float:
     want = set(labels.items())
     return sum(v for (n, ls), v in samples.items() if n == name and want <= set(ls))
