@@ -138,8 +138,10 @@ class _FailoverWatch:
     metadata names another leader and when the first record sent after the kill is acknowledged,
     and says stop half a second after that."""
 
-    def __init__(self, cluster: Cluster, leader: int, producer: PacedProducer, kill_at_ns: int):
+    def __init__(self, cluster: Cluster, leader: int, producer: PacedProducer, kill_at_ns: int,
+                 topic: str = FAILOVER_TOPIC):
         self.cluster, self.leader, self.producer, self.kill_at_ns = cluster, leader, producer, kill_at_ns
+        self.topic = topic
         survivors = ",".join(f"127.0.0.1:{cluster.kafka_port(b)}" for b in cluster.broker_ids if b != leader)
         self.admin = AdminClient({"bootstrap.servers": survivors})
         self.killed_ns: int | None = None
@@ -163,7 +165,7 @@ class _FailoverWatch:
 
     def _poll_leader(self) -> None:
         try:
-            leader = self.admin.list_topics(FAILOVER_TOPIC, timeout=1).topics[FAILOVER_TOPIC].partitions[0].leader
+            leader = self.admin.list_topics(self.topic, timeout=1).topics[self.topic].partitions[0].leader
         except Exception:  # noqa: BLE001 - a survivor that does not answer yet: ask again
             leader = -1
         if leader not in (-1, self.leader):
@@ -171,15 +173,18 @@ class _FailoverWatch:
         self._next_poll = time.monotonic_ns() + 20_000_000
 
 
-def run_failover(cluster: Cluster, options: ReplicationBenchOptions) -> dict:
+def run_failover(cluster: Cluster, options: ReplicationBenchOptions, topic: str = FAILOVER_TOPIC,
+                 with_acked: bool = False) -> dict:
+    """Kill -9 the leader of a fresh one-partition RF 3 topic under acks=all load (see the module doc);
+    ``with_acked`` adds the stamps of every acknowledged record (to check for loss afterwards)."""
     controller = cluster.controller()[0]
     leader = next(b for b in cluster.broker_ids if b != controller)
     replicas = [leader] + [b for b in cluster.broker_ids if b != leader]
-    create_topic(cluster.bootstrap_servers, FAILOVER_TOPIC, config=MIN_INSYNC, assignment=[replicas])
-    producer = PacedProducer(cluster.bootstrap_servers, FAILOVER_TOPIC, options.record_bytes, **options.paced_producer)
+    create_topic(cluster.bootstrap_servers, topic, config=MIN_INSYNC, assignment=[replicas])
+    producer = PacedProducer(cluster.bootstrap_servers, topic, options.record_bytes, **options.paced_producer)
     producer.warm_up()
     start = time.monotonic_ns()
-    watch = _FailoverWatch(cluster, leader, producer, start + int(FAILOVER_KILL_AFTER_S * 1e9))
+    watch = _FailoverWatch(cluster, leader, producer, start + int(FAILOVER_KILL_AFTER_S * 1e9), topic)
     _progress(f"failover: acks=all at {FAILOVER_RATE} records/s, kill -9 of broker {leader} "
               f"after {FAILOVER_KILL_AFTER_S:g} s (session timeout {options.session_timeout_ms} ms)")
     producer.run(schedule(start, FAILOVER_RATE, FAILOVER_LIMIT_S), watch)
@@ -188,11 +193,14 @@ def run_failover(cluster: Cluster, options: ReplicationBenchOptions) -> dict:
     def since_kill(ns: int | None) -> float | None:
         return (ns - watch.killed_ns) / 1e9 if ns is not None and watch.killed_ns is not None else None
 
-    return {"session_timeout_ms": options.session_timeout_ms, "killed_leader": leader, "controller": controller,
-            "seconds": since_kill(watch.recovered_ns),
-            "leader_elected_s": since_kill(watch.elected[0] if watch.elected else None),
-            "new_leader": watch.elected[1] if watch.elected else None,
-            "failed": producer.failed(), "unacked": unacked}
+    result = {"session_timeout_ms": options.session_timeout_ms, "killed_leader": leader, "controller": controller,
+              "seconds": since_kill(watch.recovered_ns),
+              "leader_elected_s": since_kill(watch.elected[0] if watch.elected else None),
+              "new_leader": watch.elected[1] if watch.elected else None,
+              "failed": producer.failed(), "unacked": unacked}
+    if with_acked:
+        result["acked"] = [stamp for stamp, _, ok in producer.reports if ok]
+    return result
 
 
 def run_replication_bench(options: ReplicationBenchOptions) -> dict:

