@@ -44,7 +44,8 @@ def fresh_topic(target: Target, s: Scenario, partitions: int | None = None) -> s
 def drop_topic(target: Target, topic: str) -> None:
     """Delete a run's topic once it is measured (the peer keeps every record in memory until then)."""
     try:
-        AdminClient({"bootstrap.servers": target.bootstrap}).delete_topics([topic])[topic].result(60)
+        admin = AdminClient({"bootstrap.servers": target.bootstrap})  # must outlive its future
+        admin.delete_topics([topic])[topic].result(60)
     except Exception as exc:  # noqa: BLE001 - a topic left behind costs space, not correctness
         progress(f"could not delete {topic} on {target.name}: {exc}")
 

@@ -145,7 +145,8 @@ class Goal:
     met: bool | None  # None: not measured
 
     def describe(self) -> str:
-        shown = "not measured" if self.value is None else f"{self.value:,.3g}"
+        shown = ("not measured" if self.value is None else
+                 f"{self.value:.3f}" if abs(self.value) < 100 else f"{self.value:,.0f}")
         verdict = {True: "met", False: "missed", None: "—"}[self.met]
         return f"| {self.name} | {self.target} | {shown} | {verdict} |"
 

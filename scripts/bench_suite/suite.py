@@ -100,4 +100,5 @@ def run_suite(options: SuiteOptions) -> dict:
                                               "duration_s": options.duration_s,
                                               "records_scale": options.records_scale, **settings},
             "scenarios": {s.id: s.title for s in scenarios}, "runs": runs, "summaries": summaries,
-            "goals": goals(summaries, **settings, peer=options.peer or "tansu")}
+            "goals": goals(summaries, initial_delay_ms=options.initial_rebalance_delay_ms,
+                           session_timeout_ms=options.session_timeout_ms, peer=options.peer or "tansu")}
