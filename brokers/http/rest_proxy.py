@@ -231,7 +231,7 @@ async def _read(request: web.Request, tp: TopicPartition, max_bytes: int, wait_m
     offset = _int_param(request, "offset", partition.log.log_start_offset, 0, 2 ** 63 - 1)
     deadline = asyncio.get_running_loop().time() + wait_ms / 1000
     while True:
-        appended = partition.appended_event()  # before reading, so an append after the read wakes us
+        appended = partition.high_watermark_event()  # before reading: records below the HW only
         file_range, high_watermark, log_start = partition_io.read_range(manager, tp, offset, max_bytes)
         remaining = deadline - asyncio.get_running_loop().time()
         if file_range is not None or remaining <= 0:

@@ -51,18 +51,35 @@ class Partition:
     pending_isr: tuple[int, ...] | None = None
     purgatory: ProducePurgatory = field(default_factory=ProducePurgatory)
     _appended: asyncio.Event | None = None
+    _hw_advanced: asyncio.Event | None = None
 
     # -- waking parked fetches -----------------------------------------------------------------
     def appended_event(self) -> asyncio.Event:
-        """Set (and replaced) on every append and HW advance: what a parked Fetch waits on."""
+        """Set (and replaced) on every append, HW advance and role change: what a follower's parked
+        Fetch waits on (followers read up to the log end)."""
         if self._appended is None:
             self._appended = asyncio.Event()
         return self._appended
+
+    def high_watermark_event(self) -> asyncio.Event:
+        """Set (and replaced) on every HW advance and role change, *not* on appends: what a consumer's
+        parked Fetch waits on. Consumers read only below the HW, so an append that has not reached the
+        ISR yet would wake them for nothing (with RF 3 that doubled their wake-ups)."""
+        if self._hw_advanced is None:
+            self._hw_advanced = asyncio.Event()
+        return self._hw_advanced
 
     def notify_appended(self) -> None:
         if self._appended is not None:
             self._appended.set()
             self._appended = None
+
+    def notify_high_watermark(self) -> None:
+        """The HW moved (or the role changed): wake followers' and consumers' parked fetches."""
+        self.notify_appended()
+        if self._hw_advanced is not None:
+            self._hw_advanced.set()
+            self._hw_advanced = None
 
     # -- role ----------------------------------------------------------------------------------
     @property
@@ -111,7 +128,7 @@ class Partition:
     def _drop_leader_state(self) -> None:
         self.followers, self.leader_epoch_start_offset, self.pending_isr = {}, -1, None
         self.purgatory.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        self.notify_appended()  # parked fetches re-resolve and see the new role
+        self.notify_high_watermark()  # parked fetches re-resolve and see the new role
 
     # -- leader: produce -----------------------------------------------------------------------
     def append_as_leader(self, buf, acks: int, now_ms: int) -> LogAppendInfo:
@@ -174,7 +191,7 @@ class Partition:
         log.update_high_watermark(new)
         if len(self.purgatory):
             self.purgatory.complete(new, self._acks_outcome())
-        self.notify_appended()
+        self.notify_high_watermark()
         return True
 
     def isr_write_started(self, proposed: tuple[int, ...]) -> None:

@@ -19,8 +19,9 @@ Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``rea
 Errored partitions answer -1 for high watermark, last stable offset and log start offset, and no records.
 
 Long poll (Kafka's DelayedFetch): when the bytes read are fewer than ``min_bytes``, ``max_wait`` is
-positive and no partition errored, the request parks on the partitions' ``appended_event()``s (taken
-*before* reading, so an append between the read and the wait is not missed) and reads everything
+positive and no partition errored, the request parks on the partitions' events (taken *before* reading,
+so a change between the read and the wait is not missed: ``appended_event()`` for a follower,
+``high_watermark_event()`` for a consumer, which reads only below the HW) and reads everything
 again on each wake-up, until ``min_bytes`` are there or the deadline passes.
 
 Fetch sessions (KIP-227) are not offered: the response's session id is always 0, which every client
@@ -139,7 +140,9 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     while True:
         resolved = _resolve(context, request)
         led = [partition for _, _, partition in resolved if isinstance(partition, Partition)]
-        events = [p.appended_event() for p in led]  # before reading: an append after the read wakes us
+        # before reading, so that what happens after the read wakes us: followers wait for appends,
+        # consumers (who read below the HW only) for the HW to move
+        events = [p.appended_event() if from_follower else p.high_watermark_event() for p in led]
         topics, total, errored = _read_all(resolved, request.max_bytes, from_follower)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or not led or remaining <= 0:

@@ -189,3 +189,21 @@ def test_whole_batches_cuts_a_trailing_partial_batch():
     assert whole_batches(one + two[:5]) == one
     assert whole_batches(two[:20]) == b""
     assert whole_batches(None) == b"" and whole_batches(b"") == b""
+
+
+def test_consumers_wake_on_high_watermark_moves_followers_on_appends_too(partition):
+    """A consumer's parked Fetch reads below the HW only: an append the ISR has not got yet must not wake
+    it; the follower's must. The HW moving wakes both; so does a role change."""
+    async def scenario():
+        lead(partition, isr=(1, 2))
+        consumer, follower = partition.high_watermark_event(), partition.appended_event()
+        info = partition.append_as_leader(batch(3), acks=1, now_ms=T0)
+        assert follower.is_set() and not consumer.is_set()  # follower 2 has not fetched it yet
+        follower = partition.appended_event()
+        partition.update_follower_fetch(2, info.last_offset + 1, T0)  # follower 2 caught up: the HW moves
+        assert partition.log.high_watermark == 3 and consumer.is_set() and follower.is_set()
+        consumer = partition.high_watermark_event()
+        partition.make_follower(2, 6, (2,), (1, 2), 1, 1)
+        assert consumer.is_set()
+
+    run(scenario())
