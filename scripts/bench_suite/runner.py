@@ -100,8 +100,8 @@ def latency(target: Target, s: Scenario, duration_s: float) -> dict:
 
 
 def group(target: Target, s: Scenario) -> dict:
-    if not getattr(target, "group_topic_ready", False):
-        create_topic(target.bootstrap, GROUP_TOPIC, GROUP_PARTITIONS, min(3, getattr(target, "brokers", 1)))
+    if not target.group_topic_ready:
+        create_topic(target.bootstrap, GROUP_TOPIC, GROUP_PARTITIONS, min(3, target.brokers))
         target.group_topic_ready = True
     if s.id == "G1":
         return {"seconds": first_assignment(target.bootstrap)}

@@ -25,8 +25,10 @@ SETTLE_S = 30.0
 class Target:
     name = "target"
     bootstrap = ""
+    brokers = 1
     initial_rebalance_delay_ms = 0
     session_timeout_ms = 0
+    group_topic_ready = False  # the group scenarios' shared topic exists
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
