@@ -27,7 +27,7 @@ CHROMIUM  := $(and $(wildcard /usr/bin/chromium),$(wildcard /usr/bin/chromedrive
 APT_TOOLS := $(strip $(if $(KCAT),,kcat) $(if $(CHROMIUM),,chromium chromium-driver))
 tools:
 ifneq ($(APT_TOOLS),)
-	apt-get update -q && apt-get install -y -q $(APT_TOOLS)
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(APT_TOOLS)
 endif
 
 install: $(STAMP) tools
