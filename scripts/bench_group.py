@@ -27,8 +27,11 @@ Progress goes to stderr; the report (tables, or JSON) to stdout.
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 import random
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -197,6 +200,45 @@ def join_and_leave(bootstrap: str) -> tuple[float, float]:
         for m in (a, b):
             if m not in closed:
                 m.close()
+
+
+def _member_process(bootstrap: str, group: str, name: str, ready) -> None:
+    """A group member in a process of its own (so that it can be killed): polls until it dies."""
+    member = TimedMember(bootstrap, group, name)
+    member.warm()
+    member.subscribe()
+    while True:
+        if member.owned:
+            ready.set()
+        time.sleep(0.05)
+
+
+def rebalance_after_kill(bootstrap: str) -> float:
+    """Seconds from ``kill -9`` of member b (its own process) until member a owns every partition again:
+    the coordinator must notice b's silence (``session.timeout.ms``) and rebalance."""
+    group = _group("kill")
+    a = TimedMember(bootstrap, group, "a")
+    a.warm()
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    b = ctx.Process(target=_member_process, args=(bootstrap, group, "b", ready), daemon=True)
+    try:
+        a.subscribe()
+        wait_until(lambda: a.owned == ALL, ASSIGN_TIMEOUT_S, "member a's assignment")
+        b.start()
+        wait_until(lambda: ready.is_set() and 0 < len(a.owned) < len(ALL), ASSIGN_TIMEOUT_S,
+                   "a and b to share the partitions")
+        settle()
+        killed_at = time.monotonic()
+        os.kill(b.pid, signal.SIGKILL)
+        wait_until(lambda: a.owned == ALL and a.changed_at > killed_at, ASSIGN_TIMEOUT_S + SESSION_TIMEOUT_MS / 1000,
+                   "a to own every partition after b was killed")
+        return a.changed_at - killed_at
+    finally:
+        if b.is_alive():
+            b.kill()
+        b.join(10)
+        a.close()
 
 
 def measure_commits(bootstrap: str, seconds: float, in_flight: int, broker_pids: list[int]) -> dict:

@@ -17,7 +17,7 @@ LATENCY = (("achieved_per_s", "achieved/s", "{:,.0f}"), ("end_to_end.p50_ms", "e
            ("end_to_end.p99_ms", "e2e p99 ms", "{:.2f}"), ("end_to_end.p99.9_ms", "e2e p99.9 ms", "{:.2f}"),
            ("end_to_end.max_ms", "e2e max ms", "{:.1f}"), ("ack.p99_ms", "ack p99 ms", "{:.2f}"))
 GROUP = (("seconds", "first assignment s", "{:.2f}"), ("join_s", "rebalance on join s", "{:.2f}"),
-         ("leave_s", "rebalance on leave s", "{:.2f}"))
+         ("leave_s", "rebalance on leave s", "{:.2f}"), ("killed_s", "rebalance after kill -9 s", "{:.2f}"))
 FAILOVER = (("seconds", "produce resumes s", "{:.2f}"), ("leader_elected_s", "new leader s", "{:.2f}"),
             ("lost", "acked records lost", "{:.0f}"), ("duplicated", "duplicated", "{:.0f}"))
 

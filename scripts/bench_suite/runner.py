@@ -17,7 +17,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from scripts.bench_clients import BenchOptions, create_topic, measure_produce, run_consume
-from scripts.bench_group import PARTITIONS as GROUP_PARTITIONS, TOPIC as GROUP_TOPIC, first_assignment, join_and_leave
+from scripts.bench_group import PARTITIONS as GROUP_PARTITIONS, TOPIC as GROUP_TOPIC
+from scripts.bench_group import first_assignment, join_and_leave, rebalance_after_kill
 from scripts.bench_latency import run_latency
 from scripts.bench_replication import ReplicationBenchOptions, run_failover
 from scripts.bench_stats import read_stamp
@@ -106,7 +107,7 @@ def group(target: Target, s: Scenario) -> dict:
     if s.id == "G1":
         return {"seconds": first_assignment(target.bootstrap)}
     joined, left = join_and_leave(target.bootstrap)
-    return {"join_s": joined, "leave_s": left}
+    return {"join_s": joined, "leave_s": left, "killed_s": rebalance_after_kill(target.bootstrap)}
 
 
 def lost_and_duplicated(bootstrap: str, topic: str, acked: list[int], timeout: float = 60.0) -> tuple[int, int]:

@@ -13,7 +13,7 @@ C1     consume 1M x 100 B from offset 0 with assign()                          1
 C2     C1 with lz4 batches (C2-lz4) and with 1 KB records (C2-1k)              1 broker  yes
 L1     end-to-end latency at fixed rates, RF 1 and RF 3 acks=all, linger 0/5   both      RF 1 only
 G1     first assignment of a new group                                         1 broker  yes
-G2     rebalance when a member joins and when one is killed                    1 broker  no
+G2     rebalance when a member joins, leaves, and is killed                    1 broker  no
 F1     leader killed under P5-like load: produce resumes, lost, duplicated     3 brokers no
 =====  ======================================================================  ========  ==========
 
@@ -73,7 +73,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("C2-1k", "consume", "consume 300k x 1 KB", record_bytes=1000, records=300_000),
     *(_latency(rate, rf, linger) for rf in (1, 3) for linger in (0, 5) for rate in (1000, 10_000, 50_000)),
     Scenario("G1", "group", "first assignment of a new group"),
-    Scenario("G2", "group", "rebalance: a member joins, a member is killed", peer=False),
+    Scenario("G2", "group", "rebalance: a member joins, one leaves, one is killed (kill -9)", peer=False),
     Scenario("F1", "failover", "leader killed under acks=all load", brokers=3, replication_factor=3, acks="all",
              peer=False),
 )
