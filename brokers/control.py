@@ -276,11 +276,25 @@ def _dataclass_from_wire(cls: type[M], value: Any, where: str) -> M:
     return cls(**kwargs)  # unknown keys are ignored, like tagged fields a newer sender may add
 
 
+def pack(value: Any) -> bytes:
+    """Plain data (maps, lists, str, bytes, numbers, None) as msgpack: the broker's one msgpack writer
+    (control messages here, the HTTP layer's msgpack answers and forwarded bodies)."""
+    return msgpack.packb(value, use_bin_type=True)
+
+
+def unpack(data: bytes) -> Any:
+    """The broker's one msgpack reader; a malformed document is a ValueError saying why."""
+    try:
+        return msgpack.unpackb(data, raw=False)
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        raise ValueError(f"not a msgpack document ({exc})") from None
+
+
 def encode(message: Any) -> bytes:
     """A control message (or any of its parts) as a msgpack map."""
     if not is_dataclass(message) or isinstance(message, type):
         raise TypeError(f"not a control message: {type(message).__name__}")
-    return msgpack.packb(_to_wire(message), use_bin_type=True)
+    return pack(_to_wire(message))
 
 
 def decode(cls: type[M], data: bytes) -> M:
@@ -290,9 +304,9 @@ def decode(cls: type[M], data: bytes) -> M:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ControlMessageError(cls.__name__, f"expected bytes, got {_type_name(data)}")
     try:
-        value = msgpack.unpackb(data, raw=False)
-    except (ValueError, TypeError, msgpack.UnpackException) as exc:
-        raise ControlMessageError(cls.__name__, f"not a msgpack document ({exc})") from None
+        value = unpack(data)
+    except ValueError as exc:
+        raise ControlMessageError(cls.__name__, str(exc)) from None
     return _dataclass_from_wire(cls, value, cls.__name__)
 
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgpack
 from aiohttp import web
 
+from brokers.control import pack
 from brokers.http.cluster_reader import LOCAL_VIEWS, BrokerState, ClusterReader
 
 MSGPACK_TYPES = ("application/x-msgpack", "application/msgpack", "application/vnd.msgpack")
@@ -44,7 +44,7 @@ def wants_msgpack(request: web.Request) -> bool:
 def respond(request: web.Request, data: Any, status: int = 200) -> web.Response:
     """``data`` as msgpack or JSON, as the request's Accept asks."""
     if wants_msgpack(request):
-        return web.Response(body=msgpack.packb(data, use_bin_type=True), status=status,
+        return web.Response(body=pack(data), status=status,
                             content_type="application/x-msgpack")
     return web.Response(text=json.dumps(data, separators=(",", ":")), status=status, content_type="application/json")
 

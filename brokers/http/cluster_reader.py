@@ -13,9 +13,8 @@ import time
 from typing import Any, Callable, Protocol
 
 import aiohttp
-import msgpack
 
-from brokers.control import control_base_url
+from brokers.control import control_base_url, unpack
 from brokers.http import views
 from brokers.model import BrokerInfo
 from brokers.replication.metadata_cache import MetadataCache
@@ -84,8 +83,8 @@ class ClusterReader:
                 if response.status != 200:
                     log.info("broker %d answered %s with HTTP %d", info.id, url, response.status)
                     return None
-                return msgpack.unpackb(await response.read())
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, msgpack.UnpackException) as exc:
+                return unpack(await response.read())
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
             log.info("broker %d did not answer /api/v1/local/%s: %r", info.id, what, exc)
             return None
 

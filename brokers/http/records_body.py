@@ -67,8 +67,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-import msgpack
 
+from brokers.control import unpack
 from brokers.protocol.record import ConsumerRecord
 
 JSON_TYPES = (
@@ -146,8 +146,8 @@ def _finite_float(text: str) -> float:
 def _decode_body(body: bytes, fmt: str) -> Any:
     if fmt == "msgpack":
         try:
-            return msgpack.unpackb(body, raw=False)
-        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            return unpack(body)
+        except ValueError as exc:
             raise BodyError("body", f"not valid msgpack: {exc}") from None
     try:
         return json.loads(body, parse_constant=_no_constants, parse_float=_finite_float)

@@ -29,10 +29,9 @@ import itertools
 from typing import Any
 
 import aiohttp
-import msgpack
 from aiohttp import web
 
-from brokers.control import control_base_url
+from brokers.control import control_base_url, pack, unpack
 from brokers.http import partition_io, records_body
 from brokers.http.admin_api import BROKER_KEY, READER_KEY, error, respond, wants_msgpack
 from brokers.http.cluster_reader import FORWARDED, MSGPACK
@@ -135,19 +134,19 @@ async def _produce_to(request: web.Request, tp: TopicPartition, records: list) -
         first = await partition_io.append(broker.replica_manager, broker.stats, tp, records, PRODUCE_TIMEOUT_S)
         return [{"partition": tp.partition, "offset": first + i, "error_code": None, "error": None}
                 for i in range(len(records))]
-    body = msgpack.packb({"records": [{"key": r.key, "value": r.value, "timestamp": r.timestamp_ms,
+    body = pack({"records": [{"key": r.key, "value": r.value, "timestamp": r.timestamp_ms,
                                        "headers": [{"key": k, "value": v} for k, v in r.headers]}
-                                      for r in records]}, use_bin_type=True)
+                                      for r in records]})
     async with await _forward(request, "POST", url, data=body,
                               headers={"Content-Type": MSGPACK, "Accept": MSGPACK}) as response:
         raw = await response.read()
     try:
-        answer = msgpack.unpackb(raw)
+        answer = unpack(raw)
         if response.status == 200:
             return answer["offsets"]
         code = ErrorCode.__members__.get(answer.get("kafka_error", ""), ErrorCode.UNKNOWN_SERVER_ERROR)
         message = answer.get("message", "")
-    except (ValueError, KeyError, AttributeError, msgpack.UnpackException):
+    except (ValueError, KeyError, AttributeError):
         code, message = ErrorCode.UNKNOWN_SERVER_ERROR, raw[:200].decode(errors="replace")
     raise ProxyError(code, f"the leader answered HTTP {response.status}: {message}")
 
