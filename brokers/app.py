@@ -47,6 +47,7 @@ from consumer_group.coordinator.group_config import GroupConfig
 from consumer_group.coordinator.handlers import HANDLERS as GROUP_HANDLERS
 from consumer_group.coordinator.offset_store import ZkOffsetStore
 from consumer_group.coordinator.placement import OFFSETS_TOPIC
+from consumer_group.coordinator.views import group_view
 from coordinator.controller import ControllerConfig, KafkaController
 
 log = logging.getLogger(__name__)
@@ -254,6 +255,12 @@ class BrokerServer:
         if self.controller is None or not self.controller.is_active:
             return ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ())
         return await self.controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+
+    def group_views(self) -> list[dict]:
+        """The groups this broker coordinates, for the admin API and /metrics."""
+        coordinator = self.group_coordinator
+        return [group_view(g, self.broker_id) for _, g in sorted(coordinator.groups.items())
+                if coordinator.owns(g.group_id)]
 
     def health(self) -> dict:
         controller = self.controller.describe() if self.controller else {}

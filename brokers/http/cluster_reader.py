@@ -21,7 +21,6 @@ from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.stats import BrokerStats
 from brokers.zk.client import KafkaZkClient
-from consumer_group.coordinator.views import group_view
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +44,13 @@ class BrokerState(Protocol):
     stats: BrokerStats
     shutting_down: bool
 
+    def group_views(self) -> list[dict]:
+        """The groups this broker coordinates, as ``consumer_group.coordinator.views.group_view`` shows
+        them (the composition root wires that in: the HTTP layer does not import consumer_group)."""
+
 
 def local_groups(broker: BrokerState) -> list[dict]:
-    coordinator = broker.group_coordinator
-    return [group_view(g, broker.broker_id) for _, g in sorted(coordinator.groups.items())
-            if coordinator.owns(g.group_id)]
+    return broker.group_views()
 
 
 def local_partitions(broker: BrokerState) -> list[dict]:
