@@ -45,6 +45,9 @@ LEADER_DURING_DELETE = BrokerId(-2)
 INITIAL_LEADER_EPOCH = LeaderEpoch(0)
 INITIAL_CONTROLLER_EPOCH = ControllerEpoch(0)
 INITIAL_ZK_VERSION = ZkVersion(0)
+# Kafka's Topic.INTERNAL_TOPICS: produced to only by the broker (or Kafka's admin client id), shown
+# as internal in Metadata and by the admin API, never produced to through the REST proxy.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 @dataclass(frozen=True, slots=True)

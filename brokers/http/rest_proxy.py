@@ -36,14 +36,13 @@ from brokers.http import partition_io, records_body
 from brokers.http.admin_api import BROKER_KEY, READER_KEY, error, respond, wants_msgpack
 from brokers.http.cluster_reader import FORWARDED, MSGPACK
 from brokers.http.partition_io import ProxyError
-from brokers.model import TopicPartition
+from brokers.model import INTERNAL_TOPICS, TopicPartition
 from brokers.protocol.errors import ErrorCode
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 MAX_MAX_BYTES = 64 * 1024 * 1024
 MAX_WAIT_MS = 30_000
 PRODUCE_TIMEOUT_S = 30.0
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ROUND_ROBIN_KEY: web.AppKey[Any] = web.AppKey("round_robin", object)
 
 

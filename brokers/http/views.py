@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from brokers.model import TopicPartition
+from brokers.model import INTERNAL_TOPICS, TopicPartition
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 LOCAL_FIELDS = ("high_watermark", "log_end_offset", "log_start_offset", "size_bytes", "segments")
 
 

@@ -16,7 +16,6 @@ from brokers.replication.partition import Partition
 from brokers.replication.replica_manager import PartitionError, leader_partition
 from brokers.server.context import ServerContext
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.AdminClientId: may produce to internal topics
 METADATA_POLL_SECONDS = 0.01
 

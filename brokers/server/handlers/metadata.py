@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import ServerContext
-from brokers.server.handlers import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 NO_LEADER = -1
