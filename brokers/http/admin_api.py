@@ -88,8 +88,7 @@ async def cluster(request: web.Request) -> web.Response:
 
 
 async def brokers(request: web.Request) -> web.Response:
-    reader = request.app[READER_KEY]
-    return respond(request, {"brokers": reader.brokers(await reader.partitions())})
+    return respond(request, {"brokers": request.app[READER_KEY].brokers()})
 
 
 async def topics(request: web.Request) -> web.Response:

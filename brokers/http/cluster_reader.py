@@ -132,9 +132,10 @@ class ClusterReader:
         names = sorted({row["topic"] for row in partitions})
         return views.topic_rows(partitions, await self.topic_configs(names))
 
-    def brokers(self, partitions: list[dict]) -> list[dict]:
+    def brokers(self) -> list[dict]:
+        """From the metadata cache alone: no broker needs asking."""
         cache = self.broker.metadata_cache
-        return views.broker_rows(cache.live_brokers, cache.controller_id, partitions)
+        return views.broker_rows(cache.live_brokers, cache.controller_id, cache.partitions.values())
 
     async def groups(self, partitions: list[dict] | None = None) -> list[dict]:
         partitions, by_broker = await asyncio.gather(
@@ -146,7 +147,7 @@ class ClusterReader:
         partitions = await self.partitions()
         cluster, topics, groups = await asyncio.gather(self.cluster(), self.topics(partitions),
                                                        self.groups(partitions))
-        return {"cluster": cluster, "brokers": self.brokers(partitions), "topics": topics,
+        return {"cluster": cluster, "brokers": self.brokers(), "topics": topics,
                 "partitions": partitions, "groups": groups}
 
 

@@ -211,7 +211,8 @@ def add_metrics_route(app: web.Application, broker: BrokerState, reader: Cluster
         await monitor.stop()
 
     async def metrics(request: web.Request) -> web.Response:
-        collector.groups = views.with_lag(local_groups(broker), await reader.partitions())
+        groups = local_groups(broker)  # lag needs the leaders' high watermarks: ask them only if there is any
+        collector.groups = views.with_lag(groups, await reader.partitions() if any(g["offsets"] for g in groups) else [])
         body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

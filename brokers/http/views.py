@@ -83,12 +83,12 @@ def topic_rows(partitions: list[dict], configs: Mapping[str, dict[str, str]]) ->
     return out
 
 
-def broker_rows(live: Mapping[int, Any], controller_id: int | None, partitions: Iterable[dict]) -> list[dict]:
-    """Live brokers from the metadata cache, plus every broker named as a replica that is not alive
-    (it is down: ZooKeeper no longer holds its registration)."""
+def broker_rows(live: Mapping[int, Any], controller_id: int | None, states: Iterable[Any]) -> list[dict]:
+    """Live brokers from the metadata cache, plus every broker named as a replica in ``states`` (the
+    cache's PartitionStates) that is not alive (it is down: ZooKeeper no longer holds its registration)."""
     known = set(live)
-    for row in partitions:
-        known.update(row["replicas"])
+    for state in states:
+        known.update(state.replicas)
     out = []
     for broker_id in sorted(known):
         info = live.get(broker_id)

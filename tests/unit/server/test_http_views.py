@@ -56,7 +56,7 @@ def test_topic_rows_sum_only_when_every_partition_is_known():
 
 
 def test_brokers_named_as_replicas_but_not_live_are_down():
-    rows = broker_rows(LIVE, 2, partition_rows(STATES, LIVE, FACTS))
+    rows = broker_rows(LIVE, 2, STATES.values())
     assert [(r["id"], r["alive"], r["controller"], r["port"], r["http_port"]) for r in rows] == [
         (1, True, False, 9092, 8080), (2, True, True, 9093, 8081), (3, False, False, None, None)]
 
