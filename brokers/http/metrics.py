@@ -211,8 +211,9 @@ def add_metrics_route(app: web.Application, broker: BrokerState, reader: Cluster
         await monitor.stop()
 
     async def metrics(request: web.Request) -> web.Response:
-        groups = local_groups(broker)  # lag needs the leaders' high watermarks: ask them only if there is any
-        collector.groups = views.with_lag(groups, await reader.partitions() if any(g["offsets"] for g in groups) else [])
+        groups = local_groups(broker)  # lag needs the leaders' high watermarks: ask only if there are offsets
+        partitions = await reader.partitions() if any(g["offsets"] for g in groups) else []
+        collector.groups = views.with_lag(groups, partitions)
         body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
