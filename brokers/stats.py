@@ -50,7 +50,8 @@ class LatencyHistogram:
 
 @dataclass
 class TopicTraffic:
-    """Kafka's BrokerTopicMetrics: BytesInPerSec, BytesOutPerSec, MessagesInPerSec (as totals)."""
+    """Kafka's BrokerTopicMetrics as totals: BytesInPerSec, BytesOutPerSec, MessagesInPerSec,
+    TotalProduceRequestsPerSec, TotalFetchRequestsPerSec (fetches that returned records)."""
 
     bytes_in: int = 0
     bytes_out: int = 0

@@ -73,11 +73,12 @@ class BrokerCollector:
         families = {name: CounterMetricFamily(f"kafka_server_topic_{name}", doc, labels=["topic"]) for name, doc in (
             ("bytes_in", "Bytes produced to the topic's partitions this broker leads"),
             ("bytes_out", "Bytes sent to consumers (replication excluded)"),
-            ("messages_in", "Records appended"))}
+            ("messages_in", "Records appended"),
+            ("produce_requests", "Produce appends to the topic (Kafka's TotalProduceRequestsPerSec)"),
+            ("fetch_requests", "Consumer fetches that returned the topic's records (TotalFetchRequestsPerSec)"))}
         for topic, traffic in sorted(self.broker.stats.topics.items()):
-            families["bytes_in"].add_metric([topic], traffic.bytes_in)
-            families["bytes_out"].add_metric([topic], traffic.bytes_out)
-            families["messages_in"].add_metric([topic], traffic.messages_in)
+            for name, family in families.items():
+                family.add_metric([topic], getattr(traffic, name))
         yield from families.values()
 
     def _replication(self) -> Iterator[Metric]:

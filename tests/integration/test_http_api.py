@@ -192,6 +192,7 @@ def test_metrics_agree_with_the_cluster(cluster, zk, topic):
     messages = sum(total(s, "kafka_server_topic_messages_in_total", topic=topic) for s in scraped.values())
     assert messages == PARTITIONS * PER_PARTITION
     assert sum(total(s, "kafka_server_topic_bytes_in_total", topic=topic) for s in scraped.values()) > 0
+    assert sum(total(s, "kafka_server_topic_produce_requests_total", topic=topic) for s in scraped.values()) >= 1
     produce_requests = sum(total(s, "kafka_network_request_duration_seconds_count", api="Produce")
                            for s in scraped.values())
     assert produce_requests >= 1
