@@ -8,7 +8,6 @@ record payload; client CPU is each client process's own CPU time, reported separ
 from __future__ import annotations
 
 import multiprocessing
-import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -17,9 +16,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from scripts.bench_suite.procstat import cpu_seconds
 from scripts.cluster import Cluster, ClusterSpec
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 GB = 1e9
 
 
@@ -32,11 +31,6 @@ class BenchOptions:
     partitions: int = 1
     producers: int = 1
     topic: str = "bench"
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
 
 
 def _produce_worker(bootstrap: str, options: BenchOptions, count: int, queue) -> None:
@@ -97,7 +91,7 @@ def measure_produce(bootstrap: str, options: BenchOptions, broker_pids: list[int
     queue = multiprocessing.get_context("spawn").Queue()
     workers = [multiprocessing.get_context("spawn").Process(target=_produce_worker, args=(bootstrap, options, per, queue))
                for _ in range(options.producers)]
-    broker_cpu = sum(_cpu_seconds(pid) for pid in broker_pids)
+    broker_cpu = sum(cpu_seconds(pid) for pid in broker_pids)
     start = time.monotonic()
     for w in workers:
         w.start()
@@ -105,7 +99,7 @@ def measure_produce(bootstrap: str, options: BenchOptions, broker_pids: list[int
     wall = time.monotonic() - start
     for w in workers:
         w.join()
-    broker_cpu = (sum(_cpu_seconds(pid) for pid in broker_pids) - broker_cpu) if broker_pids else float("nan")
+    broker_cpu = (sum(cpu_seconds(pid) for pid in broker_pids) - broker_cpu) if broker_pids else float("nan")
     # the rate is over the producers' own window, first send to last flush (CLOCK_MONOTONIC is one clock
     # for every process): process start-up and imports (~0.2 s here) would pull every ratio toward 1
     elapsed = max(r[3] for r in results) - min(r[2] for r in results)
@@ -122,7 +116,7 @@ def run_consume(bootstrap: str, options: BenchOptions, broker_pid: int | None) -
                          "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
                          "fetch.queue.backoff.ms": 5, "queued.max.messages.kbytes": 262_144})
     consumer.assign([TopicPartition(options.topic, p, 0) for p in range(options.partitions)])
-    broker_cpu = _cpu_seconds(broker_pid) if broker_pid else 0.0
+    broker_cpu = cpu_seconds(broker_pid) if broker_pid else 0.0
     start_cpu, start = time.process_time(), time.perf_counter()
     seen = 0
     deadline = time.monotonic() + 600
@@ -132,7 +126,7 @@ def run_consume(bootstrap: str, options: BenchOptions, broker_pid: int | None) -
                 seen += 1
     elapsed = time.perf_counter() - start
     client_cpu = time.process_time() - start_cpu
-    broker_cpu = (_cpu_seconds(broker_pid) - broker_cpu) if broker_pid else float("nan")
+    broker_cpu = (cpu_seconds(broker_pid) - broker_cpu) if broker_pid else float("nan")
     consumer.close()
     return _report("consume", seen, options.record_bytes, elapsed, broker_cpu, client_cpu)
 

@@ -44,7 +44,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from scripts.bench_clients import _cpu_seconds, bench_base, create_topic
+from scripts.bench_clients import bench_base, create_topic
+from scripts.bench_suite.procstat import cpu_seconds
 from scripts.bench_replication import machine
 from scripts.bench_stats import percentile
 from scripts.cluster import Cluster, ClusterSpec
@@ -268,7 +269,7 @@ def measure_commits(bootstrap: str, seconds: float, in_flight: int, broker_pids:
             if time.monotonic() > deadline:
                 raise TimeoutError("timed out waiting for the committer's assignment")
             consumer.poll(0.05)
-        cpu = sum(_cpu_seconds(p) for p in broker_pids)
+        cpu = sum(cpu_seconds(p) for p in broker_pids)
         offset = 0
         start = time.monotonic()
         end = start + seconds
@@ -291,7 +292,7 @@ def measure_commits(bootstrap: str, seconds: float, in_flight: int, broker_pids:
                                 asynchronous=True)
             consumer.poll(0.001)
         window_acks = [(o, t) for o, t in acked if t <= end]
-        cpu = sum(_cpu_seconds(p) for p in broker_pids) - cpu
+        cpu = sum(cpu_seconds(p) for p in broker_pids) - cpu
         drain = time.monotonic() + 30
         while len(acked) + len(errors) < offset and time.monotonic() < drain:
             consumer.poll(0.01)

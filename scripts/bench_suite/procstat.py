@@ -35,6 +35,11 @@ def machine_jiffies_of(proc_stat_text: str) -> tuple[int, int]:
     return idle, sum(fields[:8])  # guest time is already inside user/nice
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a running process."""
+    return cpu_seconds_of(Path(f"/proc/{pid}/stat").read_text())
+
+
 def _read(path: str) -> str | None:
     try:
         return Path(path).read_text()
