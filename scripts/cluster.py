@@ -13,17 +13,19 @@ agree on one controller. Tests use this same code path.
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from scripts.zookeeper import ZooKeeperServer, find_free_base_port, srvr
 
@@ -259,6 +261,42 @@ def running_cluster(directory: Path, brokers: int, *, timeout: float = 60.0, **s
         yield cluster
     finally:
         cluster.down()
+
+
+@dataclass
+class Scratch:
+    """What ``scratch_cluster`` hands its block: where to connect, a temp dir, and whether the block failed
+    (only then are the logs of a cluster it started kept)."""
+
+    bootstrap: str
+    directory: Path
+    failed: bool = True
+
+
+@contextmanager
+def scratch_cluster(prefix: str, brokers: int, properties: dict[str, str], bootstrap: str | None,
+                    out: Callable[[str], None]) -> Iterator[Scratch]:
+    """The demos' cluster: ``bootstrap`` when given, else a fresh one on free ports in a temp dir, stopped
+    afterwards. The temp dir goes too unless the block left ``failed`` set with a cluster of ours in it:
+    then its broker logs are kept and said where."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    cluster = None
+    scratch = Scratch(bootstrap or "", directory)
+    try:
+        if bootstrap is None:
+            cluster = Cluster(directory / "cluster", ClusterSpec.on_free_ports(brokers, properties=dict(properties)))
+            out(f"starting ZooKeeper + {brokers} broker(s) in {cluster.dir}")
+            cluster.up(120)
+            scratch.bootstrap = cluster.bootstrap_servers
+            out(f"cluster up: {scratch.bootstrap}")
+        yield scratch
+    finally:
+        if cluster is not None:
+            cluster.down()
+        if scratch.failed and cluster is not None:
+            out(f"broker logs kept in {directory}/cluster/broker-<id>/broker.log (rm -rf {directory})")
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def _metadata_knows(health: dict, controller: int, broker_ids: list[int]) -> bool:

@@ -30,11 +30,9 @@ from __future__ import annotations
 import argparse
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -316,33 +314,17 @@ class GroupDemo:
 
 def run_demo(bootstrap: str | None, duration_s: float = DEFAULT_DURATION_S, rate: int = DEFAULT_RATE,
              out: Callable[[str], None] = print) -> int:
-    from scripts.cluster import Cluster, ClusterSpec
+    from scripts.cluster import scratch_cluster
 
-    cluster = directory = None
-    code = 1
-    interrupted = False
-    try:
-        if bootstrap is None:
-            directory = Path(tempfile.mkdtemp(prefix="zkafka-demo-groups-"))
-            cluster = Cluster(directory / "cluster", ClusterSpec.on_free_ports(3, properties=dict(CLUSTER_PROPERTIES)))
-            out(f"starting ZooKeeper + 3 brokers in {cluster.dir}")
-            cluster.up(120)
-            bootstrap = cluster.bootstrap_servers
-            out(f"cluster up: {bootstrap}")
-        code = GroupDemo(bootstrap, duration_s, rate, out).run()
+    with scratch_cluster("zkafka-demo-groups-", 3, CLUSTER_PROPERTIES, bootstrap, out) as scratch:
+        try:
+            code = GroupDemo(scratch.bootstrap, duration_s, rate, out).run()
+        except KeyboardInterrupt:
+            scratch.failed = False
+            out("interrupted: stopping")
+            return 130
+        scratch.failed = code != 0
         return code
-    except KeyboardInterrupt:
-        interrupted = True
-        out("interrupted: stopping")
-        return 130
-    finally:
-        if cluster is not None:
-            cluster.down()
-        if directory is not None:
-            if code == 0 or interrupted:
-                shutil.rmtree(directory, ignore_errors=True)
-            else:
-                out(f"broker logs kept in {directory}/cluster/broker-<id>/broker.log (rm -rf {directory})")
 
 
 def _raise_interrupt(*_) -> None:

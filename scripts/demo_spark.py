@@ -24,11 +24,9 @@ import argparse
 import json
 import queue
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -295,36 +293,20 @@ class SparkDemo:
 
 def run_demo(bootstrap: str | None, duration_s: float = DEFAULT_DURATION_S, rate: int = DEFAULT_RATE,
              brokers: int = 1, out: Callable[[str], None] = print) -> int:
-    from scripts.cluster import Cluster, ClusterSpec
+    from scripts.cluster import scratch_cluster
 
-    cluster = None
-    directory = Path(tempfile.mkdtemp(prefix="zkafka-demo-spark-"))
-    code = 1
-    interrupted = False
-    try:
-        if bootstrap is None:
-            cluster = Cluster(directory / "cluster",
-                              ClusterSpec.on_free_ports(brokers, properties=dict(CLUSTER_PROPERTIES)))
-            out(f"starting ZooKeeper + {brokers} broker(s) in {cluster.dir}")
-            cluster.up(120)
-            bootstrap = cluster.bootstrap_servers
-            out(f"cluster up: {bootstrap}")
-        code = SparkDemo(bootstrap, directory, duration_s, rate, out).run()
+    with scratch_cluster("zkafka-demo-spark-", brokers, CLUSTER_PROPERTIES, bootstrap, out) as scratch:
+        try:
+            code = SparkDemo(scratch.bootstrap, scratch.directory, duration_s, rate, out).run()
+        except QueryFailed as exc:
+            out(f"FAILED: the streaming query stopped: {exc}")
+            return 1
+        except KeyboardInterrupt:
+            scratch.failed = False
+            out("interrupted: stopping")
+            return 130
+        scratch.failed = code != 0
         return code
-    except QueryFailed as exc:
-        out(f"FAILED: the streaming query stopped: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        interrupted = True
-        out("interrupted: stopping")
-        return 130
-    finally:
-        if cluster is not None:
-            cluster.down()
-        if code == 0 or interrupted or cluster is None:
-            shutil.rmtree(directory, ignore_errors=True)
-        else:
-            out(f"broker logs kept in {directory}/cluster/broker-<id>/broker.log (rm -rf {directory})")
 
 
 def _raise_interrupt(*_) -> None:
