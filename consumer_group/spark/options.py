@@ -342,30 +342,11 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
             if name.lower() in opts:
                 raise OptionError(name, "ending offsets are not valid in streaming queries")
 
-    # --- where to start
-    starting_offsets: OffsetsSpec = "latest" if streaming else "earliest"
-    starting_timestamp: int | None = None
-    starting_by_ts: PartitionSpec | None = None
-    start_name = _pick_one(opts, ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets"))
-    if start_name == "startingTimestamp":
-        starting_timestamp = _parse_int(start_name, opts[start_name.lower()], non_negative=True)
-    elif start_name == "startingOffsetsByTimestamp":
-        starting_by_ts = _parse_partition_json(start_name, opts[start_name.lower()], timestamps=True)
-    elif start_name == "startingOffsets":
-        starting_offsets = parse_offsets_spec(start_name, opts[start_name.lower()])
-
-    # --- where to end (batch)
-    ending_offsets: OffsetsSpec = "latest"
-    ending_timestamp: int | None = None
-    ending_by_ts: PartitionSpec | None = None
-    end_name = None if streaming else _pick_one(
-        opts, ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets"))
-    if end_name == "endingTimestamp":
-        ending_timestamp = _parse_int(end_name, opts[end_name.lower()], non_negative=True)
-    elif end_name == "endingOffsetsByTimestamp":
-        ending_by_ts = _parse_partition_json(end_name, opts[end_name.lower()], timestamps=True)
-    elif end_name == "endingOffsets":
-        ending_offsets = parse_offsets_spec(end_name, opts[end_name.lower()])
+    # --- where to start, and (batch only) where to end
+    starting_offsets, starting_timestamp, starting_by_ts = _bound(opts, "starting",
+                                                                  "latest" if streaming else "earliest")
+    ending_offsets, ending_timestamp, ending_by_ts = (("latest", None, None) if streaming else
+                                                      _bound(opts, "ending", "latest"))
 
     if not streaming:
         _check_batch_bounds(starting_offsets, ending_offsets, starting_timestamp, ending_timestamp,
@@ -407,25 +388,41 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     )
 
 
+def _bound(opts: dict[str, str], side: str,
+           default: OffsetsSpec) -> tuple[OffsetsSpec, int | None, PartitionSpec | None]:
+    """One end of the range ("starting" or "ending"): (offsets spec, timestamp, per-partition timestamps)
+    from whichever one of ``<side>Timestamp``, ``<side>OffsetsByTimestamp``, ``<side>Offsets`` is given."""
+    by_time, by_partition_time, by_offsets = f"{side}Timestamp", f"{side}OffsetsByTimestamp", f"{side}Offsets"
+    name = _pick_one(opts, (by_time, by_partition_time, by_offsets))
+    if name == by_time:
+        return default, _parse_int(name, opts[name.lower()], non_negative=True), None
+    if name == by_partition_time:
+        return default, None, _parse_partition_json(name, opts[name.lower()], timestamps=True)
+    if name == by_offsets:
+        return parse_offsets_spec(name, opts[name.lower()]), None, None
+    return default, None, None
+
+
+# Spark's words when a batch range starts at latest or ends at earliest (whole spec, one partition)
+_BATCH_REFUSALS = (
+    ("startingOffsets", "latest", LATEST, "starting offset can't be latest for batch queries on Kafka",
+     "startingOffsets for {tp} can't be latest for batch queries on Kafka"),
+    ("endingOffsets", "earliest", EARLIEST, "ending offset can't be earliest for batch queries on Kafka",
+     "ending offset for {tp} can't be earliest for batch queries on Kafka"),
+)
+
+
 def _check_batch_bounds(start: OffsetsSpec, end: OffsetsSpec, start_ts: int | None, end_ts: int | None,
                         start_by_ts: PartitionSpec | None, end_by_ts: PartitionSpec | None) -> None:
     """Spark's validateBatchOptions and checkOffsetLimitValidity."""
-    if start == "latest":
-        raise OptionError("startingOffsets", "starting offset can't be latest for batch queries on Kafka")
-    if isinstance(start, dict):
-        for topic, parts in start.items():
-            for p, off in parts.items():
-                if off == LATEST:
-                    raise OptionError("startingOffsets", f"startingOffsets for {topic}-{p} can't be latest "
-                                                         "for batch queries on Kafka")
-    if end == "earliest":
-        raise OptionError("endingOffsets", "ending offset can't be earliest for batch queries on Kafka")
-    if isinstance(end, dict):
-        for topic, parts in end.items():
-            for p, off in parts.items():
-                if off == EARLIEST:
-                    raise OptionError("endingOffsets", f"ending offset for {topic}-{p} can't be earliest "
-                                                       "for batch queries on Kafka")
+    for (name, word, sentinel, whole, one), spec in zip(_BATCH_REFUSALS, (start, end)):
+        if spec == word:
+            raise OptionError(name, whole)
+        if isinstance(spec, dict):
+            for topic, parts in spec.items():
+                for p, off in parts.items():
+                    if off == sentinel:
+                        raise OptionError(name, one.format(tp=f"{topic}-{p}"))
     for start_name, end_name, s, e, what in (
             ("startingOffsets", "endingOffsets", start, end, "offset"),
             ("startingOffsetsByTimestamp", "endingOffsetsByTimestamp", start_by_ts, end_by_ts, "timestamp")):
