@@ -119,10 +119,15 @@ def _record_follower_fetch(context: ServerContext, replica_id: int, resolved: li
             manager.record_follower_fetch(partition, replica_id, wanted.fetch_offset)
 
 
+def _size(records) -> int:
+    """A file range's ``size`` (even 0: a range has no len()), else a bytes-like object's length."""
+    return records.size if hasattr(records, "size") else len(records)
+
+
 def _count_bytes_out(context: ServerContext, topics: list[tuple[str, list[FetchPartitionData]]]) -> None:
     """Kafka's BytesOutPerSec: what consumers are sent (replication is not counted)."""
     for topic, partitions in topics:
-        size = sum(getattr(p.records, "size", None) or len(p.records) for p in partitions if p.records is not None)
+        size = sum(_size(p.records) for p in partitions if p.records is not None)
         if size:
             context.stats.bytes_out(topic, size)
 
