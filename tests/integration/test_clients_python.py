@@ -41,6 +41,7 @@ from kafka.errors import TopicAlreadyExistsError
 from kafka.partitioner.default import murmur2
 
 from scripts.cluster import Cluster, running_cluster
+from tests.integration.conditions import wait_for
 from tests.integration.stored import stored_batches as read_stored
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -332,8 +333,16 @@ def kcat_consume(cluster: Cluster, topic: str, partitions: int, expected: int) -
 def test_kafka_python_admin_create_topics(cluster):
     kp_create(cluster, "kp-admin", partitions=4, rf=3)
     client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+
+    def described_without_error():
+        [d] = client.describe_topics(["kp-admin"])
+        return d if d["error_code"] == 0 else None
+
     try:
-        [described] = client.describe_topics(["kp-admin"])
+        # describe_topics asks the least loaded broker, whose metadata may trail the one create_topics waited on
+        # by one UpdateMetadata (a CI run saw UNKNOWN_TOPIC_OR_PARTITION there): Kafka's metadata is eventually
+        # consistent across brokers, so wait for it with a deadline
+        described = wait_for(described_without_error, 10, "kp-admin described without error", interval=0.1)
         assert described["error_code"] == 0
         assert [p["partition_index"] for p in described["partitions"]] == [0, 1, 2, 3]
         for p in described["partitions"]:
