@@ -448,7 +448,9 @@ def test_stopped_follower_drops_out_of_isr_and_rejoins(make_cluster):
     assert len(after.acked) == 1000 and not after.failed
     wait_for(lambda: sorted(zk_state(zk, topic, 0)["isr"]) == sorted(assignment[0]), 20,
              f"broker {stopped} back in the ISR (ZooKeeper)")
-    assert log_lines(cluster, leader, f"{topic}-0: ISR", f"follower {stopped} caught up")
+    # the leader logs the expansion after its ZooKeeper write returns, so the znode can be seen first
+    wait_for(lambda: log_lines(cluster, leader, f"{topic}-0: ISR", f"follower {stopped} caught up"), 10,
+             f"leader {leader} to log that follower {stopped} caught up")
     wait_for(lambda: in_sync(cluster, topic, 0, assignment[0]), 20, "all replicas in sync again")
     assert_identical_logs(cluster, topic, 0, assignment[0])
     records = consume(cluster, topic, [0])
