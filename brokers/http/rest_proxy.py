@@ -227,15 +227,17 @@ async def _read(request: web.Request, tp: TopicPartition, max_bytes: int, wait_m
     manager = request.app[BROKER_KEY].replica_manager
     partition = partition_io.led_partition(manager, tp)
     offset = _int_param(request, "offset", partition.log.log_start_offset, 0, 2 ** 63 - 1)
-    deadline = asyncio.get_running_loop().time() + wait_ms / 1000
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_ms / 1000
     while True:
-        appended = partition.high_watermark_event()  # before reading: records below the HW only
+        moved = loop.create_future()
+        partition.watch_high_watermark(moved)  # before reading: records below the HW only
         file_range, high_watermark, log_start = partition_io.read_range(manager, tp, offset, max_bytes)
-        remaining = deadline - asyncio.get_running_loop().time()
+        remaining = deadline - loop.time()
         if file_range is not None or remaining <= 0:
             break
         try:
-            await asyncio.wait_for(appended.wait(), remaining)
+            await asyncio.wait_for(moved, remaining)
         except asyncio.TimeoutError:
             pass
     records = []

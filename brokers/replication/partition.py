@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.replication import isr as decide
-from brokers.replication.purgatory import ProducePurgatory
+from brokers.replication.purgatory import FetchWatchers, ProducePurgatory
 from brokers.storage.log import Log, LogAppendInfo
 
 
@@ -50,36 +50,28 @@ class Partition:
     leader_epoch_start_offset: int = -1
     pending_isr: tuple[int, ...] | None = None
     purgatory: ProducePurgatory = field(default_factory=ProducePurgatory)
-    _appended: asyncio.Event | None = None
-    _hw_advanced: asyncio.Event | None = None
+    _appended: FetchWatchers = field(default_factory=FetchWatchers)
+    _hw_advanced: FetchWatchers = field(default_factory=FetchWatchers)
 
     # -- waking parked fetches -----------------------------------------------------------------
-    def appended_event(self) -> asyncio.Event:
-        """Set (and replaced) on every append, HW advance and role change: what a follower's parked
-        Fetch waits on (followers read up to the log end)."""
-        if self._appended is None:
-            self._appended = asyncio.Event()
-        return self._appended
+    def watch_appends(self, future: asyncio.Future) -> None:
+        """Resolve ``future`` at the next append, HW advance or role change: what a follower's parked
+        Fetch waits for (followers read up to the log end)."""
+        self._appended.watch(future)
 
-    def high_watermark_event(self) -> asyncio.Event:
-        """Set (and replaced) on every HW advance and role change, *not* on appends: what a consumer's
-        parked Fetch waits on. Consumers read only below the HW, so an append that has not reached the
+    def watch_high_watermark(self, future: asyncio.Future) -> None:
+        """Resolve ``future`` at the next HW advance or role change, *not* at appends: what a consumer's
+        parked Fetch waits for. Consumers read only below the HW, so an append that has not reached the
         ISR yet would wake them for nothing (with RF 3 that doubled their wake-ups)."""
-        if self._hw_advanced is None:
-            self._hw_advanced = asyncio.Event()
-        return self._hw_advanced
+        self._hw_advanced.watch(future)
 
     def notify_appended(self) -> None:
-        if self._appended is not None:
-            self._appended.set()
-            self._appended = None
+        self._appended.wake()
 
     def notify_high_watermark(self) -> None:
         """The HW moved (or the role changed): wake followers' and consumers' parked fetches."""
-        self.notify_appended()
-        if self._hw_advanced is not None:
-            self._hw_advanced.set()
-            self._hw_advanced = None
+        self._appended.wake()
+        self._hw_advanced.wake()
 
     # -- role ----------------------------------------------------------------------------------
     @property

@@ -54,3 +54,42 @@ class ProducePurgatory:
                 future.set_result(outcome)
                 done += 1
         return done
+
+
+class FetchWatchers:
+    """Futures of parked Fetches waiting for a partition to change (Kafka's DelayedFetch watch list).
+
+    ``wake`` resolves every watcher at once and starts a new list: a parked Fetch re-reads and, if it
+    still has nothing to answer, parks again with a new future. One future may watch several
+    partitions (a Fetch parks on all it asked for); whichever wakes first resolves it, the others skip
+    it as done. Futures done elsewhere (the Fetch's own timeout, a cancelled request) are pruned when
+    the list has doubled since the last prune, so an idle partition long-polled for hours stays small.
+    """
+
+    __slots__ = ("_futures", "_prune_at")
+    PRUNE_MIN = 64
+
+    def __init__(self) -> None:
+        self._futures: list[asyncio.Future] = []
+        self._prune_at = self.PRUNE_MIN
+
+    def __len__(self) -> int:
+        return len(self._futures)
+
+    def watch(self, future: asyncio.Future) -> None:
+        futures = self._futures
+        futures.append(future)
+        if len(futures) >= self._prune_at:
+            futures[:] = [f for f in futures if not f.done()]
+            self._prune_at = max(self.PRUNE_MIN, 2 * len(futures))
+
+    def wake(self) -> int:
+        """Resolve every watcher not yet done; returns how many were."""
+        futures, self._futures = self._futures, []
+        self._prune_at = self.PRUNE_MIN
+        woken = 0
+        for future in futures:
+            if not future.done():
+                future.set_result(None)
+                woken += 1
+        return woken

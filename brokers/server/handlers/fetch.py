@@ -19,10 +19,12 @@ Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``rea
 Errored partitions answer -1 for high watermark, last stable offset and log start offset, and no records.
 
 Long poll (Kafka's DelayedFetch): when the bytes read are fewer than ``min_bytes``, ``max_wait`` is
-positive and no partition errored, the request parks on the partitions' events (taken *before* reading,
-so a change between the read and the wait is not missed: ``appended_event()`` for a follower,
-``high_watermark_event()`` for a consumer, which reads only below the HW) and reads everything
-again on each wake-up, until ``min_bytes`` are there or the deadline passes.
+positive and no partition errored, the request parks: one future, registered with every led partition
+*before* reading, so a change between the read and the wait is not missed (``watch_appends`` for a
+follower, ``watch_high_watermark`` for a consumer, which reads only below the HW), plus one timer for
+the deadline. It reads everything again on each wake-up, until ``min_bytes`` are there or the deadline
+passes. (One future and one timer, not a task per partition event: a parked Fetch is on the hot path
+of every acks=all produce, twice per follower.)
 
 Fetch sessions (KIP-227) are not offered: the response's session id is always 0, which every client
 takes as "sessionless, send full requests". An incremental request (session epoch > 0) names a session
@@ -102,14 +104,9 @@ def _read_all(resolved: list, max_bytes: int,
     return topics, total, errored
 
 
-async def _wait_any(events: list[asyncio.Event], timeout: float) -> None:
-    """Until one of ``events`` is set or ``timeout`` seconds pass."""
-    waiters = [asyncio.ensure_future(event.wait()) for event in dict.fromkeys(events)]
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
+def _wake(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _record_follower_fetch(context: ServerContext, replica_id: int, resolved: list) -> None:
@@ -140,14 +137,14 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     deadline = loop.time() + max(0.0, timeout_seconds(request.max_wait))
     replica_id = request.replica_id
     from_follower = replica_id >= 0
+    resolved = _resolve(context, request)
     if from_follower:
-        _record_follower_fetch(context, replica_id, _resolve(context, request))
+        _record_follower_fetch(context, replica_id, resolved)
     while True:
-        resolved = _resolve(context, request)
         led = [partition for _, _, partition in resolved if isinstance(partition, Partition)]
-        # before reading, so that what happens after the read wakes us: followers wait for appends,
-        # consumers (who read below the HW only) for the HW to move
-        events = [p.appended_event() if from_follower else p.high_watermark_event() for p in led]
+        wakeup = loop.create_future()  # registered before reading: what happens after the read wakes us
+        for partition in led:  # followers wait for appends, consumers (below the HW only) for the HW
+            (partition.watch_appends if from_follower else partition.watch_high_watermark)(wakeup)
         topics, total, errored = _read_all(resolved, request.max_bytes, from_follower)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or not led or remaining <= 0:
@@ -155,7 +152,10 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
                 _count_bytes_out(context, topics)
             return encode_fetch_response(version, correlation_id, topics)
         context.stats.fetches_parked += 1
+        timer = loop.call_later(remaining, _wake, wakeup)
         try:
-            await _wait_any(events, remaining)
+            await wakeup
         finally:
+            timer.cancel()
             context.stats.fetches_parked -= 1
+        resolved = _resolve(context, request)

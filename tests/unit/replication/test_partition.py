@@ -11,7 +11,7 @@ from brokers.protocol.errors import ErrorCode
 from brokers.protocol.record import Record, build_batch
 from brokers.replication.fetcher import whole_batches
 from brokers.replication.partition import NotEnoughReplicasError, Partition
-from brokers.replication.purgatory import ProducePurgatory
+from brokers.replication.purgatory import FetchWatchers, ProducePurgatory
 from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
 
@@ -33,6 +33,13 @@ def partition(tmp_path):
 
 def lead(p: Partition, isr=(1, 2, 3), epoch=5, now=T0) -> None:
     p.make_leader(epoch, tuple(isr), (1, 2, 3), 0, 1, now)
+
+
+def watched(watch) -> asyncio.Future:
+    """A future registered with a Partition's ``watch_*`` method (inside a running loop)."""
+    future = asyncio.get_running_loop().create_future()
+    watch(future)
+    return future
 
 
 def run(coro):
@@ -110,10 +117,10 @@ def test_losing_leadership_answers_every_parked_produce_not_leader(partition):
         lead(partition)
         info = partition.append_as_leader(batch(), acks=-1, now_ms=T0)
         waiting = partition.wait_for_acks(info.last_offset + 1)
-        event = partition.appended_event()
+        event = watched(partition.watch_appends)
         partition.make_follower(2, 6, (2, 3), (1, 2, 3), 1, 1)
         assert waiting.result() == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        assert event.is_set() and partition.followers == {} and not partition.is_leader
+        assert event.done() and partition.followers == {} and not partition.is_leader
 
     run(scenario())
 
@@ -196,14 +203,36 @@ def test_consumers_wake_on_high_watermark_moves_followers_on_appends_too(partiti
     it; the follower's must. The HW moving wakes both; so does a role change."""
     async def scenario():
         lead(partition, isr=(1, 2))
-        consumer, follower = partition.high_watermark_event(), partition.appended_event()
+        consumer, follower = watched(partition.watch_high_watermark), watched(partition.watch_appends)
         info = partition.append_as_leader(batch(3), acks=1, now_ms=T0)
-        assert follower.is_set() and not consumer.is_set()  # follower 2 has not fetched it yet
-        follower = partition.appended_event()
+        assert follower.done() and not consumer.done()  # follower 2 has not fetched it yet
+        follower = watched(partition.watch_appends)
         partition.update_follower_fetch(2, info.last_offset + 1, T0)  # follower 2 caught up: the HW moves
-        assert partition.log.high_watermark == 3 and consumer.is_set() and follower.is_set()
-        consumer = partition.high_watermark_event()
+        assert partition.log.high_watermark == 3 and consumer.done() and follower.done()
+        consumer = watched(partition.watch_high_watermark)
         partition.make_follower(2, 6, (2,), (1, 2), 1, 1)
-        assert consumer.is_set()
+        assert consumer.done()
+
+    run(scenario())
+
+
+def test_fetch_watchers_wake_everything_once_and_prune_what_finished_elsewhere():
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        watchers = FetchWatchers()
+        shared, other = loop.create_future(), loop.create_future()
+        watchers.watch(shared)
+        watchers.watch(other)
+        other.cancel()  # e.g. the Fetch's request was cancelled
+        assert watchers.wake() == 1 and shared.done() and len(watchers) == 0
+        assert watchers.wake() == 0  # a wake starts a new list: nothing is woken twice
+        timed_out = [loop.create_future() for _ in range(FetchWatchers.PRUNE_MIN * 4)]
+        for future in timed_out:  # an idle partition long-polled over and over: each poll times out
+            watchers.watch(future)
+            future.set_result(None)
+        assert len(watchers) < FetchWatchers.PRUNE_MIN  # pruned, not grown without bound
+        live = loop.create_future()
+        watchers.watch(live)
+        assert watchers.wake() == 1 and live.done()
 
     run(scenario())
