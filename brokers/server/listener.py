@@ -2,8 +2,10 @@
 
 Bytes go through the sans-I/O ``FrameDecoder``; each complete request becomes a task, so requests
 pipelined on one connection are worked on concurrently, while responses leave strictly in request
-order (Kafka clients pop their oldest in-flight request for every response). One writer per
-connection drains the ordered queue: everything ready at once is joined into one ``writelines``.
+order (Kafka clients pop their oldest in-flight request for every response). Each request task's
+done-callback writes every answer now complete at the head of the queue, joined into one
+``writelines`` (no writer task to wake per response); only a file range big enough for sendfile
+makes the writing asynchronous, and answers behind it wait for it.
 A request that needs no answer (Produce with acks=0) yields ``None`` and is skipped. A malformed
 frame, an oversized size prefix or an unknown API key closes that connection only, logged once
 with the peer.
@@ -32,8 +34,7 @@ class Connection(asyncio.Protocol):
         self._decoder = FrameDecoder(max_request_bytes)
         self._connections = connections
         self._pending: collections.deque[asyncio.Task] = collections.deque()
-        self._wakeup = asyncio.Event()
-        self._writer: asyncio.Task | None = None
+        self._sendfile: asyncio.Task | None = None  # a sendfile in progress: later answers wait for it
         self._paused = False
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -45,7 +46,6 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self._connections.add(self)
-        self._writer = asyncio.get_running_loop().create_task(self._write_responses())
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -55,9 +55,9 @@ class Connection(asyncio.Protocol):
             return
         loop = asyncio.get_running_loop()
         for frame in frames:
-            self._pending.append(loop.create_task(self._handle(frame, self)))
-        if frames:
-            self._wakeup.set()
+            task = loop.create_task(self._handle(frame, self))
+            task.add_done_callback(self._answered)
+            self._pending.append(task)
         if len(self._pending) > MAX_IN_FLIGHT and not self._paused:
             self._paused = True
             self.transport.pause_reading()
@@ -67,60 +67,67 @@ class Connection(asyncio.Protocol):
         self._connections.discard(self)
         for task in self._pending:
             task.cancel()
-        if self._writer is not None:
-            self._writer.cancel()
+        if self._sendfile is not None:
+            self._sendfile.cancel()
 
     # -- responses in request order ------------------------------------------------------------
-    async def _write_responses(self) -> None:
-        while not self.closed:
-            if not self._pending:
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            segments: list = []
-            while self._pending and (not segments or self._pending[0].done()):
-                task = self._pending.popleft()
-                try:
-                    response = await task
-                except asyncio.CancelledError:
-                    return
-                except Exception as exc:  # noqa: BLE001 - a bad request or a handler bug closes this connection only
-                    if segments and not self.closed:
-                        self.transport.writelines(segments)  # answers to the requests before it still go out
-                    if not isinstance(exc, ProtocolError):
-                        log.error("request from %s failed: %r", self.peer, exc, exc_info=exc)
-                    self.close(str(exc) if isinstance(exc, ProtocolError) else "internal error")
-                    return
-                if response:
-                    segments.extend(response)
-            if segments and not self.closed:
-                try:
-                    await self._send(segments)
-                except (ConnectionError, OSError, RuntimeError) as exc:
-                    self.close(f"write failed: {exc}")
-                    return
-            if self._paused and len(self._pending) <= MAX_IN_FLIGHT // 2:
-                self._paused = False
-                self.transport.resume_reading()
+    def _answered(self, _task: asyncio.Task) -> None:
+        """A request's task finished: write what is now answered at the head of the queue (no writer
+        task to wake: this done-callback writes)."""
+        if self._sendfile is None and not self.closed:
+            self._write_answered()
 
-    async def _send(self, segments: list) -> None:
-        """Bytes are joined into one ``writelines``; a file range of at least SENDFILE_MIN_BYTES goes
-        out with ``loop.sendfile`` (zero copy), smaller ones are read with pread (faster on loopback,
-        wire-protocol.md §5)."""
-        pending: list = []
-        for segment in segments:
-            if isinstance(segment, (bytes, bytearray, memoryview)):
-                pending.append(segment)
-            elif SENDFILE_MIN_BYTES and segment.size >= SENDFILE_MIN_BYTES:
-                if pending:
-                    self.transport.writelines(pending)
+    def _write_answered(self) -> None:
+        segments: list = []
+        pending = self._pending
+        while pending and pending[0].done():
+            task = pending.popleft()
+            error = task.exception() if not task.cancelled() else asyncio.CancelledError()
+            if error is not None:  # a bad request or a handler bug closes this connection only
+                self._write_now(segments)  # answers to the requests before it still go out
+                if not isinstance(error, ProtocolError):
+                    log.error("request from %s failed: %r", self.peer, error, exc_info=error)
+                self.close(str(error) if isinstance(error, ProtocolError) else "internal error")
+                return
+            if response := task.result():
+                segments.extend(response)
+        if any(_sent_with_sendfile(segment) for segment in segments):
+            self._sendfile = asyncio.get_running_loop().create_task(self._send_then_continue(segments))
+            return
+        self._write_now(segments)
+        if self._paused and len(pending) <= MAX_IN_FLIGHT // 2 and not self.closed:
+            self._paused = False
+            self.transport.resume_reading()
+
+    def _write_now(self, segments: list) -> None:
+        """Bytes and small file ranges (read with pread: faster than sendfile on loopback,
+        wire-protocol.md §5) joined into one ``writelines``."""
+        if segments and not self.closed:
+            self.transport.writelines([s if isinstance(s, (bytes, bytearray, memoryview)) else s.read()
+                                       for s in segments])
+
+    async def _send_then_continue(self, segments: list) -> None:
+        """A file range of at least SENDFILE_MIN_BYTES goes out with ``loop.sendfile`` (zero copy); the
+        answers that finished meanwhile follow it."""
+        try:
+            pending: list = []
+            for segment in segments:
+                if _sent_with_sendfile(segment):
+                    self._write_now(pending)
                     pending = []
-                with os.fdopen(os.dup(segment.fileno()), "rb", buffering=0) as file:
-                    await asyncio.get_running_loop().sendfile(self.transport, file, segment.position, segment.size)
-            else:
-                pending.append(segment.read())
-        if pending:
-            self.transport.writelines(pending)
+                    with os.fdopen(os.dup(segment.fileno()), "rb", buffering=0) as file:
+                        await asyncio.get_running_loop().sendfile(self.transport, file, segment.position,
+                                                                  segment.size)
+                else:
+                    pending.append(segment)
+            self._write_now(pending)
+        except (ConnectionError, OSError, RuntimeError) as exc:
+            self.close(f"write failed: {exc}")
+            return
+        finally:
+            self._sendfile = None
+        if not self.closed:
+            self._write_answered()
 
     def close(self, reason: str) -> None:
         if not self.closed:
@@ -128,6 +135,11 @@ class Connection(asyncio.Protocol):
             self.closed = True
             if self.transport is not None:
                 self.transport.close()
+
+
+def _sent_with_sendfile(segment) -> bool:
+    return (not isinstance(segment, (bytes, bytearray, memoryview)) and SENDFILE_MIN_BYTES > 0
+            and segment.size >= SENDFILE_MIN_BYTES)
 
 
 class KafkaListener:

@@ -66,7 +66,8 @@ class Broker:
             return LogConfig.from_properties(self.overrides.get(topic, {}))
 
         self.replica_manager = ReplicaManager(ME, self.log_manager, topic_config, lambda: 100)
-        context = ServerContext(ME, self.config, self.cache, self.replica_manager, lambda: "zkafka-local", self)
+        context = self.context = ServerContext(ME, self.config, self.cache, self.replica_manager,
+                                               lambda: "zkafka-local", self)
         self.listener = KafkaListener(KafkaApis(context).handle, "127.0.0.1", 0)
         await self.listener.start()
         self.info = BrokerInfo(ME, (EndPoint("PLAINTEXT", "127.0.0.1", self.listener.port),), None, 100)
@@ -247,3 +248,65 @@ def test_consume_lz4_batches(broker):
     messages = consume(broker, "lz4", 0, 20)
     assert [(m.offset(), m.key(), m.value(), m.timestamp()) for m in messages] == [
         (i, f"key-{i}".encode(), value("lz4", 1, i), (1, BASE_TS + i)) for i in range(20)]
+
+
+def fetch_request(topic: str, offset: int, max_wait_ms: int, max_bytes: int = 1 << 30):
+    from brokers.protocol import codec
+    return codec.build(codec.request_class(1, 11), replica_id=-1, max_wait=max_wait_ms, min_bytes=1,
+                       max_bytes=max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                       topics=[dict(topic=topic, partitions=[dict(
+                           partition=0, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+                           partition_max_bytes=max_bytes)])])
+
+
+def read_frames(sock, count: int) -> list[bytes]:
+    frames, buffer = [], b""
+    while len(frames) < count:
+        chunk = sock.recv(1 << 20)
+        assert chunk, "the broker closed the connection"
+        buffer += chunk
+        while len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big"):
+            size = int.from_bytes(buffer[:4], "big")
+            frames.append(buffer[4:4 + size])
+            buffer = buffer[4 + size:]
+    return frames
+
+
+def test_answers_finished_during_a_sendfile_wait_for_it_and_keep_their_order(broker):
+    """A file range of at least SENDFILE_MIN_BYTES goes out with sendfile, asynchronously when the
+    client reads slowly. A request behind it that is answered meanwhile (here a long poll that times
+    out) must go out after it on the same connection, never in the middle."""
+    import socket
+
+    from brokers.protocol import codec
+    from brokers.server.listener import SENDFILE_MIN_BYTES
+
+    broker.call(broker._lead("big", 1))
+    partition = broker.replica_manager.partitions[TP("big", 0)]
+    chunk = 1 << 19
+    for i in range(max(32, 4 * SENDFILE_MIN_BYTES // chunk)):  # more than the socket buffers hold
+        partition.log.append_as_leader(build_batch([Record(0, 0, None, bytes([i]) * chunk)],
+                                                   base_timestamp=BASE_TS), 0)
+    partition.log.update_high_watermark(partition.log.log_end_offset)
+    end = partition.log.log_end_offset
+    stored = partition.log.read(0, 1 << 30).records.read()
+    fetches = broker.context.stats.requests
+
+    def answered() -> int:
+        return fetches[("Fetch", 11)].count if ("Fetch", 11) in fetches else 0
+
+    done_before = answered()
+    with socket.create_connection(("127.0.0.1", broker.listener.port), TIMEOUT) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.sendall(codec.encode_request(1, 11, 1, "slow-reader", fetch_request("big", 0, 0))
+                     + codec.encode_request(1, 11, 2, "slow-reader", fetch_request("big", end, 50)))
+        deadline = time.monotonic() + TIMEOUT
+        while answered() < done_before + 2:  # both answered while we do not read
+            assert time.monotonic() < deadline, "the two fetches were never answered"
+            time.sleep(0.01)
+        broker.call(asyncio.sleep(0))  # the second answer's done-callback has run on the broker's loop
+        first, second = (codec.decode_response(1, 11, frame) for frame in read_frames(sock, 2))
+    assert (first[0], second[0]) == (1, 2)
+    assert bytes(first[1].responses[0].partitions[0].records) == stored
+    assert second[1].responses[0].partitions[0].high_watermark == end
+    assert not second[1].responses[0].partitions[0].records
