@@ -12,6 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
+from brokers import event_loop
 from brokers.config import BrokerConfig, ConfigError
 from brokers.zk.errors import ZkError
 
@@ -57,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         overrides = dict(item.split("=", 1) for item in args.override)
         config = BrokerConfig.from_file(args.config, overrides)
-        asyncio.run(run(config))
-    except ConfigError as exc:
+        event_loop.loop_name()  # a bad ZKAFKA_EVENT_LOOP fails here, before anything starts
+        event_loop.run(run(config))
+    except (ConfigError, ValueError) as exc:
         print(f"zkafka broker: {exc}", file=sys.stderr)
         return 2
     except ZkError as exc:  # no ZooKeeper, a duplicate broker id, ...

@@ -2,8 +2,12 @@
 
 The broker's own client side (replica fetchers today; tools later): requests are kio entities encoded
 with ``brokers.protocol.codec``, responses are decoded the same way. Requests are pipelined: each one
-is written at once and its future is resolved by the reader task in correlation-id order, so a slow
-long-poll (a follower's Fetch) never blocks the socket for writing.
+is written at once and its future is resolved, in correlation-id order, as its response frame
+completes, so a slow long-poll (a follower's Fetch) never blocks the socket for writing.
+
+Reading is an ``asyncio.Protocol`` feeding the sans-I/O ``FrameDecoder`` (the listener's): no
+``StreamReader`` copying every chunk into its buffer and out again, no reader task to wake per
+response. That was a quarter of a follower's event loop under RF 3 load (BENCHMARKS.md, issue 10).
 
 Failure model: any socket error, a malformed or unexpected response, or a timeout closes the
 connection and fails every request in flight with ``ConnectionError``; the caller reconnects. Nothing
@@ -13,37 +17,55 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from collections import deque
 from typing import Any
 
 from brokers.protocol import codec
-from brokers.protocol.framing import ProtocolError
+from brokers.protocol.framing import MIN_RESPONSE_FRAME_BYTES, FrameDecoder, ProtocolError
 
 log = logging.getLogger(__name__)
 
-_INT32 = struct.Struct(">i")
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
+class _ResponseReader(asyncio.Protocol):
+    """Frames in, responses handed to the connection; the connection's end reported once."""
+
+    def __init__(self, connection: "KafkaConnection"):
+        self._connection = connection
+        self._decoder = FrameDecoder(MAX_RESPONSE_BYTES, MIN_RESPONSE_FRAME_BYTES)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._decoder.feed(data)
+        except ProtocolError as exc:
+            self._connection.fail(exc)
+            return
+        for payload in frames:
+            if not self._connection.complete(payload):
+                return
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._connection.fail(exc or EOFError("closed by the broker"))
 
 
 class KafkaConnection:
     def __init__(self, host: str, port: int, client_id: str):
         self.host, self.port, self.client_id = host, port, client_id
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._read_task: asyncio.Task | None = None
+        self._transport: asyncio.Transport | None = None
         self._pending: deque[tuple[int, int, int, asyncio.Future]] = deque()
         self._correlation_id = 0
         self._closed_error: Exception | None = None
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None and self._closed_error is None
+        return self._transport is not None and self._closed_error is None
 
     async def connect(self, timeout: float) -> None:
-        self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
+        loop = asyncio.get_running_loop()
+        self._transport, _ = await asyncio.wait_for(
+            loop.create_connection(lambda: _ResponseReader(self), self.host, self.port), timeout)
         self._closed_error = None
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     async def request(self, api_key: int, api_version: int, body: Any, timeout: float) -> Any:
         """Send ``body`` and wait for its response body; ConnectionError (and the connection closed)
@@ -55,32 +77,32 @@ class KafkaConnection:
         frame = codec.encode_request(api_key, api_version, correlation_id, self.client_id, body)
         future = asyncio.get_running_loop().create_future()
         self._pending.append((correlation_id, api_key, api_version, future))
-        self._writer.write(frame)
+        self._transport.write(frame)
         try:
             return await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:
             self.close(ConnectionError(f"no response from {self.host}:{self.port} within {timeout:.1f} s"))
             raise self._closed_error from None
 
-    async def _read_loop(self) -> None:
+    def complete(self, payload: bytes) -> bool:
+        """One response frame arrived: resolve the oldest request with it. False (and the connection
+        closed) if it is not a valid answer to that request."""
         try:
-            while True:
-                size = _INT32.unpack(await self._reader.readexactly(4))[0]
-                if not 4 <= size <= MAX_RESPONSE_BYTES:
-                    raise ProtocolError(f"response size {size} out of range")
-                payload = await self._reader.readexactly(size)
-                if not self._pending:
-                    raise ProtocolError("a response nobody asked for")
-                correlation_id, api_key, api_version, future = self._pending.popleft()
-                got, body = codec.decode_response(api_key, api_version, payload)
-                if got != correlation_id:
-                    raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
-                if not future.done():
-                    future.set_result(body)
-        except asyncio.CancelledError:
-            raise
-        except (OSError, EOFError, asyncio.IncompleteReadError, ProtocolError) as exc:
-            self.close(ConnectionError(f"connection to {self.host}:{self.port} failed: {exc}"))
+            if not self._pending:
+                raise ProtocolError("a response nobody asked for")
+            correlation_id, api_key, api_version, future = self._pending.popleft()
+            got, body = codec.decode_response(api_key, api_version, payload)
+            if got != correlation_id:
+                raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
+        except ProtocolError as exc:
+            self.fail(exc)
+            return False
+        if not future.done():
+            future.set_result(body)
+        return True
+
+    def fail(self, exc: BaseException) -> None:
+        self.close(ConnectionError(f"connection to {self.host}:{self.port} failed: {exc}"))
 
     def close(self, error: Exception | None = None) -> None:
         if self._closed_error is None:
@@ -89,7 +111,5 @@ class KafkaConnection:
             future = self._pending.popleft()[3]
             if not future.done():
                 future.set_exception(self._closed_error)
-        if self._writer is not None:
-            self._writer.close()
-        if self._read_task is not None and self._read_task is not asyncio.current_task():
-            self._read_task.cancel()
+        if self._transport is not None:
+            self._transport.close()

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes (100 MiB)
 MIN_FRAME_BYTES = 8  # api_key + api_version + correlation_id: anything shorter cannot be a request
+MIN_RESPONSE_FRAME_BYTES = 4  # a response's correlation id (its body may be as short as an error code)
 SIZE_PREFIX_BYTES = 4
 MAX_FRAME_SIZE = 2**31 - 1
 
@@ -50,15 +51,17 @@ class FrameDecoder:
     fed: frames wholly inside one chunk are sliced out of it directly; a frame spread over many
     chunks keeps them in a list and joins them once, when the last one arrives.
 
-    A size prefix below 8 or above ``max_frame_bytes`` raises ``ProtocolError`` as soon as its four
-    bytes are seen, before any of the body is buffered.
+    A size prefix below ``min_frame_bytes`` (8 for requests, MIN_RESPONSE_FRAME_BYTES for a client
+    reading responses) or above ``max_frame_bytes`` raises ``ProtocolError`` as soon as its four bytes
+    are seen, before any of the body is buffered.
     """
 
-    __slots__ = ("_max", "_prefix", "_size", "_parts", "_have")
+    __slots__ = ("_min", "_max", "_prefix", "_size", "_parts", "_have")
 
-    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
-        if not MIN_FRAME_BYTES <= max_frame_bytes <= MAX_FRAME_SIZE:
-            raise ValueError(f"max_frame_bytes must be in [{MIN_FRAME_BYTES}, {MAX_FRAME_SIZE}]")
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, min_frame_bytes: int = MIN_FRAME_BYTES) -> None:
+        if not min_frame_bytes <= max_frame_bytes <= MAX_FRAME_SIZE:
+            raise ValueError(f"max_frame_bytes must be in [{min_frame_bytes}, {MAX_FRAME_SIZE}]")
+        self._min = min_frame_bytes
         self._max = max_frame_bytes
         self._prefix = b""  # up to 3 bytes of a size prefix not yet complete
         self._size = -1  # payload size of the frame in progress once its prefix is known, else -1
@@ -87,8 +90,9 @@ class FrameDecoder:
         return frames
 
     def _check_size(self, size: int) -> None:
-        if size < MIN_FRAME_BYTES:
-            raise ProtocolError(f"frame size {size} is below {MIN_FRAME_BYTES}, too small for a request header")
+        if size < self._min:
+            raise ProtocolError(f"frame size {size} is below {self._min}, too small for a "
+                                f"{'request' if self._min == MIN_FRAME_BYTES else 'response'} header")
         if size > self._max:
             raise ProtocolError(f"frame size {size} exceeds the limit of {self._max} bytes")
 

@@ -3,9 +3,8 @@
 Bytes go through the sans-I/O ``FrameDecoder``; each complete request becomes a task, so requests
 pipelined on one connection are worked on concurrently, while responses leave strictly in request
 order (Kafka clients pop their oldest in-flight request for every response). Each request task's
-done-callback writes every answer now complete at the head of the queue, joined into one
-``writelines`` (no writer task to wake per response); only a file range big enough for sendfile
-makes the writing asynchronous, and answers behind it wait for it.
+done-callback writes every answer now complete at the head of the queue, synchronously, joined into
+one ``writelines`` (no writer task to wake per response).
 A request that needs no answer (Produce with acks=0) yields ``None`` and is skipped. A malformed
 frame, an oversized size prefix or an unknown API key closes that connection only, logged once
 with the peer.
@@ -34,7 +33,6 @@ class Connection(asyncio.Protocol):
         self._decoder = FrameDecoder(max_request_bytes)
         self._connections = connections
         self._pending: collections.deque[asyncio.Task] = collections.deque()
-        self._sendfile: asyncio.Task | None = None  # a sendfile in progress: later answers wait for it
         self._paused = False
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -67,67 +65,69 @@ class Connection(asyncio.Protocol):
         self._connections.discard(self)
         for task in self._pending:
             task.cancel()
-        if self._sendfile is not None:
-            self._sendfile.cancel()
 
     # -- responses in request order ------------------------------------------------------------
     def _answered(self, _task: asyncio.Task) -> None:
-        """A request's task finished: write what is now answered at the head of the queue (no writer
-        task to wake: this done-callback writes)."""
-        if self._sendfile is None and not self.closed:
-            self._write_answered()
-
-    def _write_answered(self) -> None:
+        """A request's task finished: write every answer now complete at the head of the queue (this
+        done-callback writes; there is no writer task to wake per response)."""
+        if self.closed:
+            return
         segments: list = []
         pending = self._pending
         while pending and pending[0].done():
             task = pending.popleft()
             error = task.exception() if not task.cancelled() else asyncio.CancelledError()
             if error is not None:  # a bad request or a handler bug closes this connection only
-                self._write_now(segments)  # answers to the requests before it still go out
+                self._write(segments)  # answers to the requests before it still go out
                 if not isinstance(error, ProtocolError):
                     log.error("request from %s failed: %r", self.peer, error, exc_info=error)
                 self.close(str(error) if isinstance(error, ProtocolError) else "internal error")
                 return
             if response := task.result():
                 segments.extend(response)
-        if any(_sent_with_sendfile(segment) for segment in segments):
-            self._sendfile = asyncio.get_running_loop().create_task(self._send_then_continue(segments))
-            return
-        self._write_now(segments)
-        if self._paused and len(pending) <= MAX_IN_FLIGHT // 2 and not self.closed:
+        self._write(segments)
+        if self._paused and len(pending) <= MAX_IN_FLIGHT // 2:
             self._paused = False
             self.transport.resume_reading()
 
-    def _write_now(self, segments: list) -> None:
-        """Bytes and small file ranges (read with pread: faster than sendfile on loopback,
-        wire-protocol.md §5) joined into one ``writelines``."""
-        if segments and not self.closed:
-            self.transport.writelines([s if isinstance(s, (bytes, bytearray, memoryview)) else s.read()
-                                       for s in segments])
-
-    async def _send_then_continue(self, segments: list) -> None:
-        """A file range of at least SENDFILE_MIN_BYTES goes out with ``loop.sendfile`` (zero copy); the
-        answers that finished meanwhile follow it."""
-        try:
-            pending: list = []
-            for segment in segments:
-                if _sent_with_sendfile(segment):
-                    self._write_now(pending)
-                    pending = []
-                    with os.fdopen(os.dup(segment.fileno()), "rb", buffering=0) as file:
-                        await asyncio.get_running_loop().sendfile(self.transport, file, segment.position,
-                                                                  segment.size)
-                else:
-                    pending.append(segment)
-            self._write_now(pending)
-        except (ConnectionError, OSError, RuntimeError) as exc:
-            self.close(f"write failed: {exc}")
+    def _write(self, segments: list) -> None:
+        """Bytes and file ranges in order, synchronously. A range of at least SENDFILE_MIN_BYTES meeting
+        an empty write buffer goes to the socket with ``os.sendfile`` (zero copy) for as much as the
+        socket takes now; the rest of it, and smaller ranges, are read with pread (faster than sendfile
+        on loopback, wire-protocol.md §5) and joined into one ``writelines``. Nothing awaits, so
+        nothing else can write between two parts of one answer (this works on any event loop: uvloop
+        has no ``loop.sendfile``)."""
+        if not segments or self.closed:
             return
-        finally:
-            self._sendfile = None
-        if not self.closed:
-            self._write_answered()
+        out: list = []
+        for segment in segments:
+            if isinstance(segment, (bytes, bytearray, memoryview)):
+                out.append(segment)
+                continue
+            sent = 0
+            if SENDFILE_MIN_BYTES and segment.size >= SENDFILE_MIN_BYTES:
+                if out:
+                    self.transport.writelines(out)
+                    out = []
+                sent = self._sendfile_now(segment)
+            if sent < segment.size:
+                out.append(os.pread(segment.fileno(), segment.size - sent, segment.position + sent))
+        if out:
+            self.transport.writelines(out)
+
+    def _sendfile_now(self, segment) -> int:
+        """Bytes of ``segment`` sent straight from the page cache, 0 if the transport still buffers
+        earlier bytes (they must go first) or the socket is full."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is None or self.transport.get_write_buffer_size():
+            return 0
+        try:
+            return os.sendfile(sock.fileno(), segment.fileno(), segment.position, segment.size)
+        except (BlockingIOError, InterruptedError):
+            return 0
+        except OSError as exc:  # the peer went away: the transport notices on its next write
+            log.debug("sendfile to %s failed: %s", self.peer, exc)
+            return 0
 
     def close(self, reason: str) -> None:
         if not self.closed:
@@ -135,11 +135,6 @@ class Connection(asyncio.Protocol):
             self.closed = True
             if self.transport is not None:
                 self.transport.close()
-
-
-def _sent_with_sendfile(segment) -> bool:
-    return (not isinstance(segment, (bytes, bytearray, memoryview)) and SENDFILE_MIN_BYTES > 0
-            and segment.size >= SENDFILE_MIN_BYTES)
 
 
 class KafkaListener:

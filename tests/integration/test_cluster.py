@@ -245,6 +245,15 @@ def test_clean_stop_moves_leadership_before_the_broker_leaves(cluster, zk):
     assert all(s["leader"] in s["isr"] for s, _ in after.values())
 
 
+def test_bad_event_loop_choice_names_the_variable(tmp_path):
+    properties = tmp_path / "ok.properties"
+    properties.write_text("broker.id=1\nzookeeper.connect=127.0.0.1:1\n")
+    result = subprocess.run([sys.executable, "-m", "brokers", str(properties)], capture_output=True, text=True,
+                            timeout=60, cwd=REPO, env={**os.environ, "ZKAFKA_EVENT_LOOP": "trio"})
+    assert result.returncode == 2
+    assert "ZKAFKA_EVENT_LOOP='trio'" in result.stderr
+
+
 def test_log_dir_of_another_cluster_is_refused(cluster, tmp_path):
     logs = tmp_path / "foreign-logs"
     logs.mkdir()

@@ -272,10 +272,11 @@ def read_frames(sock, count: int) -> list[bytes]:
     return frames
 
 
-def test_answers_finished_during_a_sendfile_wait_for_it_and_keep_their_order(broker):
-    """A file range of at least SENDFILE_MIN_BYTES goes out with sendfile, asynchronously when the
-    client reads slowly. A request behind it that is answered meanwhile (here a long poll that times
-    out) must go out after it on the same connection, never in the middle."""
+def test_a_range_sent_partly_with_sendfile_to_a_slow_reader_arrives_whole_and_in_order(broker):
+    """A file range of at least SENDFILE_MIN_BYTES goes out with sendfile for as much as the socket
+    takes at once; a client that does not read fills its socket, so the rest is copied behind it. The
+    bytes must arrive whole and in order, and a request pipelined behind the Fetch (a long poll that
+    times out meanwhile) is answered after it, never in the middle."""
     import socket
 
     from brokers.protocol import codec

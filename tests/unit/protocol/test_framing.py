@@ -12,6 +12,7 @@ from kio.schema.request_header.v2.header import RequestHeader as KioHeaderV2
 from kio.serial import entity_writer
 
 from brokers.protocol.framing import (
+    MIN_RESPONSE_FRAME_BYTES,
     DEFAULT_MAX_FRAME_BYTES,
     FrameDecoder,
     ProtocolError,
@@ -73,6 +74,13 @@ def test_a_reused_receive_buffer_is_copied():
 def test_a_size_below_eight_raises_on_the_prefix_alone(size):
     with pytest.raises(ProtocolError, match="too small"):
         FrameDecoder().feed(struct.pack(">i", size))
+
+
+def test_a_response_reader_takes_frames_down_to_a_bare_correlation_id():
+    decoder = FrameDecoder(min_frame_bytes=MIN_RESPONSE_FRAME_BYTES)
+    assert decoder.feed(framed(b"\x00\x00\x00\x07")) == [b"\x00\x00\x00\x07"]
+    with pytest.raises(ProtocolError, match="below 4, too small for a response header"):
+        decoder.feed(struct.pack(">i", 3))
 
 
 def test_a_size_above_the_limit_raises_before_the_body_is_buffered():
