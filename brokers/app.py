@@ -110,7 +110,7 @@ class BrokerServer:
         self._check_meta_properties()
         self.scheduler = Scheduler(f"broker-{self.broker_id}-scheduler")
         self.log_manager = LogManager(self.config.log_dirs, self.default_log_config, self._log_manager_config(),
-                                      scheduler=self.scheduler)
+                                      topic_configs=await self._all_topic_log_configs(), scheduler=self.scheduler)
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self._topic_log_config, lambda: self.broker_epoch,
@@ -194,8 +194,16 @@ class BrokerServer:
                 write_meta_properties(log_dir, self.broker_id, self.cluster_id or "")
 
     async def _topic_log_config(self, topic: str) -> LogConfig:
+        return self._log_config(topic, await self.kzc.get_topic_config(topic))
+
+    async def _all_topic_log_configs(self) -> dict[str, LogConfig]:
+        """Every topic's overrides, read before the logs are loaded: recovery, retention and compaction
+        of a restarted broker must use them from the start, not the broker defaults."""
+        return {topic: self._log_config(topic, overrides)
+                for topic, overrides in (await self.kzc.get_all_topic_configs()).items()}
+
+    def _log_config(self, topic: str, overrides: dict[str, str]) -> LogConfig:
         try:
-            overrides = await self.kzc.get_topic_config(topic)
             return LogConfig.from_properties(overrides, base=self.default_log_config)
         except (InvalidConfigError, ValueError) as exc:
             log.error("topic %s has a bad config override (%s); using the broker defaults", topic, exc)

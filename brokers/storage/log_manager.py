@@ -158,12 +158,17 @@ class LogManager:
         return [entry[0] for entry in list(self._logs.values())]
 
     def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        """The partition's log, created if absent. A ``config`` given (the topic's, as ZooKeeper has it
+        when a LeaderAndIsr arrives) becomes the topic's and is applied to an existing log too: a log
+        reads its config on every append, roll, retention and cleaning pass."""
         with self._lock:
-            entry = self._logs.get(tp)
-            if entry:
-                return entry[0]
             if config is not None:
                 self.topic_configs[tp.topic] = config
+            entry = self._logs.get(tp)
+            if entry:
+                if config is not None:
+                    entry[0].config = config
+                return entry[0]
             log_dir = min(self._dirs, key=lambda d: sum(1 for _, owner in self._logs.values() if owner is d))
             created = Log(log_dir.path / tp.dir_name, self.config_for(tp.topic), scheduler=self._scheduler,
                           clock=self._clock)

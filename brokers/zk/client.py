@@ -224,6 +224,20 @@ class KafkaZkClient:
             return {}
         return ConfigEntityZNode.decode(data)
 
+    async def get_all_topic_configs(self) -> dict[str, dict[str, str]]:
+        """Every topic's overrides (``/config/topics/*``): what a broker loads its logs with at start-up,
+        as Kafka builds its LogManager from ``zkClient.getLogConfigs`` of all topics."""
+        try:
+            topics = await self.zk.get_children(ConfigEntityZNode.type_path("topics"))
+        except NoNodeError:
+            return {}
+        configs = {}
+        for topic in topics:
+            overrides = await self.get_topic_config(topic)
+            if overrides:
+                configs[topic] = overrides
+        return configs
+
     # -- partition state -----------------------------------------------------------------------
     async def get_partition_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
         try:

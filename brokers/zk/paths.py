@@ -234,6 +234,11 @@ class ConfigEntityZNode:
         return f"/config/{entity_type}/{name}"
 
     @staticmethod
+    def type_path(entity_type: str) -> str:
+        """``/config/<type>``: its children are the entities with overrides."""
+        return f"/config/{entity_type}"
+
+    @staticmethod
     def encode(config: dict[str, str]) -> bytes:
         return _json({"version": 1, "config": {k: str(v) for k, v in sorted(config.items())}})
 

@@ -687,3 +687,27 @@ def test_acks_all_refused_with_two_replicas_down_then_recovers(make_cluster):
     assert [seq_of(v) for _, v in records[0]] == list(range(1000)) + list(range(2000, 3000))
     wait_for(lambda: in_sync(cluster, topic, 0, assignment[0]), 20, "all replicas in sync")
     assert_identical_logs(cluster, topic, 0, assignment[0])
+
+
+def test_topic_config_overrides_survive_a_broker_restart(make_cluster):
+    """A restarted broker loads its logs with the topics' overrides read from ZooKeeper (as Kafka's
+    LogManager does), not the broker defaults: min.insync.replicas=2 on a one-replica topic refuses
+    acks=all before the restart and still after it."""
+    cluster, zk = make_cluster(1)
+    (only,) = cluster.broker_ids
+    topic = "overrides"
+    create_topic(cluster, zk, topic, [[only]], {"min.insync.replicas": "2"})
+    config = {"acks": "all", "enable.idempotence": False, "retries": 0, "message.timeout.ms": 20_000}
+
+    def refused() -> None:
+        run = produce(cluster, topic, ((0, value(i)) for i in range(10)), config, flush_timeout=30)
+        assert not run.acked and run.unfinished == 0, f"{len(run.acked)} acked, {run.unfinished} pending"
+        assert sorted({err.code() for _, _, err in run.failed}) == [KafkaError.NOT_ENOUGH_REPLICAS]
+
+    refused()
+    cluster.stop_broker(only)
+    cluster.start_broker(only)
+    cluster.wait_until_ready(60)
+    wait_for(lambda: (v := view(cluster, only, topic, 0)) and v["leader"] == only, 30, f"{topic}-0 led again")
+    refused()
+    assert view(cluster, only, topic, 0)["log_end_offset"] == 0, "a refused acks=all produce was appended"

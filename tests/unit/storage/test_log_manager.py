@@ -119,6 +119,22 @@ def test_per_topic_configs(tmp_path):
     manager.shutdown()
 
 
+def test_a_restart_loads_existing_logs_with_their_topics_configs_and_a_later_config_applies(tmp_path):
+    first = LogManager([tmp_path], LogConfig())
+    first.startup()
+    first.get_or_create_log(TopicPartition("compacted", 0)).append_as_leader(batch([b"v"]), leader_epoch=0)
+    first.shutdown()
+
+    again = LogManager([tmp_path], LogConfig(), topic_configs={"compacted": LogConfig(cleanup_policy="compact")})
+    again.startup()
+    loaded = again.get_log(TopicPartition("compacted", 0))
+    assert loaded.config.compact  # loaded with the override, not the defaults
+    changed = LogConfig(cleanup_policy="delete", retention_ms=1000)
+    assert again.get_or_create_log(TopicPartition("compacted", 0), changed) is loaded
+    assert loaded.config is changed and again.config_for("compacted") is changed  # a LeaderAndIsr's config applies
+    again.shutdown()
+
+
 def test_background_tasks_run_retention_and_checkpoints(tmp_path):
     scheduler = Scheduler()
     config = LogConfig(segment_bytes=400, retention_ms=1, file_delete_delay_ms=0)
