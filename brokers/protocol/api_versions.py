@@ -60,6 +60,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
     42: (0, 1),  # DeleteGroups
     47: (0, 0),  # OffsetDelete
+    45: (0, 0),  # AlterPartitionReassignments (KIP-455; v1 is Kafka 4's allow_replication_factor_change)
+    46: (0, 0),  # ListPartitionReassignments
 }
 
 API_NAMES: dict[int, str] = {
@@ -84,6 +86,8 @@ API_NAMES: dict[int, str] = {
     32: "DescribeConfigs",
     42: "DeleteGroups",
     47: "OffsetDelete",
+    45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
 }
 
 NEVER_FLEXIBLE = 1 << 15  # OffsetDelete's "flexibleVersions": "none"
@@ -111,6 +115,8 @@ FLEXIBLE_FROM: dict[int, int] = {
     32: 4,
     42: 2,
     47: NEVER_FLEXIBLE,
+    45: 0,
+    46: 0,
 }
 
 assert SUPPORTED.keys() == API_NAMES.keys() == FLEXIBLE_FROM.keys()

@@ -10,7 +10,14 @@ import json
 import time
 from typing import Any
 
-from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.model import (
+    BrokerInfo,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
 
 
 def _json(data: dict[str, Any]) -> bytes:
@@ -125,6 +132,30 @@ class TopicZNode:
     def decode_topic_id(data: bytes) -> str | None:
         return _load(data, "topic").get("topic_id")
 
+    @staticmethod
+    def encode_full(assignment: dict[int, ReplicaAssignment], topic_id: str | None) -> bytes:
+        """The whole znode: replica sets plus the KIP-455 ``adding_replicas`` / ``removing_replicas``
+        entries of partitions under reassignment (only those partitions appear there)."""
+        data: dict[str, Any] = {
+            "version": TopicZNode.VERSION,
+            "partitions": {str(p): list(a.replicas) for p, a in sorted(assignment.items())},
+            "adding_replicas": {str(p): list(a.adding) for p, a in sorted(assignment.items()) if a.adding},
+            "removing_replicas": {str(p): list(a.removing) for p, a in sorted(assignment.items()) if a.removing},
+        }
+        if topic_id is not None:
+            data["topic_id"] = topic_id
+        return _json(data)
+
+    @staticmethod
+    def decode_full(topic: str, data: bytes) -> tuple[dict[int, ReplicaAssignment], str | None]:
+        """(partition -> full assignment, topic id); v1/v2 znodes have no adding/removing or topic id."""
+        value = _load(data, f"/brokers/topics/{topic}")
+        partitions = TopicZNode.decode(topic, data)
+        adding = {int(p): tuple(int(r) for r in rs) for p, rs in (value.get("adding_replicas") or {}).items()}
+        removing = {int(p): tuple(int(r) for r in rs) for p, rs in (value.get("removing_replicas") or {}).items()}
+        full = {p: ReplicaAssignment(tuple(rs), adding.get(p, ()), removing.get(p, ())) for p, rs in partitions.items()}
+        return full, value.get("topic_id")
+
 
 class TopicPartitionsZNode:
     @staticmethod
@@ -207,6 +238,32 @@ class DeleteTopicsZNode:
     @staticmethod
     def path(topic: str) -> str:
         return f"{DeleteTopicsZNode.PATH}/{topic}"
+
+
+class ReassignPartitionsZNode:
+    """``/admin/reassign_partitions``: the legacy (pre-KIP-455) way to start reassignments, still honoured.
+
+    ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5,6]}]}``. The controller
+    watches its existence, starts every listed move, removes each partition from it as it completes (or
+    is superseded by an API reassignment) and deletes the znode when it is empty.
+    """
+
+    PATH = "/admin/reassign_partitions"
+
+    @staticmethod
+    def encode(targets: dict[TopicPartition, list[int]]) -> bytes:
+        return _json({"version": 1, "partitions": [
+            {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas)}
+            for tp, replicas in sorted(targets.items())]})
+
+    @staticmethod
+    def decode(data: bytes) -> dict[TopicPartition, list[int]]:
+        value = _load(data, ReassignPartitionsZNode.PATH)
+        try:
+            return {TopicPartition(str(p["topic"]), int(p["partition"])): [int(r) for r in p["replicas"]]
+                    for p in value.get("partitions") or []}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{ReassignPartitionsZNode.PATH}: bad partition entry ({exc})") from None
 
 
 class IsrChangeNotificationZNode:
