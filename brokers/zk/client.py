@@ -22,6 +22,7 @@ from brokers.zk.paths import (
     BrokerIdZNode,
     BrokerSequenceIdZNode,
     ClusterIdZNode,
+    ConfigChangeNotificationZNode,
     ConfigEntityZNode,
     ConsumerGroupsZNode,
     ConsumerOffsetZNode,
@@ -237,6 +238,43 @@ class KafkaZkClient:
             if overrides:
                 configs[topic] = overrides
         return configs
+
+    # -- entity configs and their change notifications (Kafka's AdminZkClient.changeConfigs) ----
+    async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        """``/config/<type>/<name>``: the entity's overrides, empty if it has none."""
+        try:
+            data, _ = await self.zk.get(ConfigEntityZNode.path(entity_type, name))
+        except NoNodeError:
+            return {}
+        return ConfigEntityZNode.decode(data)
+
+    async def change_entity_config(self, entity_type: str, name: str, config: dict[str, str]) -> None:
+        """Write the entity's whole override set (last writer wins), then a ``config_change_`` notification
+        so that every broker re-reads it."""
+        path = ConfigEntityZNode.path(entity_type, name)
+        try:
+            await self.zk.set(path, ConfigEntityZNode.encode(config))
+        except NoNodeError:
+            try:
+                await self.zk.create(path, ConfigEntityZNode.encode(config), makepath=True)
+            except NodeExistsError:
+                await self.zk.set(path, ConfigEntityZNode.encode(config))
+        await self.zk.create(f"{ConfigChangeNotificationZNode.PATH}/{ConfigChangeNotificationZNode.PREFIX}",
+                             ConfigChangeNotificationZNode.encode(entity_type, name), sequential=True, makepath=True)
+
+    async def get_config_change_notifications(self, watch: Watch = None) -> list[str]:
+        """The notification children, in sequence order (the watch fires on the next child change)."""
+        children = await self.zk.get_children(ConfigChangeNotificationZNode.PATH, watch)
+        return sorted((c for c in children if c.startswith(ConfigChangeNotificationZNode.PREFIX)),
+                      key=ConfigChangeNotificationZNode.sequence)
+
+    async def read_config_change_notification(self, child: str) -> tuple[str, str] | None:
+        """(entity type, entity name) of one notification; None if it is gone (purged)."""
+        try:
+            data, _ = await self.zk.get(f"{ConfigChangeNotificationZNode.PATH}/{child}")
+        except NoNodeError:
+            return None
+        return ConfigChangeNotificationZNode.decode(data)
 
     # -- partition state -----------------------------------------------------------------------
     async def get_partition_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:

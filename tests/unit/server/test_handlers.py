@@ -82,6 +82,12 @@ class FakeAdmin:
     def log_config_defaults(self):
         return LogConfig().to_properties()
 
+    def topic_config_synonyms(self, topic_key):
+        return []  # no broker-level synonyms: each default is its own DEFAULT_CONFIG synonym
+
+    def dynamic_broker_entries(self, per_broker):
+        return {}
+
     async def allocate_producer_id(self):
         self.next_producer_id += 1
         return self.next_producer_id - 1

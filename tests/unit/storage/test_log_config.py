@@ -41,6 +41,7 @@ def test_key_names_are_kafkas():
         "retention.ms", "retention.bytes", "cleanup.policy", "delete.retention.ms", "min.cleanable.dirty.ratio",
         "min.compaction.lag.ms", "file.delete.delay.ms", "flush.messages", "flush.ms", "max.message.bytes",
         "message.timestamp.type", "min.insync.replicas", "unclean.leader.election.enable",
+        "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
     }
 
 
