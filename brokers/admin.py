@@ -9,7 +9,7 @@ from __future__ import annotations
 from brokers.config import BrokerConfig
 from brokers.config_ops import ConfigOp, InvalidRequestError, apply_incremental, replace_all
 from brokers.dynamic_config import (
-    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
     DYNAMIC_KEYS,
     DynamicBrokerConfig,
     ReadOnlyConfigError,
@@ -141,12 +141,14 @@ class ZkAdmin:
         return self.dynamic_config.topic_synonyms(topic_key)
 
     def dynamic_broker_entries(self, per_broker: bool) -> dict[str, list[Synonym]]:
-        """The dynamic broker keys with their synonyms: all of them for this broker, only the cluster
-        default's overrides for the default resource (as Kafka describes them)."""
+        """The dynamic broker keys with their synonyms: all of them for this broker; for the default
+        resource only the cluster default's overrides, each with itself as its one synonym (as Kafka
+        describes them)."""
         keys = DYNAMIC_KEYS if per_broker else self.dynamic_config.overrides(per_broker=False)
         entries = {key: self.dynamic_config.synonyms(key) for key in keys}
-        if not per_broker:
-            entries = {key: [s for s in synonyms if s[2] != DYNAMIC_BROKER_CONFIG] for key, synonyms in entries.items()}
+        if not per_broker:  # Kafka shows the default entity's own values only
+            entries = {key: [s for s in synonyms if s[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+                       for key, synonyms in entries.items()}
         return entries
 
     async def allocate_producer_id(self) -> int:

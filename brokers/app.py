@@ -332,7 +332,16 @@ class BrokerServer:
                 "controller_epoch_seen": self.replica_manager.controller_epoch if self.replica_manager else 0,
                 "rejected_requests": len(self.replica_manager.rejected) if self.replica_manager else 0,
                 "metadata": self.metadata_cache.snapshot(),
-                "partitions": self.replica_manager.describe() if self.replica_manager else {}}
+                "partitions": self.replica_manager.describe() if self.replica_manager else {},
+                "dynamic_config": self._dynamic_config_view()}
+
+    def _dynamic_config_view(self) -> dict:
+        """The dynamic broker config as applied (``/healthz``): overrides and the live throttle rates."""
+        d = self.dynamic_config
+        return {"cluster_default": d.overrides(per_broker=False), "broker": d.overrides(per_broker=True),
+                "leader_replication_throttled_rate": d.leader_replication_throttled_rate,
+                "follower_replication_throttled_rate": d.follower_replication_throttled_rate,
+                "config_changes_processed": self.config_listener.processed}
 
     # -- shutdown ------------------------------------------------------------------------------
     async def _controlled_shutdown(self) -> None:

@@ -156,7 +156,7 @@ def test_describe_reports_dynamic_sources():
     assert broker["broker.id"][2] is True  # static keys stay read-only
     default = describe(world, 4, "")
     assert set(default) == {"log.retention.ms", "leader.replication.throttled.rate"}
-    assert default["leader.replication.throttled.rate"][:2] == ("10", 3)
+    assert default["leader.replication.throttled.rate"] == ("10", 3, False, [("leader.replication.throttled.rate", "10", 3)])
     topic = describe(world, 2, "t")
     assert topic["retention.ms"] == ("1000", 1, False, [
         ("retention.ms", "1000", 1), ("log.retention.ms", "60000", 3), ("log.retention.ms", "604800000", 5)])
