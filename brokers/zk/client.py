@@ -40,6 +40,7 @@ from brokers.zk.paths import (
 
 log = logging.getLogger(__name__)
 Watch = Callable[[WatchEvent], Any] | None
+CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 
 
 class DuplicateBrokerIdError(ZkError):
@@ -261,6 +262,23 @@ class KafkaZkClient:
                 await self.zk.set(path, ConfigEntityZNode.encode(config))
         await self.zk.create(f"{ConfigChangeNotificationZNode.PATH}/{ConfigChangeNotificationZNode.PREFIX}",
                              ConfigChangeNotificationZNode.encode(entity_type, name), sequential=True, makepath=True)
+
+    async def purge_config_change_notifications(self, now_ms: int,
+                                                max_age_ms: int = CONFIG_CHANGE_EXPIRATION_MS) -> list[str]:
+        """Delete the notifications created more than ``max_age_ms`` before ``now_ms`` (Kafka expires them
+        after 15 minutes: by then every live broker has applied them). Returns the deleted names."""
+        purged = []
+        for child in await self.get_config_change_notifications():
+            path = f"{ConfigChangeNotificationZNode.PATH}/{child}"
+            stat = await self.zk.exists(path)
+            if stat is None or now_ms - stat.ctime <= max_age_ms:
+                continue
+            try:
+                await self.zk.delete(path, stat.version)
+                purged.append(child)
+            except ZkError:
+                continue  # another writer purged it first
+        return purged
 
     async def get_config_change_notifications(self, watch: Watch = None) -> list[str]:
         """The notification children, in sequence order (the watch fires on the next child change)."""
