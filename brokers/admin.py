@@ -6,8 +6,6 @@ path in ``coordinator.topics`` and the storage layer's LogConfig validation.
 """
 from __future__ import annotations
 
-import time
-
 from brokers.config import BrokerConfig
 from brokers.config_ops import ConfigOp, InvalidRequestError, apply_incremental, replace_all
 from brokers.dynamic_config import (
@@ -137,7 +135,6 @@ class ZkAdmin:
             raise KafkaError(str(exc), ErrorCode.INVALID_CONFIG) from None
         if not validate_only:
             await self.kzc.change_entity_config(entity_type, entity, config)
-            await self.kzc.purge_config_change_notifications(int(time.time() * 1000))
 
     def topic_config_synonyms(self, topic_key: str) -> list[Synonym]:
         """The broker-level values behind a topic key without an override, highest precedence first."""

@@ -251,7 +251,7 @@ class KafkaZkClient:
 
     async def change_entity_config(self, entity_type: str, name: str, config: dict[str, str]) -> None:
         """Write the entity's whole override set (last writer wins), then a ``config_change_`` notification
-        so that every broker re-reads it."""
+        so that every broker re-reads it; then purge notifications 15 minutes older than this one."""
         path = ConfigEntityZNode.path(entity_type, name)
         try:
             await self.zk.set(path, ConfigEntityZNode.encode(config))
@@ -260,8 +260,12 @@ class KafkaZkClient:
                 await self.zk.create(path, ConfigEntityZNode.encode(config), makepath=True)
             except NodeExistsError:
                 await self.zk.set(path, ConfigEntityZNode.encode(config))
-        await self.zk.create(f"{ConfigChangeNotificationZNode.PATH}/{ConfigChangeNotificationZNode.PREFIX}",
-                             ConfigChangeNotificationZNode.encode(entity_type, name), sequential=True, makepath=True)
+        created = await self.zk.create(
+            f"{ConfigChangeNotificationZNode.PATH}/{ConfigChangeNotificationZNode.PREFIX}",
+            ConfigChangeNotificationZNode.encode(entity_type, name), sequential=True, makepath=True)
+        stat = await self.zk.exists(created)  # ZooKeeper's clock: the writer purges by the server's ctime
+        if stat is not None:
+            await self.purge_config_change_notifications(stat.ctime)
 
     async def purge_config_change_notifications(self, now_ms: int,
                                                 max_age_ms: int = CONFIG_CHANGE_EXPIRATION_MS) -> list[str]:
