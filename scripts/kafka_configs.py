@@ -6,9 +6,9 @@ ConfigCommand, 2.8 flags and output).
         --alter [--add-config 'k1=v1,k2=[a,b]'] [--delete-config k1,k2]
     kafka-configs --zookeeper H:P[/chroot] --entity-type topics --entity-name T --alter --add-config ...
 
-``--bootstrap-server`` goes through the brokers with confluent-kafka's AdminClient: DescribeConfigs,
-and IncrementalAlterConfigs with SET for each ``--add-config`` pair and DELETE for each
-``--delete-config`` key. ``--add-config`` is Kafka's syntax: comma-separated ``key=value`` pairs, where
+``--bootstrap-server`` goes through the brokers (``scripts.kafka_configs_admin``): confluent-kafka's
+AdminClient sends IncrementalAlterConfigs with SET for each ``--add-config`` pair and DELETE for each
+``--delete-config`` key; DescribeConfigs goes over the broker's internal client (all synonyms kept). ``--add-config`` is Kafka's syntax: comma-separated ``key=value`` pairs, where
 a value in square brackets may hold commas (``k=[a,b]`` sets ``a,b``). Deleting a key that has no
 override is ``Invalid config(s): k`` (exit 1), as in Kafka. Output:
 

@@ -3,10 +3,12 @@ confluent-kafka's AdminClient, printed as Kafka 2.8's ConfigCommand prints them 
 ``scripts.kafka_configs``). Without ``--entity-name``, ``--describe`` covers every topic, or every
 broker and then the cluster default.
 
-The cluster-default broker entity (``--entity-default``, resource name ``""``) cannot be named through
-librdkafka (it rejects an empty ConfigResource name), so for it the tool sends DescribeConfigs v1 and
-IncrementalAlterConfigs v0 itself with the broker's internal client (``brokers.client``) to the
-first bootstrap server.
+Two requests go over the broker's internal client (``brokers.client``) instead: DescribeConfigs v1,
+because confluent-kafka returns synonyms as a dict keyed by name, which keeps one of
+``DYNAMIC_BROKER_CONFIG:log.retention.ms`` and ``DEFAULT_CONFIG:log.retention.ms`` (it goes to the first
+bootstrap server, or to the broker being described); and IncrementalAlterConfigs v0 for the
+cluster-default broker entity (``--entity-default``, resource name ``""``), which librdkafka refuses to
+name (an empty ConfigResource name).
 
 A Kafka error exits 1 with ``Error while executing config command: NAME: message``.
 """
@@ -74,19 +76,20 @@ class Entry:
 
 
 def _entries(admin: AdminClient, bootstrap: str, entity_type: str, name: str, describe_all: bool) -> list[Entry]:
-    if name == "":
-        entries = _default_entries(bootstrap)
-    else:
-        resource = ConfigResource(_RESOURCE[entity_type], name)
-        described = admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource].result(TIMEOUT_S)
-        entries = [Entry(e.name, e.value, _source(e), bool(e.is_sensitive),
-                         [(s.name, s.value, _source(s)) for s in e.synonyms.values()]) for e in described.values()]
+    address = bootstrap.split(",")[0].strip()
+    if entity_type == "brokers" and name:  # a broker describes its own dynamic configs
+        broker = admin.list_topics(timeout=TIMEOUT_S).brokers.get(int(name))
+        if broker is None:
+            raise ConfigCommandError(f"Error while executing config command: broker {name} is not in the cluster")
+        address = f"{broker.host}:{broker.port}"
+    response = _call(address, 32, 1, include_synonyms=True, resources=[
+        dict(resource_type=_RESOURCE[entity_type].value, resource_name=name, configuration_keys=None)])
+    (result,) = response.results
+    _check(result)
+    entries = [Entry(c.name, c.value, c.config_source, c.is_sensitive, [(s.name, s.value, s.source) for s in c.synonyms])
+               for c in result.configs]
     wanted = _source_filter(entity_type, name).value
     return sorted((e for e in entries if describe_all or e.source == wanted), key=lambda e: e.name)
-
-
-def _source(entry: ConfigEntry) -> int:
-    return entry.source.value if isinstance(entry.source, ConfigSource) else int(entry.source)
 
 
 def _describe(admin: AdminClient, bootstrap: str, entity_type: str, name: str, describe_all: bool) -> None:
@@ -122,15 +125,6 @@ def _check(result: Any) -> None:
     if result.error_code != ErrorCode.NONE:
         raise ConfigCommandError(f"Error while executing config command: {ErrorCode(result.error_code).name}: "
                                  f"{result.error_message}")
-
-
-def _default_entries(bootstrap: str) -> list[Entry]:
-    response = _call(bootstrap, 32, 1, include_synonyms=True, resources=[
-        dict(resource_type=4, resource_name="", configuration_keys=None)])
-    (result,) = response.results
-    _check(result)
-    return [Entry(c.name, c.value, c.config_source, c.is_sensitive, [(s.name, s.value, s.source) for s in c.synonyms])
-            for c in result.configs]
 
 
 def _alter_default(bootstrap: str, added: dict[str, str], deleted: list[str]) -> None:

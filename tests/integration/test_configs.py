@@ -151,7 +151,9 @@ def test_kafka_configs_broker_dynamic_keys(cluster):
     assert cluster.health(1)["dynamic_config"]["leader_replication_throttled_rate"] == 2**63 - 1
     described = tool(*base, "--entity-name", "2", "--describe").stdout.splitlines()
     assert described[0] == "Dynamic configs for broker 2 are:"
-    assert described[1].startswith("  leader.replication.throttled.rate=1048576 sensitive=false synonyms={")
+    assert described[1:] == ["  leader.replication.throttled.rate=1048576 sensitive=false synonyms={"
+                             "DYNAMIC_BROKER_CONFIG:leader.replication.throttled.rate=1048576, "
+                             "DEFAULT_CONFIG:leader.replication.throttled.rate=9223372036854775807}"]
     default = tool(*base, "--entity-default", "--alter", "--add-config", "follower.replication.throttled.rate=2048")
     assert (default.returncode, default.stdout) == (0, "Completed updating default config for brokers in the cluster.\n")
     wait_for(lambda: all((cluster.health(b) or {}).get("dynamic_config", {}).get("follower_replication_throttled_rate")
