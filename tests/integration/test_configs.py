@@ -210,6 +210,14 @@ def test_kafka_python_alter_and_describe_configs(cluster, admin):
             assert result == {"topic": {topic: "OK"}}
             described = client.describe_configs([KpConfigResource(ConfigResourceType.TOPIC, topic)])
             assert described["topic"][topic]["retention.ms"]["value"] == value
+        broker = KpConfigResource(ConfigResourceType.BROKER, "1", {"follower.replication.throttled.rate": "4096"})
+        assert client.alter_configs([broker]) == {"broker": {"1": "OK"}}
+        wait_for(lambda: (cluster.health(1) or {}).get("dynamic_config", {}).get("follower_replication_throttled_rate")
+                 == 4096, 10, "broker 1 to apply kafka-python's change")
+        described = client.describe_configs([KpConfigResource(ConfigResourceType.BROKER, "1")], include_synonyms=True)
+        assert described["broker"]["1"]["follower.replication.throttled.rate"]["value"] == "4096"
+        client.alter_configs([KpConfigResource(ConfigResourceType.BROKER, "1",
+                                               {"follower.replication.throttled.rate": ("DELETE", None)})])
     finally:
         client.close()
 
