@@ -3,6 +3,12 @@ classic way: through ZooKeeper, with the controller doing the rest.
 
 Part of the composition layer (like ``brokers.app``): it joins the ZooKeeper client, the topic admin
 path in ``coordinator.topics`` and the storage layer's LogConfig validation.
+
+Config changes (AlterConfigs / IncrementalAlterConfigs) are Kafka's AdminZkClient.changeConfigs: read
+the entity's overrides, compute the new set (``brokers.config_ops``), validate it (topics against
+LogConfig over the current broker defaults, brokers against ``brokers.dynamic_config``), then write
+``/config/<type>/<name>`` and a ``/config/changes`` notification. The cluster-default broker entity
+is ``/config/brokers/<default>``.
 """
 from __future__ import annotations
 
