@@ -47,6 +47,13 @@ class IsrChangeNotification:
 
 
 @dataclass(frozen=True)
+class TopicConfigChange:
+    """A topic's config overrides changed (``/config/changes``, seen by this broker's listener)."""
+    topic: str
+    config: dict = field(compare=False)
+
+
+@dataclass(frozen=True)
 class StopReplicaResponseReceived:
     broker_id: int
     errors: tuple[tuple[str, int, int], ...]
@@ -98,6 +105,6 @@ class ShutdownEventThread:
 
 
 ControllerEvent = (Startup | Reelect | Expire | RegisterBrokerAndReelect | BrokerChange | TopicChange | TopicDeletion
-                   | IsrChangeNotification | StopReplicaResponseReceived | ControlledShutdown | ApiPartitionReassignment
-                   | ListPartitionReassignments | ZkPartitionReassignment | PartitionReassignmentIsrChange
-                   | ShutdownEventThread)
+                   | IsrChangeNotification | TopicConfigChange | StopReplicaResponseReceived | ControlledShutdown
+                   | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment
+                   | PartitionReassignmentIsrChange | ShutdownEventThread)
