@@ -124,7 +124,9 @@ class BrokerServer:
             self.broker_id, self.log_manager, self._topic_log_config, lambda: self.broker_epoch,
             isr_store=ZkIsrStore(self.kzc), fetcher_config=self._fetcher_config(),
             listener=self.config["inter.broker.listener.name"],
-            replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"], stats=self.stats)
+            replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"], stats=self.stats,
+            leader_throttle_rate=lambda: self.dynamic_config.leader_replication_throttled_rate,
+            follower_throttle_rate=lambda: self.dynamic_config.follower_replication_throttled_rate)
         self.replica_manager.start()
         self.group_coordinator.broker_id = self.broker_id
         await self.group_coordinator.startup()
