@@ -126,7 +126,8 @@ class BrokerServer:
             context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
                                     lambda: self.cluster_id, admin, listener.listener,
                                     coordinator_partition=self.group_coordinator.partition_for,
-                                    group_coordinator=self.group_coordinator, stats=self.stats)
+                                    group_coordinator=self.group_coordinator, stats=self.stats,
+                                    elect_leaders=self._elect_leaders)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"])
             await kafka_listener.start()
@@ -263,6 +264,13 @@ class BrokerServer:
         if self.controller is None or not self.controller.is_active:
             return ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ())
         return await self.controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+
+    async def _elect_leaders(self, election_type: int,
+                             partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, str | None, int]]:
+        """ElectLeaders: the controller's elections, NOT_CONTROLLER unless this broker is the controller."""
+        if self.controller is None or not self.controller.is_active:
+            return {tp: (int(ErrorCode.NOT_CONTROLLER), None, -1) for tp in partitions}
+        return await self.controller.elect_leaders(election_type, partitions)
 
     def group_views(self) -> list[dict]:
         """The groups this broker coordinates, for the admin API and /metrics."""

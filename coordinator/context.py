@@ -18,6 +18,7 @@ class ControllerContext:
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # overrides from /config/topics
     topics_to_delete: set[str] = field(default_factory=set)
     deletion_awaiting: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # topic -> {(partition, broker)}
+    partitions_being_reassigned: set[TopicPartition] = field(default_factory=set)  # no auto rebalance meanwhile
 
     @property
     def live_broker_ids(self) -> set[int]:

@@ -59,6 +59,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     16: (0, 2),  # ListGroups: aiokafka's admin needs <= 1
     32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
     42: (0, 1),  # DeleteGroups
+    43: (0, 2),  # ElectLeaders: v0 is always PREFERRED; librdkafka and kafka-python send v2 (flexible)
     47: (0, 0),  # OffsetDelete
 }
 
@@ -83,6 +84,7 @@ API_NAMES: dict[int, str] = {
     23: "OffsetForLeaderEpoch",
     32: "DescribeConfigs",
     42: "DeleteGroups",
+    43: "ElectLeaders",
     47: "OffsetDelete",
 }
 
@@ -110,6 +112,7 @@ FLEXIBLE_FROM: dict[int, int] = {
     23: 4,
     32: 4,
     42: 2,
+    43: 2,
     47: NEVER_FLEXIBLE,
 }
 
