@@ -25,10 +25,11 @@ from typing import Any
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-TIMEOUT_S = 30.0  # Kafka's tool waits 30 s
+RESULT_TIMEOUT_S = 65.0  # librdkafka's request timeout (socket.timeout.ms, 60 s) and a margin
 ERRORS_PACKAGE = "org.apache.kafka.common.errors."
 JAVA_EXCEPTIONS = {"REQUEST_TIMED_OUT": "TimeoutException", "_TIMED_OUT": "TimeoutException",
-                   "INVALID_TOPIC_EXCEPTION": "InvalidTopicException"}
+                   "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
+                   "UNKNOWN_TOPIC_OR_PART": "UnknownTopicOrPartitionException"}  # librdkafka's names
 SOURCES = ("--topic", "--all-topic-partitions", "--path-to-json-file")
 
 
@@ -155,8 +156,9 @@ def run(args: argparse.Namespace, partitions: list[tuple[str, int]] | None, admi
     if tps == []:
         return 0  # nothing to elect (an empty JSON list)
     try:
-        results = admin.elect_leaders(kind, tps, request_timeout=TIMEOUT_S,
-                                      operation_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S + 5)
+        # no request_timeout/operation_timeout: confluent-kafka 2.16's binding rejects both keywords
+        # (its argument parser is one format letter short), so librdkafka's defaults apply
+        results = admin.elect_leaders(kind, tps).result(timeout=RESULT_TIMEOUT_S)
     except KafkaException as exc:
         print(f"Error while making request: {java_exception(exc)}", file=sys.stderr)
         return 1

@@ -102,7 +102,7 @@ def test_report_prints_kafkas_three_kinds_of_lines_and_exits_1_on_failures():
         "Successfully completed leader election (PREFERRED) for partitions t-0, t-1",
         "Valid replica already elected for partitions u-0",
         "Error completing leader election (PREFERRED) for partition: v-1: "
-        "org.apache.kafka.common.errors.UnknownTopicOrPartException: The partition does not exist.",
+        "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: The partition does not exist.",
         "Error completing leader election (PREFERRED) for partition: v-2: "
         "org.apache.kafka.common.errors.PreferredLeaderNotAvailableException: Failed to elect",
     ]
