@@ -230,15 +230,17 @@ def confluent_elect(cluster: Cluster, partitions: list[TopicPartition]) -> dict[
 def test_manual_elections_with_auto_rebalance_off(make_cluster, tmp_path):
     cluster, zk = make_cluster({"auto.leader.rebalance.enable": "false"})
     topic = "manual"
+    controller, _ = wait_for(cluster.controller, 30, "a controller")
     victim = non_controller(cluster)
-    others = [b for b in cluster.broker_ids if b != victim]
-    # the victim prefers partitions 0-3, so each way of electing gets one of them
-    rows = [[victim, *others], [victim, *reversed(others)]] * 2 + [[others[0], victim, others[1]],
-                                                                   [others[1], others[0], victim]]
+    third = next(b for b in cluster.broker_ids if b not in (controller, victim))
+    # the victim prefers partitions 0-4, so each way of electing gets one of them; after its kill -9,
+    # 4 is led by the third broker (not the controller)
+    rows = [[victim, controller, third], [victim, third, controller]] * 2 + [[victim, third, controller],
+                                                                             [controller, victim, third]]
     create_topic(cluster, zk, topic, replica_assignment=rows)
     moved = drift(cluster, zk, topic, victim)
-    assert moved == [0, 1, 2, 3]
-    holds_for(lambda: not_preferred(zk, topic) == [0, 1, 2, 3], 8,
+    assert moved == [0, 1, 2, 3, 4]
+    holds_for(lambda: not_preferred(zk, topic) == [0, 1, 2, 3, 4], 8,
               "drifted leadership with auto.leader.rebalance.enable=false (first check would be at 5 s, then 3 s)")
 
     producer = AckedProducer(cluster, topic, len(rows))
@@ -251,11 +253,11 @@ def test_manual_elections_with_auto_rebalance_off(make_cluster, tmp_path):
                     "--topic", topic, "--partition", "0")
         assert (done.returncode, done.stdout) == (
             0, f"Successfully completed leader election (PREFERRED) for partitions {topic}-0\n"), done.stderr
-        assert not_preferred(zk, topic) == [1, 2, 3]
+        assert not_preferred(zk, topic) == [1, 2, 3, 4]
 
         # the znode, written as Kafka's kafka-preferred-replica-election --zookeeper does
         zk.create(ZNODE, json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 1}]}).encode())
-        wait_for(lambda: not zk.exists(ZNODE) and not_preferred(zk, topic) == [2, 3], 30,
+        wait_for(lambda: not zk.exists(ZNODE) and not_preferred(zk, topic) == [2, 3, 4], 30,
                  "the znode's election done and the znode deleted by the controller")
 
         # confluent-kafka: elected, not needed, unknown
@@ -263,12 +265,12 @@ def test_manual_elections_with_auto_rebalance_off(make_cluster, tmp_path):
                                         TopicPartition(topic, 99), TopicPartition("no-such-topic", 0)])
         assert got == {(topic, 2): 0, (topic, 0): KafkaError.ELECTION_NOT_NEEDED,
                        (topic, 99): KafkaError.UNKNOWN_TOPIC_OR_PART, ("no-such-topic", 0): KafkaError.UNKNOWN_TOPIC_OR_PART}
-        assert not_preferred(zk, topic) == [3]
+        assert not_preferred(zk, topic) == [3, 4]
 
         # kafka-python
         got = python_elect(cluster, {topic: [3, 1], "no-such-topic": [0]})
         assert got == {(topic, 3): 0, (topic, 1): 84, ("no-such-topic", 0): 3}
-        assert not_preferred(zk, topic) == []
+        assert not_preferred(zk, topic) == [4]
         wait_for(lambda: len(producer.acked) > 400, 30, "the producer to go on after the elections")
     finally:
         producer.stop.set()
@@ -277,15 +279,24 @@ def test_manual_elections_with_auto_rebalance_off(make_cluster, tmp_path):
     missing = producer.acked - read_all(cluster, topic, len(rows))
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:5]}"
 
-    # everything preferred now: the JSON file way answers "already elected" for all of them
-    path = tmp_path / "all.json"
-    path.write_text(json.dumps({"partitions": [{"topic": topic, "partition": p} for p in range(len(rows))]}))
+    # the JSON file way: "already elected" for all of those
+    path = tmp_path / "elected.json"
+    elected = [0, 1, 2, 3, 5]
+    path.write_text(json.dumps({"partitions": [{"topic": topic, "partition": p} for p in elected]}))
     noop = tool("--bootstrap-server", cluster.bootstrap_servers, "--election-type", "preferred",
                 "--path-to-json-file", str(path))
     assert (noop.returncode, noop.stdout) == (0, "Valid replica already elected for partitions "
-                                                 + ", ".join(f"{topic}-{p}" for p in range(len(rows))) + "\n")
+                                                 + ", ".join(f"{topic}-{p}" for p in elected) + "\n")
     unknown = tool("--bootstrap-server", cluster.bootstrap_servers, "--election-type", "preferred",
                    "--topic", "no-such-topic", "--partition", "0")
     assert unknown.returncode == 1
     assert unknown.stdout.startswith("Error completing leader election (PREFERRED) for partition: no-such-topic-0: "
                                      "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: "), unknown.stdout
+
+    # a znode written while no controller can act is processed by the next one at its failover
+    cluster.signal_broker(controller, signal.SIGSTOP)
+    zk.create(ZNODE, json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 4}]}).encode())
+    assert json.loads(zk.get("/controller")[0])["brokerid"] == controller  # not deposed yet
+    wait_for(lambda: zk.exists("/controller") and json.loads(zk.get("/controller")[0])["brokerid"] != controller
+             and not zk.exists(ZNODE) and state(zk, topic, 4)["leader"] == victim, SESSION_MS / 1000 + 30,
+             "a new controller to process the pending znode at failover")
