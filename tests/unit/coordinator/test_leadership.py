@@ -162,3 +162,76 @@ def test_elect_for_admin_unclean_without_live_replicas():
 def test_elect_for_admin_on_an_inactive_controller_is_not_controller():
     shell, zk, ctx = elections(leader=2, isr=(1, 2, 3), active=False)
     assert run(shell.elect_for_admin(PREFERRED, [TP])) == {TP: (41, None, -1)}
+
+
+# -- the auto-rebalance timer ------------------------------------------------------------------------------
+
+class Events:
+    def __init__(self):
+        self.put_events = []
+
+    def put(self, event):
+        self.put_events.append(event)
+
+
+def timer_shell(enabled: bool = True, interval: float = 0.05):
+    shell, zk, ctx = elections(leader=1, isr=(1, 2, 3))
+    shell.controller.events = Events()
+    shell.controller.config = SimpleNamespace(auto_leader_rebalance_enable=enabled,
+                                              leader_imbalance_check_interval_seconds=interval,
+                                              leader_imbalance_per_broker_percentage=10)
+    return shell, ctx
+
+
+def test_the_timer_only_enqueues_an_event_carrying_the_controller_epoch():
+    async def scenario():
+        shell, ctx = timer_shell()
+        shell._schedule(0.01)
+        await asyncio.sleep(0.05)
+        return shell.controller.events.put_events, ctx.epoch
+
+    events, epoch = run(scenario())
+    assert [type(e).__name__ for e in events] == ["AutoPreferredReplicaLeaderElection"] and events[0].epoch == epoch
+
+
+def test_stop_cancels_the_timer_and_disabled_means_no_timer():
+    async def scenario(enabled: bool, stop: bool):
+        shell, ctx = timer_shell(enabled)
+        shell._schedule(0.01)
+        if stop:
+            shell.stop()
+        await asyncio.sleep(0.05)
+        return shell.controller.events.put_events
+
+    assert run(scenario(True, True)) == []
+    assert run(scenario(False, False)) == []
+
+
+def test_a_check_reschedules_itself_but_a_stale_epochs_event_does_nothing():
+    from coordinator.events import AutoPreferredReplicaLeaderElection
+
+    async def scenario(epoch_offset: int):
+        shell, ctx = timer_shell(interval=0.01)
+        await shell.on_auto_rebalance(AutoPreferredReplicaLeaderElection(ctx.epoch + epoch_offset))
+        await asyncio.sleep(0.05)
+        shell.stop()
+        return shell.controller.events.put_events
+
+    assert len(run(scenario(0))) == 1  # balanced cluster: nothing elected, next check scheduled
+    assert run(scenario(-1)) == []
+
+
+def test_the_auto_check_elects_the_drifted_partition():
+    from coordinator.events import AutoPreferredReplicaLeaderElection
+
+    async def scenario():
+        shell, zk, ctx = elections(leader=2, isr=(1, 2, 3))  # the only partition prefers 1: ratio 1.0
+        shell.controller.events = Events()
+        shell.controller.config = SimpleNamespace(auto_leader_rebalance_enable=False,
+                                                  leader_imbalance_check_interval_seconds=300,
+                                                  leader_imbalance_per_broker_percentage=10)
+        await shell.on_auto_rebalance(AutoPreferredReplicaLeaderElection(ctx.epoch))
+        return ctx.leadership[TP].leader_and_isr
+
+    lai = run(scenario())
+    assert (lai.leader, lai.leader_epoch, lai.isr) == (1, 8, (1, 2, 3))
