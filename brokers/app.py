@@ -139,7 +139,8 @@ class BrokerServer:
                                     lambda: self.cluster_id, admin, listener.listener,
                                     coordinator_partition=self.group_coordinator.partition_for,
                                     group_coordinator=self.group_coordinator, stats=self.stats,
-                                    reassignments=self)
+                                    reassignments=self,
+                                    elect_leaders=self._elect_leaders)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"])
             await kafka_listener.start()
@@ -331,6 +332,13 @@ class BrokerServer:
         if self.controller is None:
             return ErrorCode.NOT_CONTROLLER
         return await self.controller.list_partition_reassignments(partitions)
+
+    async def _elect_leaders(self, election_type: int,
+                             partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, str | None, int]]:
+        """ElectLeaders: the controller's elections, NOT_CONTROLLER unless this broker is the controller."""
+        if self.controller is None or not self.controller.is_active:
+            return {tp: (int(ErrorCode.NOT_CONTROLLER), None, -1) for tp in partitions}
+        return await self.controller.elect_leaders(election_type, partitions)
 
     def group_views(self) -> list[dict]:
         """The groups this broker coordinates, for the admin API and /metrics."""

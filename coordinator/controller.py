@@ -23,6 +23,7 @@ from coordinator.event_manager import ControllerEventManager
 from coordinator.leadership import PartitionLeadership
 from coordinator.partition_state_machine import PartitionState, PartitionStates
 from coordinator.reassignment import PartitionReassignments
+from coordinator.preferred_election import ReplicaLeaderElections
 from coordinator.request_batch import ControllerBrokerRequestBatch
 from coordinator.topics import TopicDeletionManager
 
@@ -33,10 +34,16 @@ log = logging.getLogger(__name__)
 class ControllerConfig:
     unclean_leader_election: bool = False
     delete_topic_enable: bool = True
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: float = 300
+    leader_imbalance_per_broker_percentage: int = 10
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> "ControllerConfig":
-        return cls(config["unclean.leader.election.enable"], config["delete.topic.enable"])
+        return cls(config["unclean.leader.election.enable"], config["delete.topic.enable"],
+                   auto_leader_rebalance_enable=config["auto.leader.rebalance.enable"],
+                   leader_imbalance_check_interval_seconds=config["leader.imbalance.check.interval.seconds"],
+                   leader_imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"])
 
 
 class KafkaController:
@@ -59,6 +66,7 @@ class KafkaController:
         self.leadership = PartitionLeadership(self.kzc, self.context, self.batch, self.states, self.unclean_allowed)
         self.deletion = TopicDeletionManager(self)
         self.reassignments = PartitionReassignments(self)
+        self.elections = ReplicaLeaderElections(self)
 
     def unclean_allowed(self, topic: str) -> bool:
         """``unclean.leader.election.enable``: the topic's override, else the broker's setting."""
@@ -127,6 +135,8 @@ class KafkaController:
             await self._on_controlled_shutdown(event)
         elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
             await self._on_reassignment_api(event)
+        elif isinstance(event, ev.ReplicaLeaderElection):
+            await self.elections.on_replica_leader_election(event)  # answers NOT_CONTROLLER when inactive
         elif not self.is_active:
             return  # watches that fired for a controller we no longer are
         elif isinstance(event, ev.BrokerChange):
@@ -145,6 +155,8 @@ class KafkaController:
             await self.reassignments.on_isr_change(TopicPartition(event.topic, event.partition))
         elif isinstance(event, ev.TopicConfigChange) and event.topic in self.context.all_topics:
             self.context.topic_configs[event.topic] = event.config
+        elif isinstance(event, ev.AutoPreferredReplicaLeaderElection):
+            await self.elections.on_auto_rebalance(event)
 
     def _watch(self, event: ev.ControllerEvent):
         def fire(watch_event) -> None:
@@ -199,6 +211,7 @@ class KafkaController:
         for tp in sorted(set(ctx.reassignments) - zk_moves):
             await self.reassignments.resume_one(tp)
         await self.deletion.on_deletion_requests()
+        await self.elections.on_failover()  # pending /admin/preferred_replica_election, auto-rebalance timer
 
     async def _load_topics(self, topics: list[str]) -> list[TopicPartition]:
         """Read assignments and partition states of ``topics`` into the context; return new partitions."""
@@ -240,6 +253,7 @@ class KafkaController:
             self.channel = None
         self.resignations += 1
         self.active_controller_id = -1
+        self.elections.stop()  # the auto-rebalance timer
         self._reset_state()
 
     def _send_batch(self) -> None:
@@ -343,7 +357,7 @@ class KafkaController:
             return
         ctx.shutting_down.add(event.broker_id)
         led = [tp for tp in ctx.partitions_led_by(event.broker_id) if len(ctx.assignments.get(tp, ())) > 1]
-        await self.leadership.elect(led, self.leadership.controlled_shutdown_strategy())
+        await self.leadership.elect(led, self.leadership.controlled_shutdown_strategy(), mark_offline_if_none=False)
         for tp in ctx.partitions_on(event.broker_id):
             if tp in ctx.leadership and ctx.leadership[tp].leader_and_isr.leader != event.broker_id:
                 self.batch.add_stop_replica(event.broker_id, tp, delete=False)
@@ -382,6 +396,13 @@ class KafkaController:
                 self.events.put(ev.ZkPartitionReassignment(created=watch_event.type == "CREATED"))
 
         return fire
+
+    # -- replica leader elections (ElectLeaders) ------------------------------------------------
+    async def elect_leaders(self, election_type: int, partitions) -> dict:
+        """ElectLeaders: ``{TopicPartition: (error code, message, leader or -1)}`` once the event ran."""
+        future = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ReplicaLeaderElection(election_type, frozenset(partitions), future))
+        return await future
 
     # -- introspection -------------------------------------------------------------------------
     def describe(self) -> dict:

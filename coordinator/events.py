@@ -99,6 +99,26 @@ class PartitionReassignmentIsrChange:
     partition: int
 
 
+@dataclass
+class ReplicaLeaderElection:
+    """Elect leaders (Kafka's ReplicaLeaderElection). ``partitions`` None: the ones named in
+    ``/admin/preferred_replica_election`` (its watch fired, or failover). Otherwise an ElectLeaders
+    request: ``election_type`` 0 PREFERRED / 1 UNCLEAN, and ``result`` gets
+    ``{TopicPartition: (error code, message, elected leader or -1)}``."""
+
+    election_type: int = 0
+    partitions: frozenset | None = None
+    result: asyncio.Future | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class AutoPreferredReplicaLeaderElection:
+    """The auto leader-rebalance timer fired (``auto.leader.rebalance.enable``); ``epoch`` is the
+    controller epoch that scheduled it, so a timer from an earlier term is ignored."""
+
+    epoch: int
+
+
 @dataclass(frozen=True)
 class ShutdownEventThread:
     pass
@@ -107,4 +127,5 @@ class ShutdownEventThread:
 ControllerEvent = (Startup | Reelect | Expire | RegisterBrokerAndReelect | BrokerChange | TopicChange | TopicDeletion
                    | IsrChangeNotification | TopicConfigChange | StopReplicaResponseReceived | ControlledShutdown
                    | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment
-                   | PartitionReassignmentIsrChange | ShutdownEventThread)
+                   | PartitionReassignmentIsrChange | ReplicaLeaderElection | AutoPreferredReplicaLeaderElection
+                   | ShutdownEventThread)

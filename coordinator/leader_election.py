@@ -13,7 +13,8 @@ Kafka's ``PartitionLeaderElectionAlgorithms`` plus the ISR each caller in
 
 Every strategy picks the FIRST replica in the scanned order that satisfies the condition. When nothing
 qualifies the result's ``leader`` is None and its ``isr`` is the input ISR unchanged: Kafka writes
-nothing then and the partition stays (or goes) Offline.
+nothing then; after an offline election the partition stays (or goes) Offline, after any other it
+keeps its current leader (``PartitionLeadership.elect(..., mark_offline_if_none=False)``).
 
 "Live" is whatever set the caller passes: for the offline, reassign and preferred strategies Kafka
 passes brokers that are alive and not shutting down; for controlled shutdown it passes brokers alive

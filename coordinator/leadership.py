@@ -6,6 +6,10 @@
 - Offline/Online -> Online: an election strategy picks the leader; the state is written with leader
   epoch + 1 as a compare-and-set on the znode version, fenced by the controller epoch. On a version
   conflict the state is re-read from ZooKeeper and the election retried once.
+- A strategy that finds no leader: for the offline elections (broker failure, New/Offline partitions)
+  the partition goes Offline; for every other election (preferred, reassignment, controlled
+  shutdown: ``mark_offline_if_none=False``) nothing is written and the partition stays as it is,
+  Online under its current leader. Either way it is in the list ``elect`` returns.
 - Replicas going offline leave the ISR (never emptying it, pitfall 9), leader -1 if they led.
 Every change queues LeaderAndIsr for the partition's live replicas (and so UpdateMetadata to all).
 """
@@ -22,6 +26,7 @@ from coordinator.leader_election import (
     ElectionResult,
     controlled_shutdown_election,
     offline_election,
+    preferred_election,
     remove_replica_from_isr,
 )
 from coordinator.partition_state_machine import PartitionState, PartitionStates
@@ -45,6 +50,16 @@ class PartitionLeadership:
     def offline_strategy(self) -> Strategy:
         live = self.context.live_broker_ids - self.context.shutting_down
         return lambda tp, replicas, isr: offline_election(replicas, isr, live, self.unclean_allowed(tp.topic))
+
+    def preferred_strategy(self) -> Strategy:
+        """``assignment[0]`` if live (not shutting down) and in the ISR; ISR unchanged."""
+        live = self.context.live_broker_ids - self.context.shutting_down
+        return lambda tp, replicas, isr: preferred_election(replicas, isr, live)
+
+    def unclean_strategy(self) -> Strategy:
+        """ElectLeaders UNCLEAN: the offline strategy with unclean election allowed whatever the config."""
+        live = self.context.live_broker_ids - self.context.shutting_down
+        return lambda tp, replicas, isr: offline_election(replicas, isr, live, True)
 
     def controlled_shutdown_strategy(self) -> Strategy:
         live, shutting = self.context.live_broker_ids, set(self.context.shutting_down)
@@ -72,15 +87,19 @@ class PartitionLeadership:
             self.batch.add_leader_and_isr(ctx.assignments[tp], tp, is_new=True)
 
     # -- elections -----------------------------------------------------------------------------
-    async def elect(self, tps: list[TopicPartition], strategy: Strategy) -> list[TopicPartition]:
-        """Elect leaders for ``tps``; return those still without one (they go Offline)."""
+    async def elect(self, tps: list[TopicPartition], strategy: Strategy, *,
+                    mark_offline_if_none: bool = True) -> list[TopicPartition]:
+        """Elect leaders for ``tps``; return those for which the strategy found nobody. They go Offline
+        when ``mark_offline_if_none`` (offline elections); otherwise they are left untouched, nothing
+        written (preferred, reassignment and controlled-shutdown elections: the current leader stays)."""
         failed = []
         for tp in tps:
-            if not await self._elect_one(tp, strategy):
+            if not await self._elect_one(tp, strategy, mark_offline_if_none):
                 failed.append(tp)
         return failed
 
-    async def _elect_one(self, tp: TopicPartition, strategy: Strategy, retry: bool = True) -> bool:
+    async def _elect_one(self, tp: TopicPartition, strategy: Strategy, mark_offline_if_none: bool,
+                         retry: bool = True) -> bool:
         ctx = self.context
         current = ctx.leadership.get(tp)
         if current is None:
@@ -88,7 +107,8 @@ class PartitionLeadership:
         replicas = ctx.assignments[tp]
         result = strategy(tp, replicas, current.leader_and_isr.isr)
         if result.leader is None:
-            self._mark_offline(tp)
+            if mark_offline_if_none:
+                self._mark_offline(tp)
             return False
         if result.leader not in current.leader_and_isr.isr:
             log.warning("%s: UNCLEAN leader election of %d, outside the ISR %s (unclean.leader.election.enable): "
@@ -96,7 +116,7 @@ class PartitionLeadership:
         new = current.leader_and_isr.new_leader_and_isr(result.leader, tuple(result.isr))
         version = await self._write_or_reread(tp, new, retry)
         if version is None:
-            return await self._elect_one(tp, strategy, retry=False)
+            return await self._elect_one(tp, strategy, mark_offline_if_none, retry=False)
         ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(new.leader, new.leader_epoch, new.isr, version),
                                                          ctx.epoch)
         self._transition(tp, PartitionState.Online)

@@ -156,7 +156,8 @@ class PartitionReassignments:
         leader = ctx.leadership[tp].leader_and_isr.leader
         if rules.leader_must_move(leader, done, ctx.live_broker_ids - ctx.shutting_down):
             live = ctx.live_broker_ids - ctx.shutting_down
-            await ctl.leadership.elect([tp], lambda _tp, replicas, isr: reassign_election(replicas, isr, live))
+            await ctl.leadership.elect([tp], lambda _tp, replicas, isr: reassign_election(replicas, isr, live),
+                                       mark_offline_if_none=False)
         else:
             await ctl.leadership.bump_leader_epoch(tp)
         removing = [b for b in move.removing if b not in done.replicas]

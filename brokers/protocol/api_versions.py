@@ -61,6 +61,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     33: (0, 2),  # AlterConfigs: kafka-python's alter_configs, Kafka's ConfigCommand for brokers (v2 flexible)
     44: (0, 1),  # IncrementalAlterConfigs: librdkafka's incremental_alter_configs (v1 flexible)
     42: (0, 1),  # DeleteGroups
+    43: (0, 2),  # ElectLeaders: v0 is always PREFERRED; librdkafka and kafka-python send v2 (flexible)
     47: (0, 0),  # OffsetDelete
     45: (0, 0),  # AlterPartitionReassignments (KIP-455; v1 is Kafka 4's allow_replication_factor_change)
     46: (0, 0),  # ListPartitionReassignments
@@ -89,6 +90,7 @@ API_NAMES: dict[int, str] = {
     33: "AlterConfigs",
     44: "IncrementalAlterConfigs",
     42: "DeleteGroups",
+    43: "ElectLeaders",
     47: "OffsetDelete",
     45: "AlterPartitionReassignments",
     46: "ListPartitionReassignments",
@@ -120,6 +122,7 @@ FLEXIBLE_FROM: dict[int, int] = {
     33: 2,
     44: 1,
     42: 2,
+    43: 2,
     47: NEVER_FLEXIBLE,
     45: 0,
     46: 0,

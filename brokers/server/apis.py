@@ -22,6 +22,7 @@ from brokers.server.context import CLIENT_HOST, ServerContext
 from brokers.server.handlers import (
     admin,
     alter_configs,
+    elect_leaders,
     fetch,
     find_coordinator,
     list_offsets,
@@ -51,6 +52,7 @@ HANDLERS: dict[int, Handler] = {
     46: reassignments.handle_list_partition_reassignments,
     33: alter_configs.handle_alter_configs,
     44: alter_configs.handle_incremental_alter_configs,
+    43: elect_leaders.handle_elect_leaders,
 }
 assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from brokers.config import BrokerConfig
+from brokers.model import TopicPartition
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.stats import BrokerStats
@@ -72,6 +73,12 @@ class ReassignmentOps(Protocol):
         """``[tp]`` or None for all -> ``{tp: ReplicaAssignment}`` of the partitions being reassigned."""
 
 
+# ElectLeaders (api 43): the controller's elections. Called with (election type 0 PREFERRED / 1 UNCLEAN,
+# the partitions); answers {partition: (error code, message or None, elected leader or -1)} once the
+# controller ran them; NOT_CONTROLLER for each partition when this broker is not the active controller.
+ElectLeaders = Callable[[int, list[TopicPartition]], Awaitable[dict[TopicPartition, tuple[int, str | None, int]]]]
+
+
 @dataclass
 class ServerContext:
     broker_id: int
@@ -85,6 +92,7 @@ class ServerContext:
     group_coordinator: Any = None  # consumer_group's GroupCoordinator (the group API handlers use it)
     stats: BrokerStats = field(default_factory=BrokerStats)  # request latencies and per-topic traffic
     reassignments: ReassignmentOps | None = None  # the controller's reassignment calls (brokers.app wires them)
+    elect_leaders: ElectLeaders | None = None  # the controller's elections (brokers.app wires it)
 
     @staticmethod
     def client_host() -> str:

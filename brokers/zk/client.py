@@ -30,6 +30,7 @@ from brokers.zk.paths import (
     ControllerZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
+    PreferredReplicaElectionZNode,
     ProducerIdBlockZNode,
     ReassignPartitionsZNode,
     TopicPartitionStateZNode,
@@ -500,6 +501,36 @@ class KafkaZkClient:
         if names:
             await self.zk.fenced_multi(epoch_zk_version,
                                        [DeleteOp(f"{IsrChangeNotificationZNode.PATH}/{n}") for n in names])
+
+    # -- preferred replica election (reference §2.5) ---------------------------------------------
+    async def get_preferred_replica_election(self, watch: Watch = None) -> tuple[set[TopicPartition], int] | None:
+        """The partitions ``/admin/preferred_replica_election`` names and the znode's version, None
+        when it does not exist. ``watch`` is an existence watch: it fires when the znode is created,
+        changed or deleted. ValueError when its content is not Kafka's format."""
+        path = PreferredReplicaElectionZNode.PATH
+        if await self.zk.exists(path, watch) is None:
+            return None
+        try:
+            data, stat = await self.zk.get(path)
+        except NoNodeError:
+            return None
+        return PreferredReplicaElectionZNode.decode(data), stat.version
+
+    async def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
+        """An admin's request (NodeExistsError while an earlier one is still pending)."""
+        await self.zk.create(PreferredReplicaElectionZNode.PATH, PreferredReplicaElectionZNode.encode(partitions),
+                             makepath=True)
+
+    async def delete_preferred_replica_election(self, epoch_zk_version: int, version: int = -1) -> bool:
+        """The controller's deletion once the election ran, fenced; with ``version`` only if nobody
+        rewrote the znode since it was read. False when the znode is gone or was rewritten."""
+        try:
+            await self.zk.fenced_multi(epoch_zk_version, [DeleteOp(PreferredReplicaElectionZNode.PATH, version)])
+        except MultiOpError as exc:
+            if isinstance(exc.cause, (NoNodeError, BadVersionError)):
+                return False
+            raise
+        return True
 
     async def _children_or_empty(self, path: str) -> list[str]:
         try:

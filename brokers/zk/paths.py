@@ -266,6 +266,37 @@ class ReassignPartitionsZNode:
             raise ValueError(f"{ReassignPartitionsZNode.PATH}: bad partition entry ({exc})") from None
 
 
+class PreferredReplicaElectionZNode:
+    """``/admin/preferred_replica_election``: the partitions an admin wants led by their preferred replica
+    (``assignment[0]``), ``{"version":1,"partitions":[{"topic":"t","partition":0}]}``. Written by
+    admins (Kafka's ``kafka-preferred-replica-election --zookeeper``); the controller watches its
+    existence, runs the preferred election and deletes it (fenced by the controller epoch). A
+    partition named twice counts once."""
+
+    PATH = "/admin/preferred_replica_election"
+
+    @staticmethod
+    def encode(partitions: list[TopicPartition]) -> bytes:
+        return _json({"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition}
+                                                   for tp in partitions]})
+
+    @staticmethod
+    def decode(data: bytes) -> set[TopicPartition]:
+        value = _load(data, PreferredReplicaElectionZNode.PATH)
+        partitions = value.get("partitions")
+        if not isinstance(partitions, list):
+            raise ValueError(f"{PreferredReplicaElectionZNode.PATH}: \"partitions\" must be a list")
+        out = set()
+        for entry in partitions:
+            topic = entry.get("topic") if isinstance(entry, dict) else None
+            partition = entry.get("partition") if isinstance(entry, dict) else None
+            if not isinstance(topic, str) or not isinstance(partition, int) or isinstance(partition, bool):
+                raise ValueError(f"{PreferredReplicaElectionZNode.PATH}: bad entry {entry!r} "
+                                 "(expected {\"topic\": string, \"partition\": int})")
+            out.add(TopicPartition(topic, partition))
+        return out
+
+
 class IsrChangeNotificationZNode:
     """``/isr_change_notification/isr_change_<seq>`` (PERSISTENT_SEQUENTIAL): partitions whose ISR changed."""
 

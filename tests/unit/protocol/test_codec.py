@@ -67,6 +67,7 @@ REQUESTS = {
     16: dict(),
     42: dict(groups_names=["g"]),
     47: dict(group_id="g", topics=[dict(name="t", partitions=[dict(partition_index=0)])]),
+    43: dict(election_type=0, topic_partitions=[dict(topic="t", partitions=[0, 1])], timeout=60000),
 }
 
 DECODABLE = [(k, v) for k, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1) if not (k == 0 and v < 3)]
