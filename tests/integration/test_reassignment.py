@@ -363,3 +363,31 @@ def test_a_throttled_move_copies_at_the_throttle_rate_while_producers_keep_their
     topic_config = json.loads(zk.get(f"/config/topics/{topic}")[0])["config"]
     assert "leader.replication.throttled.replicas" not in topic_config
     assert all(copied(b) >= 2050 for b in (3, 4))
+
+
+def test_a_new_controller_resumes_a_move_from_the_topic_znode(cluster, zk, tmp_path):
+    """kill -9 of the controller while a move waits for its SIGSTOPped new replica: the next controller reads
+    the adding/removing replicas back from the topic znode, and the move completes once the replica runs."""
+    topic = "resumed"
+    create_topic(zk, cluster, topic, {0: [1, 2]})
+    controller = json.loads(zk.get("/controller")[0])["brokerid"]
+    new = next(b for b in (3, 4) if b != controller)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [2, new]}]}))
+    cluster.signal_broker(new, signal.SIGSTOP)
+    try:
+        executed = tool("--bootstrap-server", f"127.0.0.1:{cluster.kafka_port(controller)}", "--execute",
+                        "--reassignment-json-file", str(plan))
+        assert executed.returncode == 0, executed.stderr
+        assert topic_znode(zk, topic)["adding_replicas"] == {"0": [new]}
+        cluster.signal_broker(controller, signal.SIGKILL)
+        wait_for(lambda: zk.exists("/controller") and json.loads(zk.get("/controller")[0])["brokerid"] != controller,
+                 60, "a new controller")
+    finally:
+        cluster.signal_broker(new, signal.SIGCONT)
+    cluster.start_broker(controller)
+    cluster.wait_until_ready(timeout=60)
+    wait_for(lambda: topic_znode(zk, topic)["partitions"] == {"0": [2, new]}, 60, "the resumed move to complete")
+    assert topic_znode(zk, topic)["adding_replicas"] == {} and topic_znode(zk, topic)["removing_replicas"] == {}
+    wait_for(lambda: set(state(zk, topic, 0)["isr"]) == {2, new}, 30, "the ISR to be the targets")
+    wait_for(lambda: not partition_dir(cluster, 1, topic, 0).exists(), 60, "broker 1's replica deleted")
