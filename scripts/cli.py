@@ -1,7 +1,7 @@
 """``zkafka``: the project's command line. Thin: parse flags, make one library call, print.
 
 Subcommands so far: ``--version``, ``log dump <dir|file>``,
-``bench all|storage|cluster|produce|consume|replication|group|spark|http``, ``zookeeper start|stop|status``
+``bench all|storage|cluster|produce|consume|replication|group|spark|http|reassign``, ``zookeeper start|stop|status``
 (scripts/zookeeper.py), ``cluster up|status|down`` (scripts/cluster.py), ``demo groups``
 (scripts/demo_groups.py), ``demo spark`` (scripts/demo_spark.py), ``demo cluster``
 (scripts/demo_cluster.py, ``make demo``).
@@ -71,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spark_bench(bench_commands)
     _add_http_bench(bench_commands)
     _add_suite_bench(bench_commands)
+    reassign = bench_commands.add_parser(
+        "reassign", help="a partition moved between brokers on a 4-broker cluster, unthrottled and throttled, "
+                         "with an acks=all producer's latency during the moves")
+    reassign.add_argument("--mib", type=int, default=200, help="size of the moved partition")
+    reassign.add_argument("--throttle", type=int, default=10 * 1024 * 1024, help="B/s for the throttled move (0: skip)")
+    reassign.add_argument("--rate", type=int, default=1000, help="the steady producer's records/s")
+    reassign.add_argument("--dir", type=Path, default=None)
+    reassign.add_argument("--json", action="store_true")
 
     zk = commands.add_parser("zookeeper", help="run a real Apache ZooKeeper (standalone or an ensemble on 127.0.0.1)")
     zk_commands = zk.add_subparsers(dest="zk_command", metavar="SUBCOMMAND", required=True)
@@ -483,6 +491,9 @@ def main(argv: list[str] | None = None) -> int:
         return _bench_suite(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "http":
         return _bench_http(args)
+    if args.command == "bench" and args.bench_command == "reassign":
+        from scripts import bench_reassign
+        return bench_reassign.main(args)
     if args.command == "bench" and args.bench_command == "group":
         return _bench_group(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "cluster":
