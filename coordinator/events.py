@@ -42,6 +42,13 @@ class TopicDeletion:
 
 
 @dataclass(frozen=True)
+class PartitionModifications:
+    """``/brokers/topics/<topic>`` changed (its data watch): partitions may have been added."""
+
+    topic: str
+
+
+@dataclass(frozen=True)
 class IsrChangeNotification:
     pass
 
@@ -66,4 +73,4 @@ class ShutdownEventThread:
 
 
 ControllerEvent = (Startup | Reelect | Expire | RegisterBrokerAndReelect | BrokerChange | TopicChange | TopicDeletion
-                   | IsrChangeNotification | StopReplicaResponseReceived | ControlledShutdown | ShutdownEventThread)
+                   | PartitionModifications | IsrChangeNotification | StopReplicaResponseReceived | ControlledShutdown | ShutdownEventThread)

@@ -58,6 +58,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     15: (0, 4),  # DescribeGroups: aiokafka's admin needs <= 3, the others send 4
     16: (0, 2),  # ListGroups: aiokafka's admin needs <= 1
     32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
+    37: (0, 3),  # CreatePartitions: librdkafka 2.16 sends 1, kafka-python 3.0 sends 3 (flexible from 2)
     42: (0, 1),  # DeleteGroups
     47: (0, 0),  # OffsetDelete
 }
@@ -82,6 +83,7 @@ API_NAMES: dict[int, str] = {
     22: "InitProducerId",
     23: "OffsetForLeaderEpoch",
     32: "DescribeConfigs",
+    37: "CreatePartitions",
     42: "DeleteGroups",
     47: "OffsetDelete",
 }
@@ -109,6 +111,7 @@ FLEXIBLE_FROM: dict[int, int] = {
     22: 2,
     23: 4,
     32: 4,
+    37: 2,
     42: 2,
     47: NEVER_FLEXIBLE,
 }

@@ -21,6 +21,7 @@ from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request
 from brokers.server.context import CLIENT_HOST, ServerContext
 from brokers.server.handlers import (
     admin,
+    create_partitions,
     fetch,
     find_coordinator,
     list_offsets,
@@ -45,6 +46,7 @@ HANDLERS: dict[int, Handler] = {
     22: admin.handle_init_producer_id,
     23: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
     32: admin.handle_describe_configs,
+    37: create_partitions.handle_create_partitions,
 }
 assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 

@@ -55,6 +55,16 @@ class ControllerElection:
     won: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class TopicAssignmentRead:
+    """``/brokers/topics/<t>`` as read for a conditional rewrite: the assignment, the partitions a
+    reassignment is moving (non-empty adding/removing replicas) and the znode version."""
+
+    assignment: dict[int, list[int]]
+    reassigning: list[int]
+    zk_version: int
+
+
 def new_uuid_base64() -> str:
     """Kafka's cluster and topic ids: 22 characters of URL-safe base64 of a random UUID."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -207,6 +217,25 @@ class KafkaZkClient:
         except NoNodeError:
             return None
         return TopicZNode.decode(topic, data)
+
+    async def get_topic_assignment_for_update(self, topic: str) -> TopicAssignmentRead | None:
+        """What a conditional rewrite of ``/brokers/topics/<t>`` starts from (None: no such topic)."""
+        try:
+            data, stat = await self.zk.get(TopicZNode.path(topic))
+        except NoNodeError:
+            return None
+        return TopicAssignmentRead(TopicZNode.decode(topic, data), TopicZNode.decode_reassigning(topic, data),
+                                   stat.version)
+
+    async def add_topic_partitions(self, topic: str, added: dict[int, list[int]], expected_version: int) -> None:
+        """CreatePartitions' write: ``/brokers/topics/<t>`` with ``added`` joining its partitions, every
+        other field kept, as a compare-and-set on ``expected_version``. BadVersionError if anyone wrote
+        since that read, NoNodeError if the topic is gone."""
+        path = TopicZNode.path(topic)
+        data, stat = await self.zk.get(path)
+        if stat.version != expected_version:
+            raise BadVersionError(f"{path} is at version {stat.version}, not {expected_version}")
+        await self.zk.set(path, TopicZNode.add_partitions(topic, data, added), expected_version)
 
     async def create_topic(self, topic: str, assignment: dict[int, list[int]], config: dict[str, str]) -> None:
         """The admin path (CreateTopics / kafka-topics --zookeeper): config first, then assignment."""

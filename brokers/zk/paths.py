@@ -125,6 +125,28 @@ class TopicZNode:
     def decode_topic_id(data: bytes) -> str | None:
         return _load(data, "topic").get("topic_id")
 
+    @staticmethod
+    def decode_reassigning(topic: str, data: bytes) -> list[int]:
+        """Partitions with ``adding_replicas`` or ``removing_replicas``: a reassignment is moving them."""
+        value = _load(data, f"/brokers/topics/{topic}")
+        moving = {p for key in ("adding_replicas", "removing_replicas") for p, r in (value.get(key) or {}).items() if r}
+        return sorted(int(p) for p in moving)
+
+    @staticmethod
+    def add_partitions(topic: str, data: bytes, added: dict[int, list[int]]) -> bytes:
+        """The znode rewritten for CreatePartitions: ``added`` joins ``partitions``; every other field
+        (``topic_id``, ``adding_replicas``, ``removing_replicas``, ...) stays as read. ValueError if an
+        added partition is already there."""
+        value = _load(data, f"/brokers/topics/{topic}")
+        partitions = value.get("partitions")
+        if not isinstance(partitions, dict):
+            raise ValueError(f"/brokers/topics/{topic}: no partitions")
+        clash = sorted(p for p in added if str(p) in partitions)
+        if clash:
+            raise ValueError(f"/brokers/topics/{topic}: partitions {clash} already exist")
+        value["partitions"] = {**partitions, **{str(p): list(r) for p, r in sorted(added.items())}}
+        return _json(value)
+
 
 class TopicPartitionsZNode:
     @staticmethod
