@@ -58,7 +58,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     15: (0, 4),  # DescribeGroups: aiokafka's admin needs <= 3, the others send 4
     16: (0, 2),  # ListGroups: aiokafka's admin needs <= 1
     32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
-    37: (0, 3),  # CreatePartitions: librdkafka 2.16 sends 1, kafka-python 3.0 sends 3 (flexible from 2)
+    37: (0, 3),  # CreatePartitions: librdkafka 2.16 sends 2, kafka-python 3.0 sends 3 (both flexible)
     42: (0, 1),  # DeleteGroups
     47: (0, 0),  # OffsetDelete
 }

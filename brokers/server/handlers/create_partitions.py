@@ -11,7 +11,7 @@ handler waits, up to the request's timeout, until this broker's metadata cache s
 still completes). With a timeout <= 0 it does not wait, so it answers REQUEST_TIMED_OUT unless the cache
 already shows them, as Kafka does.
 
-Clients: librdkafka 2.16 (confluent-kafka's ``create_partitions``) sends v1, kafka-python 3.0 the
+Clients: librdkafka 2.16 (confluent-kafka's ``create_partitions``) sends v2, kafka-python 3.0 the
 highest advertised (v3). Any broker answers (the work is a ZooKeeper write), not only the controller.
 """
 from __future__ import annotations

@@ -136,5 +136,5 @@ def test_every_advertised_version_but_produce_0_to_2_has_a_kio_schema():
 
 def test_the_flexible_versions_in_the_window():
     flexible = {(k, v) for k, (lo, hi) in SUPPORTED.items() for v in range(lo, hi + 1) if is_flexible(k, v)}
-    assert flexible == {(18, 3), (37, 2), (37, 3)}  # ApiVersions 3; CreatePartitions 2-3 (kafka-python sends 3)
+    assert flexible == {(18, 3), (37, 2), (37, 3)}  # ApiVersions 3; CreatePartitions 2-3 (what clients send)
     assert av.MAX_API_VERSIONS_VERSION == 3
