@@ -33,7 +33,7 @@ from scripts.replica_assignment import new_replica_lists, parse_replica_assignme
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafka-topics", description="Create, delete, list and describe topics.")
+    parser = argparse.ArgumentParser(prog="kafka-topics", description="Create, alter (add partitions), delete, list and describe topics.")
     action = parser.add_mutually_exclusive_group(required=True)
     for flag in ("--create", "--alter", "--delete", "--list", "--describe"):
         action.add_argument(flag, action="store_true")

@@ -4,6 +4,7 @@ group reads, ``kafka-topics --alter`` in both modes, Kafka's errors, and a contr
 addition (the new controller loads the new partitions and re-elects their leaders)."""
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -291,6 +292,19 @@ def test_create_partitions_with_kafka_python(cluster, admin):
     found = all_led(admin, "kp-partitions", 4, set(cluster.broker_ids))
     assert found and [found[p][1] for p in (2, 3)] == [[2, 3], [3, 2]]
     assert 3 in requests_served(cluster, "CreatePartitions")  # kafka-python's (flexible) version
+
+
+# -- the controller acts on new partitions only ----------------------------------------------------------
+def test_the_controller_leaves_existing_partitions_replica_lists_alone(cluster, admin, zk):
+    create_topic(admin, "rewritten", 1, rf=2)
+    before = all_led(admin, "rewritten", 1, set(cluster.broker_ids))
+    data, _ = zk.get("/brokers/topics/rewritten")
+    value = json.loads(data)
+    moved = [b for b in cluster.broker_ids if b not in before[0][1]] + before[0][1][:1]  # what a reassignment writes
+    value["partitions"] = {"0": moved, "1": before[0][1]}
+    zk.set("/brokers/topics/rewritten", json.dumps(value).encode())
+    after = wait_for(lambda: all_led(admin, "rewritten", 2, set(cluster.broker_ids)), 30, "partition 1 online")
+    assert after[0][:2] == before[0][:2] and after[1][1] == before[0][1]  # partition 0 as it was
 
 
 # -- (d) controller failover --------------------------------------------------------------------------
