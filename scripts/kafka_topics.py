@@ -32,6 +32,9 @@ from scripts.kafka_topics_admin import ADD_PARTITIONS_WARNING
 from scripts.replica_assignment import new_replica_lists, parse_replica_assignment
 
 
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-topics", description="Create, alter (add partitions), delete, list and describe topics.")
     action = parser.add_mutually_exclusive_group(required=True)
@@ -158,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--create needs --partitions and --replication-factor")
     if any("=" not in item for item in args.config):
         parser.error("--config takes KEY=VALUE")
+    if args.alter and args.topic == OFFSETS_TOPIC:  # Kafka's TopicCommand refuses it in both modes
+        print("Error: The number of partitions for the offsets topic cannot be changed.", file=sys.stderr)
+        return 1
     if args.bootstrap_server:
         return kafka_topics_admin.run(args)
     try:

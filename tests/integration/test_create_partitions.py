@@ -63,6 +63,18 @@ def all_led(admin: AdminClient, topic: str, count: int, live: set[int]):
     return found if ok else None
 
 
+def every_broker_knows(cluster: Cluster, topic: str, count: int) -> bool:
+    """Each running broker's metadata cache (its /healthz) has ``count`` partitions of ``topic``, all led."""
+    for broker in cluster.broker_ids:
+        health = cluster.health(broker)
+        if health is None:
+            return False
+        states = [s for tp, s in health["metadata"]["partitions"].items() if tp.rsplit("-", 1)[0] == topic]
+        if len(states) != count or any(s["leader"] < 0 for s in states):
+            return False
+    return True
+
+
 def requests_served(cluster: Cluster, api: str) -> dict[int, int]:
     """{version: count} of ``api`` requests, summed over the running brokers' /metrics."""
     counts: dict[int, int] = {}
@@ -166,7 +178,8 @@ def test_partitions_added_under_load_reach_the_producer_and_the_group(cluster, a
         wait_for(lambda: writer.acked_in(0) > 20 and writer.acked_in(1) > 20, 30, "records in partitions 0 and 1")
 
         add_partitions(admin, topic, 4)
-        assert sorted(all_led(admin, topic, 4, set(cluster.broker_ids))) == [0, 1, 2, 3]  # answered once the leaders exist
+        assert sorted(all_led(admin, topic, 4, set(cluster.broker_ids))) == [0, 1, 2, 3]  # answered once led
+        wait_for(lambda: every_broker_knows(cluster, topic, 4), 30, "every broker's metadata to show 4 partitions")
 
         wait_for(lambda: writer.acked_in(2) > 20 and writer.acked_in(3) > 20, 60,
                  "the producer to write into the new partitions 2 and 3")
@@ -246,6 +259,8 @@ def test_kafka_topics_alter_errors(cluster, admin, mode):
     bad = kafka_topics(mode, connect, "--alter", "--topic", topic, "--partitions", "4", "--replica-assignment", "1,2,3,9")
     assert bad.returncode == 1 and "INVALID_REPLICA_ASSIGNMENT" in bad.stderr and "9" in bad.stderr
     assert len(partitions(admin, topic)) == 3
+    offsets = kafka_topics(mode, connect, "--alter", "--topic", "__consumer_offsets", "--partitions", "60")
+    assert offsets.returncode == 1 and "offsets topic cannot be changed" in offsets.stderr
     for args, flag in [(["--alter", "--topic", topic], "--partitions"),
                        (["--alter", "--partitions", "4"], "--topic"),
                        (["--alter", "--topic", topic, "--partitions", "4", "--replica-assignment", "1:x"],
