@@ -126,7 +126,8 @@ class BrokerServer:
             context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
                                     lambda: self.cluster_id, admin, listener.listener,
                                     coordinator_partition=self.group_coordinator.partition_for,
-                                    group_coordinator=self.group_coordinator, stats=self.stats)
+                                    group_coordinator=self.group_coordinator, stats=self.stats,
+                                    reassignments=self)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"])
             await kafka_listener.start()
@@ -263,6 +264,16 @@ class BrokerServer:
         if self.controller is None or not self.controller.is_active:
             return ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ())
         return await self.controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+
+    async def alter_partition_reassignments(self, targets: dict) -> Any:
+        if self.controller is None:
+            return ErrorCode.NOT_CONTROLLER
+        return await self.controller.alter_partition_reassignments(targets)
+
+    async def list_partition_reassignments(self, partitions: list | None) -> Any:
+        if self.controller is None:
+            return ErrorCode.NOT_CONTROLLER
+        return await self.controller.list_partition_reassignments(partitions)
 
     def group_views(self) -> list[dict]:
         """The groups this broker coordinates, for the admin API and /metrics."""

@@ -76,6 +76,39 @@ class LeaderIsrAndControllerEpoch:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """A partition's full replica assignment, Kafka's ``ReplicaAssignment`` (KIP-455).
+
+    While a reassignment runs, ``replicas`` is the union RS = target + original (target first, order
+    kept), ``adding`` = RS - original and ``removing`` = RS - target; otherwise both are empty. The
+    original set is therefore always recoverable from the znode (cancelling reverts to it).
+    """
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    def reassign_to(self, target: tuple[int, ...] | list[int]) -> "ReplicaAssignment":
+        """The assignment while moving from this one's origin to ``target`` (Kafka's ``reassignTo``)."""
+        origin = self.origin_replicas
+        full = tuple(dict.fromkeys((*target, *origin)))
+        return ReplicaAssignment(full, tuple(r for r in full if r not in origin),
+                                 tuple(r for r in full if r not in target))
+
+
+@dataclass(frozen=True, slots=True)
 class EndPoint:
     """One listener: ``PLAINTEXT://host:port``."""
 

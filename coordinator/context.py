@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 
 
 @dataclass
@@ -18,6 +18,8 @@ class ControllerContext:
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # overrides from /config/topics
     topics_to_delete: set[str] = field(default_factory=set)
     deletion_awaiting: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # topic -> {(partition, broker)}
+    # KIP-455: partitions being reassigned, with their full assignment (``assignments`` holds its replica set RS)
+    reassignments: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
 
     @property
     def live_broker_ids(self) -> set[int]:
@@ -43,3 +45,9 @@ class ControllerContext:
         self.topics_to_delete.discard(topic)
         self.topic_configs.pop(topic, None)
         self.deletion_awaiting.pop(topic, None)
+        for tp in [tp for tp in self.reassignments if tp.topic == topic]:
+            del self.reassignments[tp]
+
+    def full_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """Kafka's ``partitionFullReplicaAssignment``: with adding/removing replicas while reassigning."""
+        return self.reassignments.get(tp) or ReplicaAssignment(tuple(self.assignments.get(tp, ())))

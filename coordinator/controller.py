@@ -22,6 +22,7 @@ from coordinator.context import ControllerContext
 from coordinator.event_manager import ControllerEventManager
 from coordinator.leadership import PartitionLeadership
 from coordinator.partition_state_machine import PartitionState, PartitionStates
+from coordinator.reassignment import PartitionReassignments
 from coordinator.request_batch import ControllerBrokerRequestBatch
 from coordinator.topics import TopicDeletionManager
 
@@ -57,6 +58,7 @@ class KafkaController:
         self.batch = ControllerBrokerRequestBatch(self.broker_id, self.context)
         self.leadership = PartitionLeadership(self.kzc, self.context, self.batch, self.states, self.unclean_allowed)
         self.deletion = TopicDeletionManager(self)
+        self.reassignments = PartitionReassignments(self)
 
     def unclean_allowed(self, topic: str) -> bool:
         """``unclean.leader.election.enable``: the topic's override, else the broker's setting."""
@@ -109,6 +111,8 @@ class KafkaController:
                 self.batch.clear()
             if isinstance(event, ev.ControlledShutdown) and not event.result.done():
                 event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ()))
+            if isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)) and not event.result.done():
+                event.result.set_result(ErrorCode.NOT_CONTROLLER)
 
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
         if isinstance(event, (ev.Startup, ev.Reelect, ev.RegisterBrokerAndReelect)):
@@ -117,6 +121,8 @@ class KafkaController:
             await self._resign(delete_znode=False)
         elif isinstance(event, ev.ControlledShutdown):
             await self._on_controlled_shutdown(event)
+        elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
+            await self._on_reassignment_api(event)
         elif not self.is_active:
             return  # watches that fired for a controller we no longer are
         elif isinstance(event, ev.BrokerChange):
@@ -131,6 +137,10 @@ class KafkaController:
             await self._on_isr_change()
         elif isinstance(event, ev.PartitionModifications):
             await self._on_partition_modifications(event.topic)
+        elif isinstance(event, ev.ZkPartitionReassignment):
+            await self.reassignments.on_zk_request(event)
+        elif isinstance(event, ev.PartitionReassignmentIsrChange):
+            await self.reassignments.on_isr_change(TopicPartition(event.topic, event.partition))
 
     def _watch(self, event: ev.ControllerEvent):
         def fire(watch_event) -> None:
@@ -181,6 +191,9 @@ class KafkaController:
         await self._elect_offline_and_new()
         dead = {b for replicas in ctx.assignments.values() for b in replicas} - ctx.live_broker_ids
         await self.leadership.take_replicas_offline(dead)  # replica state machine start-up: OfflineReplica
+        zk_moves = await self.reassignments.on_zk_request(ev.ZkPartitionReassignment(created=True))
+        for tp in sorted(set(ctx.reassignments) - zk_moves):
+            await self.reassignments.resume_one(tp)
         await self.deletion.on_deletion_requests()
 
     async def _load_topics(self, topics: list[str]) -> list[TopicPartition]:
@@ -188,10 +201,13 @@ class KafkaController:
         ctx, new = self.context, []
         for topic in topics:
             ctx.topic_configs[topic] = await self.kzc.get_topic_config(topic)
-            assignment = await self.kzc.get_topic_assignment(topic, watch=self._topic_watch(topic))
-            for partition, replicas in (assignment or {}).items():
+            watch = self._topic_watch(topic)
+            assignment, _ = await self.kzc.get_full_topic_assignment(topic, watch) or ({}, None)
+            for partition, full in assignment.items():
                 tp = TopicPartition(topic, partition)
-                ctx.assignments[tp] = replicas
+                ctx.assignments[tp] = list(full.replicas)
+                if full.is_being_reassigned:
+                    ctx.reassignments[tp] = full
                 state = await self.kzc.get_partition_state(tp)
                 if state is None:
                     self.states.set_initial(tp, PartitionState.New)
@@ -274,6 +290,7 @@ class KafkaController:
                 if tp in ctx.leadership:
                     self.batch.add_leader_and_isr([b], tp)
         await self._elect_offline_and_new()
+        await self.reassignments.resume(brokers)
         await self.deletion.resume()
 
     # -- topics --------------------------------------------------------------------------------
@@ -308,8 +325,8 @@ class KafkaController:
         ctx = self.context
         if topic not in ctx.all_topics:
             return  # deleted, or new and TopicChange will load it (and arm its watch)
-        assignment = await self.kzc.get_topic_assignment(topic, watch=self._topic_watch(topic)) or {}
-        new = {TopicPartition(topic, p): replicas for p, replicas in sorted(assignment.items())
+        assignment, _ = await self.kzc.get_full_topic_assignment(topic, self._topic_watch(topic)) or ({}, None)
+        new = {TopicPartition(topic, p): list(full.replicas) for p, full in sorted(assignment.items())
                if TopicPartition(topic, p) not in ctx.assignments}
         if not new:
             return
@@ -333,6 +350,8 @@ class KafkaController:
                 ctx.leadership[tp] = state
         self.batch.add_update_metadata(ctx.live_brokers, sorted(changed & set(ctx.assignments)))
         await self.kzc.delete_isr_change_notifications(ctx.epoch_zk_version, names)
+        for tp in sorted(changed & set(ctx.reassignments)):
+            await self.reassignments.on_isr_change(tp, rearm=False)
 
     # -- controlled shutdown -------------------------------------------------------------------
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
@@ -362,6 +381,35 @@ class KafkaController:
         remaining = tuple((tp.topic, tp.partition) for tp in ctx.partitions_led_by(event.broker_id)
                           if len(ctx.assignments.get(tp, ())) > 1)  # single-replica partitions cannot move
         event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NONE), remaining))
+
+    # -- reassignment API ----------------------------------------------------------------------
+    async def alter_partition_reassignments(self, targets: dict) -> dict | ErrorCode:
+        """AlterPartitionReassignments: ``{tp: (code, message)}``, or NOT_CONTROLLER for the whole request."""
+        future = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ApiPartitionReassignment(targets, future))
+        return await future
+
+    async def list_partition_reassignments(self, partitions: list | None) -> dict | ErrorCode:
+        """ListPartitionReassignments: ``{tp: ReplicaAssignment}`` of the moving ones, or NOT_CONTROLLER."""
+        future = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ListPartitionReassignments(partitions, future))
+        return await future
+
+    async def _on_reassignment_api(self, event) -> None:
+        if not self.is_active:
+            event.result.set_result(ErrorCode.NOT_CONTROLLER)
+        elif isinstance(event, ev.ListPartitionReassignments):
+            event.result.set_result(self.reassignments.list(event.partitions))
+        else:
+            event.result.set_result(await self.reassignments.on_api_request(event.reassignments))
+
+    def _watch_reassign_znode(self):
+        """``/admin/reassign_partitions`` existence watch: only its creation starts moves (Kafka's handler)."""
+        def fire(watch_event) -> None:
+            if watch_event.type != "NONE":
+                self.events.put(ev.ZkPartitionReassignment(created=watch_event.type == "CREATED"))
+
+        return fire
 
     # -- introspection -------------------------------------------------------------------------
     def describe(self) -> dict:

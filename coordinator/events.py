@@ -67,10 +67,44 @@ class ControlledShutdown:
     result: asyncio.Future = field(compare=False)
 
 
+@dataclass
+class ApiPartitionReassignment:
+    """AlterPartitionReassignments: ``{tp: target replicas, or None to cancel}``; the future gets
+    ``{tp: (error code, message)}`` (or an ErrorCode for the whole request: NOT_CONTROLLER)."""
+
+    reassignments: dict
+    result: asyncio.Future = field(compare=False)
+
+
+@dataclass
+class ListPartitionReassignments:
+    """ListPartitionReassignments: ``partitions`` None = every one being reassigned."""
+
+    partitions: list | None
+    result: asyncio.Future = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ZkPartitionReassignment:
+    """``/admin/reassign_partitions`` was created (``created``) or otherwise touched (re-arm the watch)."""
+
+    created: bool = True
+
+
+@dataclass(frozen=True)
+class PartitionReassignmentIsrChange:
+    """The state znode of a partition under reassignment changed: maybe its targets are all in the ISR."""
+
+    topic: str
+    partition: int
+
+
 @dataclass(frozen=True)
 class ShutdownEventThread:
     pass
 
 
 ControllerEvent = (Startup | Reelect | Expire | RegisterBrokerAndReelect | BrokerChange | TopicChange | TopicDeletion
-                   | PartitionModifications | IsrChangeNotification | StopReplicaResponseReceived | ControlledShutdown | ShutdownEventThread)
+                   | PartitionModifications | IsrChangeNotification | StopReplicaResponseReceived | ControlledShutdown
+                   | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment
+                   | PartitionReassignmentIsrChange | ShutdownEventThread)

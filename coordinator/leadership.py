@@ -150,3 +150,28 @@ class PartitionLeadership:
         if leader < 0:
             self._mark_offline(tp)
         self.batch.add_leader_and_isr([b for b in ctx.assignments[tp] if b != broker], tp)
+
+    # -- reassignment steps ----------------------------------------------------------------------
+    async def bump_leader_epoch(self, tp: TopicPartition, retry: bool = True) -> bool:
+        """Leader epoch + 1 with the same leader and ISR, then LeaderAndIsr to every assigned replica:
+        how a changed replica set reaches the brokers (they ignore a LeaderAndIsr without a newer epoch).
+        False when the partition has no state (nothing written)."""
+        ctx = self.context
+        current = ctx.leadership.get(tp)
+        if current is None:
+            return False
+        lai = current.leader_and_isr
+        new = lai.new_leader_and_isr(lai.leader, lai.isr)
+        version = await self._write_or_reread(tp, new, retry)
+        if version is None:
+            return await self.bump_leader_epoch(tp, retry=False)
+        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(new.leader, new.leader_epoch, new.isr, version),
+                                                         ctx.epoch)
+        self.batch.add_leader_and_isr(ctx.assignments[tp], tp)
+        return True
+
+    async def remove_replicas_from_isr(self, tp: TopicPartition, brokers: list[int]) -> None:
+        """OfflineReplica for replicas that are no longer assigned (a reassignment's removed replicas)."""
+        for broker in brokers:
+            if tp in self.context.leadership:
+                await self._remove_from_isr(tp, broker)

@@ -77,6 +77,9 @@ class TopicDeletionManager:
             if any(b not in ctx.live_brokers for _, b in replicas):
                 log.info("deletion of %s waits: a replica's broker is offline", topic)
                 continue
+            if any(tp.topic == topic for tp in ctx.reassignments):
+                log.info("deletion of %s waits: a reassignment of its partitions is in progress", topic)
+                continue
             ctx.deletion_awaiting[topic] = replicas
             partitions = ctx.partitions_of(topic)
             batch.add_update_metadata(ctx.live_brokers, partitions)

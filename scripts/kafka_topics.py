@@ -12,7 +12,8 @@ partitions through CreatePartitions' admin path (``coordinator.partition_additio
 compare-and-set rewrite of ``/brokers/topics/<t>``) and waits, as ``--create`` does, until every partition
 has a leader. ``--replica-assignment`` is Kafka's: comma-separated partitions, each colon-separated broker
 ids, listing every partition of the altered topic; the entries of the existing partitions are skipped
-(Kafka's TopicCommand), the rest are the new partitions' replica lists. Exit codes: 0 ok, 1 a Kafka error (printed with its name), 2 bad flags.
+(Kafka's TopicCommand), the rest are the new partitions' replica lists.
+Exit codes: 0 ok, 1 a Kafka error (printed with its name), 2 bad flags.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafka-topics", description="Create, alter (add partitions), delete, list and describe topics.")
+    parser = argparse.ArgumentParser(prog="kafka-topics",
+                                     description="Create, alter (add partitions), delete, list and describe topics.")
     action = parser.add_mutually_exclusive_group(required=True)
     for flag in ("--create", "--alter", "--delete", "--list", "--describe"):
         action.add_argument(flag, action="store_true")

@@ -61,6 +61,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     37: (0, 3),  # CreatePartitions: librdkafka 2.16 sends 2, kafka-python 3.0 sends 3 (both flexible)
     42: (0, 1),  # DeleteGroups
     47: (0, 0),  # OffsetDelete
+    45: (0, 0),  # AlterPartitionReassignments (KIP-455; v1 is Kafka 4's allow_replication_factor_change)
+    46: (0, 0),  # ListPartitionReassignments
 }
 
 API_NAMES: dict[int, str] = {
@@ -86,6 +88,8 @@ API_NAMES: dict[int, str] = {
     37: "CreatePartitions",
     42: "DeleteGroups",
     47: "OffsetDelete",
+    45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
 }
 
 NEVER_FLEXIBLE = 1 << 15  # OffsetDelete's "flexibleVersions": "none"
@@ -114,6 +118,8 @@ FLEXIBLE_FROM: dict[int, int] = {
     37: 2,
     42: 2,
     47: NEVER_FLEXIBLE,
+    45: 0,
+    46: 0,
 }
 
 assert SUPPORTED.keys() == API_NAMES.keys() == FLEXIBLE_FROM.keys()

@@ -66,6 +66,7 @@ class ErrorCode(IntEnum):
     FENCED_INSTANCE_ID = 82
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
+    NO_REASSIGNMENT_IN_PROGRESS = 85
 
 
 class KafkaError(Exception):

@@ -90,15 +90,28 @@ class Partition:
 
     def make_leader(self, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...], zk_version: int,
                     controller_epoch: int, now_ms: int) -> None:
-        """Become leader (§3.7): a new epoch starts at the log end offset (KIP-101); followers in the
-        ISR count as caught up now, the others must prove it; then try to advance the HW."""
-        self._apply(self.broker_id, leader_epoch, isr, replicas, zk_version, controller_epoch)
+        """Become leader (§3.7), or stay leader with a bumped epoch (a reassignment changing the replica set,
+        Kafka's ``isNewLeader == false``): a new epoch starts at the log end offset (KIP-101).
+
+        A new leader treats followers in the ISR as caught up now and the others must prove it; parked
+        fetches and produces of an earlier role are failed. A leader that stays keeps its parked acks=all
+        produces (they still complete when the HW passes them) and what it knows of the followers that
+        remain assigned; followers new to the replica set start unknown and out of sync."""
+        staying = self.is_leader
+        known = self.followers if staying else {}
+        if staying:
+            self.leader_epoch, self.isr, self.replicas = leader_epoch, tuple(isr), tuple(replicas)
+            self.zk_version, self.controller_epoch, self.pending_isr = zk_version, controller_epoch, None
+        else:
+            self._apply(self.broker_id, leader_epoch, isr, replicas, zk_version, controller_epoch)
         end = self.log.log_end_offset
         self.log.leader_epoch_cache.assign(leader_epoch, end)
         self.leader_epoch_start_offset = end
-        self.followers = {r: decide.follower_state_on_become_leader(r, r in self.isr, end, now_ms)
+        self.followers = {r: known.get(r) or decide.follower_state_on_become_leader(r, r in self.isr, end, now_ms)
                           for r in self.replicas if r != self.broker_id}
         self.history.append(f"leader@{leader_epoch}")
+        if staying:
+            self.notify_high_watermark()  # parked fetches re-check the epoch
         self.maybe_increment_high_watermark(now_ms)
 
     def make_follower(self, leader: int, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...],

@@ -28,6 +28,7 @@ from brokers.server.handlers import (
     metadata,
     offsets_for_leader_epoch,
     produce,
+    reassignments,
 )
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ HANDLERS: dict[int, Handler] = {
     23: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
     32: admin.handle_describe_configs,
     37: create_partitions.handle_create_partitions,
+    45: reassignments.handle_alter_partition_reassignments,
+    46: reassignments.handle_list_partition_reassignments,
 }
 assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 

@@ -51,6 +51,17 @@ class AdminOps(Protocol):
         """A producer id unique in the cluster."""
 
 
+class ReassignmentOps(Protocol):
+    """The controller's KIP-455 reassignment calls (only the active controller answers; elsewhere both
+    return ``ErrorCode.NOT_CONTROLLER``). Keys are TopicPartitions."""
+
+    async def alter_partition_reassignments(self, targets: dict) -> Any:
+        """``{tp: target replicas or None to cancel}`` -> ``{tp: (ErrorCode, message)}``."""
+
+    async def list_partition_reassignments(self, partitions: list | None) -> Any:
+        """``[tp]`` or None for all -> ``{tp: ReplicaAssignment}`` of the partitions being reassigned."""
+
+
 @dataclass
 class ServerContext:
     broker_id: int
@@ -63,6 +74,7 @@ class ServerContext:
     coordinator_partition: Callable[[str], int] | None = None  # group id -> its __consumer_offsets partition
     group_coordinator: Any = None  # consumer_group's GroupCoordinator (the group API handlers use it)
     stats: BrokerStats = field(default_factory=BrokerStats)  # request latencies and per-topic traffic
+    reassignments: ReassignmentOps | None = None  # the controller's reassignment calls (brokers.app wires them)
 
     @staticmethod
     def client_host() -> str:

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 from brokers.zk.errors import BadVersionError, MultiOpError, NodeExistsError, NoNodeError, ZkError
 from brokers.zk.gateway import CreateOp, DeleteOp, SetDataOp, WatchEvent, ZkGateway
 from brokers.zk.paths import (
@@ -30,6 +30,7 @@ from brokers.zk.paths import (
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
     ProducerIdBlockZNode,
+    ReassignPartitionsZNode,
     TopicPartitionStateZNode,
     TopicPartitionsZNode,
     TopicPartitionZNode,
@@ -224,18 +225,86 @@ class KafkaZkClient:
             data, stat = await self.zk.get(TopicZNode.path(topic))
         except NoNodeError:
             return None
-        return TopicAssignmentRead(TopicZNode.decode(topic, data), TopicZNode.decode_reassigning(topic, data),
-                                   stat.version)
+        full, _ = TopicZNode.decode_full(topic, data)
+        return TopicAssignmentRead({p: list(a.replicas) for p, a in full.items()},
+                                   sorted(p for p, a in full.items() if a.is_being_reassigned), stat.version)
 
     async def add_topic_partitions(self, topic: str, added: dict[int, list[int]], expected_version: int) -> None:
-        """CreatePartitions' write: ``/brokers/topics/<t>`` with ``added`` joining its partitions, every
-        other field kept, as a compare-and-set on ``expected_version``. BadVersionError if anyone wrote
-        since that read, NoNodeError if the topic is gone."""
+        """CreatePartitions' write: ``/brokers/topics/<t>`` with ``added`` joining its partitions, the topic
+        id and reassignment fields kept, as a compare-and-set on ``expected_version``. BadVersionError if
+        anyone wrote since that read, NoNodeError if the topic is gone, ValueError if a partition exists."""
         path = TopicZNode.path(topic)
         data, stat = await self.zk.get(path)
         if stat.version != expected_version:
             raise BadVersionError(f"{path} is at version {stat.version}, not {expected_version}")
-        await self.zk.set(path, TopicZNode.add_partitions(topic, data, added), expected_version)
+        full, topic_id = TopicZNode.decode_full(topic, data)
+        if set(added) & set(full):
+            raise ValueError(f"{path}: partitions {sorted(set(added) & set(full))} already exist")
+        full.update({p: ReplicaAssignment(tuple(replicas)) for p, replicas in added.items()})
+        await self.zk.set(path, TopicZNode.encode_full(full, topic_id), expected_version)
+
+    async def get_full_topic_assignment(self, topic: str, watch: Watch = None
+                                        ) -> tuple[dict[int, ReplicaAssignment], str | None] | None:
+        """Replica sets with KIP-455's adding/removing replicas, and the topic id; None if no topic."""
+        try:
+            data, _ = await self.zk.get(TopicZNode.path(topic), watch)
+        except NoNodeError:
+            return None
+        return TopicZNode.decode_full(topic, data)
+
+    async def update_topic_assignment(self, epoch_zk_version: int, topic: str,
+                                      updates: dict[int, ReplicaAssignment]) -> None:
+        """The controller rewrites some partitions of a topic's assignment (reassignment steps): a
+        read-modify-write of the topic znode, compare-and-set on its version (so a concurrent
+        CreatePartitions is never overwritten) and fenced by the controller epoch; retried on a conflict."""
+        path = TopicZNode.path(topic)
+        for _ in range(5):
+            data, stat = await self.zk.get(path)
+            assignment, topic_id = TopicZNode.decode_full(topic, data)
+            assignment.update(updates)
+            try:
+                await self.zk.fenced_multi(epoch_zk_version, [
+                    SetDataOp(path, TopicZNode.encode_full(assignment, topic_id), stat.version)])
+                return
+            except MultiOpError as exc:
+                if not isinstance(exc.cause, BadVersionError):
+                    raise
+        raise ZkError(f"{path}: kept changing under the controller's write")
+
+    # -- reassignment (/admin/reassign_partitions, the legacy path) ------------------------------
+    async def get_partition_reassignment(self, watch: Watch = None) -> dict[TopicPartition, list[int]] | None:
+        """The legacy reassignment request, or None; with ``watch`` an absent znode is watched for creation."""
+        try:
+            data, _ = await self.zk.get(ReassignPartitionsZNode.PATH, watch)
+        except NoNodeError:
+            if watch is not None:
+                await self.zk.exists(ReassignPartitionsZNode.PATH, watch)
+            return None
+        try:
+            return ReassignPartitionsZNode.decode(data)
+        except ValueError as exc:
+            log.error("ignoring a malformed %s: %s", ReassignPartitionsZNode.PATH, exc)
+            return {}
+
+    async def create_partition_reassignment(self, targets: dict[TopicPartition, list[int]]) -> None:
+        """What Kafka 2.x's ``kafka-reassign-partitions --zookeeper --execute`` writes (NodeExistsError if one runs)."""
+        await self.zk.create(ReassignPartitionsZNode.PATH, ReassignPartitionsZNode.encode(targets), makepath=True)
+
+    async def set_partition_reassignment(self, epoch_zk_version: int, targets: dict[TopicPartition, list[int]]) -> None:
+        """The controller shrinks the legacy request as partitions complete; empty deletes it (fenced)."""
+        if await self.zk.exists(ReassignPartitionsZNode.PATH) is None:
+            return
+        op = (SetDataOp(ReassignPartitionsZNode.PATH, ReassignPartitionsZNode.encode(targets)) if targets
+              else DeleteOp(ReassignPartitionsZNode.PATH))
+        await self.zk.fenced_multi(epoch_zk_version, [op])
+
+    async def watch_partition_state(self, tp: TopicPartition, watch: Watch) -> LeaderIsrAndControllerEpoch | None:
+        """The partition state, with a one-shot data watch (the controller follows reassigning ISRs)."""
+        try:
+            data, stat = await self.zk.get(TopicPartitionStateZNode.path(tp), watch)
+        except NoNodeError:
+            return None
+        return TopicPartitionStateZNode.decode(data, stat.version)
 
     async def create_topic(self, topic: str, assignment: dict[int, list[int]], config: dict[str, str]) -> None:
         """The admin path (CreateTopics / kafka-topics --zookeeper): config first, then assignment."""

@@ -10,7 +10,14 @@ import json
 import time
 from typing import Any
 
-from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.model import (
+    BrokerInfo,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
 
 
 def _json(data: dict[str, Any]) -> bytes:
@@ -126,26 +133,28 @@ class TopicZNode:
         return _load(data, "topic").get("topic_id")
 
     @staticmethod
-    def decode_reassigning(topic: str, data: bytes) -> list[int]:
-        """Partitions with ``adding_replicas`` or ``removing_replicas``: a reassignment is moving them."""
-        value = _load(data, f"/brokers/topics/{topic}")
-        moving = {p for key in ("adding_replicas", "removing_replicas") for p, r in (value.get(key) or {}).items() if r}
-        return sorted(int(p) for p in moving)
+    def encode_full(assignment: dict[int, ReplicaAssignment], topic_id: str | None) -> bytes:
+        """The whole znode: replica sets plus the KIP-455 ``adding_replicas`` / ``removing_replicas``
+        entries of partitions under reassignment (only those partitions appear there)."""
+        data: dict[str, Any] = {
+            "version": TopicZNode.VERSION,
+            "partitions": {str(p): list(a.replicas) for p, a in sorted(assignment.items())},
+            "adding_replicas": {str(p): list(a.adding) for p, a in sorted(assignment.items()) if a.adding},
+            "removing_replicas": {str(p): list(a.removing) for p, a in sorted(assignment.items()) if a.removing},
+        }
+        if topic_id is not None:
+            data["topic_id"] = topic_id
+        return _json(data)
 
     @staticmethod
-    def add_partitions(topic: str, data: bytes, added: dict[int, list[int]]) -> bytes:
-        """The znode rewritten for CreatePartitions: ``added`` joins ``partitions``; every other field
-        (``topic_id``, ``adding_replicas``, ``removing_replicas``, ...) stays as read. ValueError if an
-        added partition is already there."""
+    def decode_full(topic: str, data: bytes) -> tuple[dict[int, ReplicaAssignment], str | None]:
+        """(partition -> full assignment, topic id); v1/v2 znodes have no adding/removing or topic id."""
         value = _load(data, f"/brokers/topics/{topic}")
-        partitions = value.get("partitions")
-        if not isinstance(partitions, dict):
-            raise ValueError(f"/brokers/topics/{topic}: no partitions")
-        clash = sorted(p for p in added if str(p) in partitions)
-        if clash:
-            raise ValueError(f"/brokers/topics/{topic}: partitions {clash} already exist")
-        value["partitions"] = {**partitions, **{str(p): list(r) for p, r in sorted(added.items())}}
-        return _json(value)
+        partitions = TopicZNode.decode(topic, data)
+        adding = {int(p): tuple(int(r) for r in rs) for p, rs in (value.get("adding_replicas") or {}).items()}
+        removing = {int(p): tuple(int(r) for r in rs) for p, rs in (value.get("removing_replicas") or {}).items()}
+        full = {p: ReplicaAssignment(tuple(rs), adding.get(p, ()), removing.get(p, ())) for p, rs in partitions.items()}
+        return full, value.get("topic_id")
 
 
 class TopicPartitionsZNode:
@@ -229,6 +238,32 @@ class DeleteTopicsZNode:
     @staticmethod
     def path(topic: str) -> str:
         return f"{DeleteTopicsZNode.PATH}/{topic}"
+
+
+class ReassignPartitionsZNode:
+    """``/admin/reassign_partitions``: the legacy (pre-KIP-455) way to start reassignments, still honoured.
+
+    ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5,6]}]}``. The controller
+    watches its existence, starts every listed move, removes each partition from it as it completes (or
+    is superseded by an API reassignment) and deletes the znode when it is empty.
+    """
+
+    PATH = "/admin/reassign_partitions"
+
+    @staticmethod
+    def encode(targets: dict[TopicPartition, list[int]]) -> bytes:
+        return _json({"version": 1, "partitions": [
+            {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas)}
+            for tp, replicas in sorted(targets.items())]})
+
+    @staticmethod
+    def decode(data: bytes) -> dict[TopicPartition, list[int]]:
+        value = _load(data, ReassignPartitionsZNode.PATH)
+        try:
+            return {TopicPartition(str(p["topic"]), int(p["partition"])): [int(r) for r in p["replicas"]]
+                    for p in value.get("partitions") or []}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{ReassignPartitionsZNode.PATH}: bad partition entry ({exc})") from None
 
 
 class IsrChangeNotificationZNode:

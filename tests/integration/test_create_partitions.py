@@ -30,8 +30,9 @@ WARNING = ("WARNING: If partitions are increased for a topic that has a key, the
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    properties = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"}
     with running_cluster(tmp_path_factory.mktemp("partitions") / "cluster", 3, tick_time=500, session_timeout_ms=6000,
-                         properties={"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"}) as c:
+                         properties=properties) as c:
         yield c
 
 
@@ -46,7 +47,8 @@ def create_topic(admin: AdminClient, topic: str, partitions: int, rf: int = 3) -
 
 def add_partitions(admin: AdminClient, topic: str, total: int, assignment=None, validate_only=False) -> None:
     new = NewPartitions(topic, total) if assignment is None else NewPartitions(topic, total, assignment)
-    admin.create_partitions([new], validate_only=validate_only, operation_timeout=30, request_timeout=45)[topic].result()
+    futures = admin.create_partitions([new], validate_only=validate_only, operation_timeout=30, request_timeout=45)
+    futures[topic].result()
 
 
 def partitions(admin: AdminClient, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
@@ -59,7 +61,8 @@ def partitions(admin: AdminClient, topic: str) -> dict[int, tuple[int, list[int]
 
 def all_led(admin: AdminClient, topic: str, count: int, live: set[int]):
     found = partitions(admin, topic)
-    ok = sorted(found) == list(range(count)) and all(leader in live and leader in isr for leader, _, isr in found.values())
+    led = all(leader in live and leader in isr for leader, _, isr in found.values())
+    ok = sorted(found) == list(range(count)) and led
     return found if ok else None
 
 
@@ -224,7 +227,8 @@ def test_kafka_topics_alter_adds_partitions(cluster, admin, mode):
     assert (grown.returncode, grown.stdout) == (0, WARNING + "Adding partitions succeeded!\n"), grown.stderr
     first = before[0][1][0]  # the round robin continues from partition 0's first replica
     explicit = "1:2,2:3,3:1,1:2,3:2"  # covers all 5 partitions: only the last entry is new
-    grown = kafka_topics(mode, connect, "--alter", "--topic", topic, "--partitions", "5", "--replica-assignment", explicit)
+    grown = kafka_topics(mode, connect, "--alter", "--topic", topic, "--partitions", "5",
+                         "--replica-assignment", explicit)
     assert (grown.returncode, grown.stdout) == (0, WARNING + "Adding partitions succeeded!\n"), grown.stderr
 
     def described():
@@ -256,7 +260,8 @@ def test_kafka_topics_alter_errors(cluster, admin, mode):
     assert "Topic currently has 3 partitions, which is higher than the requested 2." in fewer.stderr
     unknown = kafka_topics(mode, connect, "--alter", "--topic", "no-such-topic", "--partitions", "2")
     assert unknown.returncode == 1 and "does not exist" in unknown.stderr
-    bad = kafka_topics(mode, connect, "--alter", "--topic", topic, "--partitions", "4", "--replica-assignment", "1,2,3,9")
+    bad = kafka_topics(mode, connect, "--alter", "--topic", topic, "--partitions", "4",
+                       "--replica-assignment", "1,2,3,9")
     assert bad.returncode == 1 and "INVALID_REPLICA_ASSIGNMENT" in bad.stderr and "9" in bad.stderr
     assert len(partitions(admin, topic)) == 3
     offsets = kafka_topics(mode, connect, "--alter", "--topic", "__consumer_offsets", "--partitions", "60")

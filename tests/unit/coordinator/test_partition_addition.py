@@ -1,16 +1,12 @@
 """CreatePartitions' decisions: ``assignment.partitions_to_add`` (Kafka 2.8's checks and messages, the
-round robin continuing, explicit replica lists), the topic znode rewrite that keeps every other field
-(``paths.TopicZNode.add_partitions`` / ``decode_reassigning``) and kafka-topics' ``--replica-assignment``."""
+round robin continuing, explicit replica lists) and kafka-topics' ``--replica-assignment``."""
 from __future__ import annotations
-
-import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from brokers.protocol.errors import ErrorCode, KafkaError
-from brokers.zk.paths import TopicZNode
 from coordinator.assignment import assign_new_partitions, assign_replicas_to_brokers, partitions_to_add
 from scripts.replica_assignment import new_replica_lists, parse_replica_assignment
 
@@ -70,28 +66,6 @@ def test_explicit_assignments_are_kept_as_given(brokers, data):
     result = partitions_to_add(existing, brokers, current + added, lists)
     assert result == {current + i: r for i, r in enumerate(lists)}
     assert not set(result) & set(existing)
-
-
-# -- the topic znode -----------------------------------------------------------------------------------
-def test_adding_partitions_keeps_topic_id_and_reassignment_fields():
-    data = json.dumps({"version": 3, "partitions": {"0": [1, 2], "1": [2, 1]}, "topic_id": "AAAAAAAAAAAAAAAAAAAAAA",
-                       "adding_replicas": {"1": [3]}, "removing_replicas": {"1": [1]}}).encode()
-    rewritten = json.loads(TopicZNode.add_partitions("t", data, {2: [3, 1]}))
-    assert rewritten == {"version": 3, "partitions": {"0": [1, 2], "1": [2, 1], "2": [3, 1]},
-                         "topic_id": "AAAAAAAAAAAAAAAAAAAAAA", "adding_replicas": {"1": [3]},
-                         "removing_replicas": {"1": [1]}}
-    assert TopicZNode.decode_reassigning("t", data) == [1]
-    with pytest.raises(ValueError, match=r"partitions \[1\] already exist"):
-        TopicZNode.add_partitions("t", data, {1: [3]})
-
-
-def test_decode_reassigning_ignores_empty_entries_and_old_versions():
-    plain = TopicZNode.encode({0: [1]}, "AAAAAAAAAAAAAAAAAAAAAA")
-    assert TopicZNode.decode_reassigning("t", plain) == []
-    assert TopicZNode.decode_reassigning("t", b'{"version":1,"partitions":{"0":[1]}}') == []
-    assert TopicZNode.decode_reassigning("t", b'{"version":3,"partitions":{},"adding_replicas":{"0":[]}}') == []
-    assert TopicZNode.decode("t", TopicZNode.add_partitions("t", plain, {1: [2]})) == {0: [1], 1: [2]}
-    assert TopicZNode.decode_topic_id(TopicZNode.add_partitions("t", plain, {1: [2]})) == "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 # -- --replica-assignment ------------------------------------------------------------------------------

@@ -48,6 +48,8 @@ REQUESTS = {
     32: dict(resources=[dict(resource_type=2, resource_name="t", configuration_keys=None)], include_synonyms=True),
     37: dict(topics=[dict(name="t", count=4, assignments=[dict(broker_ids=[1, 2])])], timeout=30000,
              validate_only=False),
+    45: dict(timeout=30000, topics=[dict(name="t", partitions=[dict(partition_index=0, replicas=[1, 2])])]),
+    46: dict(timeout=30000, topics=None),
     8: dict(group_id="g", generation_id_or_member_epoch=3, member_id="m-1", group_instance_id=None, retention_time=-1,
             topics=[dict(name="t", partitions=[dict(partition_index=0, committed_offset=42, committed_leader_epoch=-1,
                                                     committed_metadata="")])]),

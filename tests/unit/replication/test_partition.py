@@ -125,6 +125,28 @@ def test_losing_leadership_answers_every_parked_produce_not_leader(partition):
     run(scenario())
 
 
+def test_staying_leader_with_a_bumped_epoch_keeps_parked_produces_and_known_followers(partition):
+    """A reassignment bumps the epoch and widens the replica set while this broker keeps leading: the
+    parked acks=all produce must still complete (not fail NOT_LEADER), followers that stay keep their
+    progress, a new replica starts unknown and out of the ISR, a removed one is forgotten."""
+    async def scenario():
+        lead(partition)
+        info = partition.append_as_leader(batch(2), acks=-1, now_ms=T0)
+        waiting = partition.wait_for_acks(info.last_offset + 1)
+        partition.update_follower_fetch(2, 2, T0)
+        partition.isr_write_started((1, 2, 3))
+        partition.make_leader(6, (1, 2, 3), (1, 2, 3, 4), 3, 1, T0 + 5)  # adding replica 4
+        assert not waiting.done() and partition.pending_isr is None
+        assert partition.leader_epoch == 6 and partition.leader_epoch_start_offset == 2
+        assert sorted(partition.followers) == [2, 3, 4]
+        assert partition.followers[2].log_end_offset == 2 and partition.followers[4].log_end_offset == -1
+        partition.make_leader(7, (1, 2), (1, 2, 4), 4, 1, T0 + 6)  # 3 removed, and out of the ISR
+        assert sorted(partition.followers) == [2, 4]
+        assert waiting.result() == ErrorCode.NONE
+
+    run(scenario())
+
+
 def test_isr_expansion_needs_the_hw_and_the_current_epochs_start(partition):
     async def scenario():
         partition.log.append_as_leader(batch(5), 2)

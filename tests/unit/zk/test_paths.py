@@ -69,3 +69,27 @@ def test_other_znodes():
 def test_garbage_znodes_raise_value_error(data):
     with pytest.raises(ValueError):
         paths.TopicZNode.decode("t", data)
+
+
+def test_topic_znode_full_round_trip_keeps_adding_removing_and_topic_id():
+    from brokers.model import ReplicaAssignment
+    from brokers.zk.paths import TopicZNode
+
+    assignment = {0: ReplicaAssignment((3, 4, 1, 2), (3, 4), (1, 2)), 1: ReplicaAssignment((2, 3))}
+    data = TopicZNode.encode_full(assignment, "abc")
+    value = json.loads(data)
+    assert value["partitions"] == {"0": [3, 4, 1, 2], "1": [2, 3]}
+    assert value["adding_replicas"] == {"0": [3, 4]} and value["removing_replicas"] == {"0": [1, 2]}
+    assert TopicZNode.decode_full("t", data) == (assignment, "abc")
+    assert TopicZNode.decode("t", data) == {0: [3, 4, 1, 2], 1: [2, 3]}
+    assert TopicZNode.decode_full("t", b'{"version":1,"partitions":{"0":[1]}}') == ({0: ReplicaAssignment((1,))}, None)
+
+
+def test_reassign_partitions_znode_round_trip_and_bad_entries():
+    from brokers.model import TopicPartition
+    from brokers.zk.paths import ReassignPartitionsZNode
+
+    targets = {TopicPartition("t", 0): [4, 5], TopicPartition("u", 2): [1]}
+    assert ReassignPartitionsZNode.decode(ReassignPartitionsZNode.encode(targets)) == targets
+    with pytest.raises(ValueError, match="reassign_partitions"):
+        ReassignPartitionsZNode.decode(b'{"version":1,"partitions":[{"topic":"t"}]}')

@@ -1,0 +1,231 @@
+"""Partition reassignment (issue 11, KIP-455) against a real ZooKeeper and 4 real brokers.
+
+1. Move a partition from brokers {1,2} to {3,4} with kafka-python's AlterPartitionReassignments while an
+   idempotent acks=all producer and a consumer group run: every acknowledged record is consumed, the
+   consumer keeps receiving throughout, ZooKeeper ends with RS = [3,4] and ISR = {3,4}, the new replicas
+   hold the whole log, and the old replicas' log directories are deleted.
+2. A move that cannot finish (its new replica SIGSTOPped) is listed with its adding/removing replicas in
+   ListPartitionReassignments and in the topic znode, and cancelling it reverts to the original replicas.
+3. Bad requests get Kafka's errors; the legacy ``/admin/reassign_partitions`` znode still starts a move and
+   is deleted by the controller when it is done.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KTP
+from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
+from kazoo.client import KazooClient
+
+from scripts.cluster import Cluster, ClusterSpec
+from tests.integration.conditions import wait_for
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    spec = ClusterSpec.on_free_ports(4, tick_time=500, session_timeout_ms=8000,
+                                     properties={"replica.fetch.backoff.ms": "200", "min.insync.replicas": "2",
+                                                 "offsets.topic.replication.factor": "3",
+                                                 "offsets.topic.num.partitions": "4"})
+    cluster = Cluster(tmp_path_factory.mktemp("reassign"), spec)
+    cluster.up(timeout=90)
+    yield cluster
+    for broker in cluster.broker_ids:
+        try:
+            cluster.signal_broker(broker, signal.SIGCONT)
+        except Exception:  # noqa: BLE001 - not running
+            pass
+    cluster.down()
+
+
+@pytest.fixture
+def zk(cluster):
+    client = KazooClient(hosts=cluster.zookeeper_connect)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def admin(cluster):
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=30000)
+    yield client
+    client.close()
+
+
+def create_topic(zk: KazooClient, cluster: Cluster, topic: str, assignment: dict[int, list[int]]) -> None:
+    """Through ZooKeeper, as ``kafka-topics --zookeeper --replica-assignment`` does."""
+    zk.create(f"/config/topics/{topic}", json.dumps({"version": 1, "config": {}}).encode(), makepath=True)
+    zk.create(f"/brokers/topics/{topic}", json.dumps(
+        {"version": 3, "partitions": {str(p): r for p, r in assignment.items()},
+         "adding_replicas": {}, "removing_replicas": {}}).encode(), makepath=True)
+    for p, replicas in assignment.items():
+        wait_for(lambda: set(state(zk, topic, p)["isr"]) == set(replicas), 30, f"{topic}-{p} online with ISR {replicas}")
+
+
+def state(zk: KazooClient, topic: str, partition: int) -> dict:
+    path = f"/brokers/topics/{topic}/partitions/{partition}/state"
+    return json.loads(zk.get(path)[0]) if zk.exists(path) else {"leader": -1, "isr": []}
+
+
+def topic_znode(zk: KazooClient, topic: str) -> dict:
+    return json.loads(zk.get(f"/brokers/topics/{topic}")[0])
+
+
+def partition_dir(cluster: Cluster, broker: int, topic: str, partition: int) -> Path:
+    return cluster.log_dir(broker) / f"{topic}-{partition}"
+
+
+class Load:
+    """An idempotent acks=all producer and a group consumer, each in a thread, counting as they go."""
+
+    def __init__(self, cluster: Cluster, topic: str):
+        self.topic, self.stop, self.cluster = topic, threading.Event(), cluster
+        self.produced_all = threading.Event()  # the producer flushed: every ack is in ``acked``
+        self.abort = threading.Event()
+        self.acked: set[bytes] = set()
+        self.consumed: set[bytes] = set()
+        self.consumed_at: list[float] = []
+        self.where: dict[bytes, tuple[int, int]] = {}
+        self.errors: list[str] = []
+        self.producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,
+                                  "acks": "all", "linger.ms": 5, "topic.metadata.refresh.interval.ms": 1000})
+        self.consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"{topic}-readers",
+                                  "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000})
+        self.consumer.subscribe([topic])
+        self.threads = [threading.Thread(target=self._produce, daemon=True),
+                        threading.Thread(target=self._consume, daemon=True)]
+        for thread in self.threads:
+            thread.start()
+
+    def _delivered(self, err, msg) -> None:
+        if err is None:
+            self.acked.add(msg.value())
+            self.where[msg.value()] = (msg.partition(), msg.offset())
+        else:
+            self.errors.append(str(err))
+
+    def _produce(self) -> None:
+        n = 0
+        while not self.stop.is_set():
+            self.producer.produce(self.topic, key=str(n % 7).encode(), value=b"r%08d" % n, on_delivery=self._delivered)
+            self.producer.poll(0)
+            n += 1
+            time.sleep(0.002)
+        self.producer.flush(30)
+        self.produced_all.set()
+
+    def _consume(self) -> None:
+        while not self.abort.is_set() and (not self.produced_all.is_set() or not self.acked <= self.consumed):
+            msg = self.consumer.poll(0.2)
+            if msg is None or msg.error():
+                continue
+            self.consumed.add(msg.value())
+            self.consumed_at.append(time.monotonic())
+        self.consumer.close()
+
+    def finish(self, timeout: float = 60) -> None:
+        self.stop.set()
+        self.threads[0].join(timeout)
+        try:
+            wait_for(lambda: self.acked <= self.consumed, timeout, "every acknowledged record consumed")
+        finally:
+            missing = sorted(self.acked - self.consumed)
+            print(f"acked {len(self.acked)} consumed {len(self.consumed)} missing {len(missing)}: "
+                  f"{[(m, self.where.get(m)) for m in missing[:20]]}")
+            if missing:
+                for b in self.cluster.broker_ids:
+                    print(b, {k: v for k, v in (self.cluster.health(b) or {}).get("partitions", {}).items()
+                              if k.startswith(self.topic)})
+            self.abort.set()
+        self.threads[1].join(timeout)
+
+
+def test_move_a_partition_from_1_2_to_3_4_under_acks_all_load(cluster, zk, admin):
+    topic = "moving"
+    create_topic(zk, cluster, topic, {0: [1, 2], 1: [2, 1]})
+    load = Load(cluster, topic)
+    try:
+        wait_for(lambda: len(load.consumed) > 300, 60, "the load running before the move")
+        started = time.monotonic()
+        result = admin.alter_partition_reassignments({KTP(topic, 0): [3, 4], KTP(topic, 1): [4, 3]})
+        assert result == {KTP(topic, 0): None, KTP(topic, 1): None}
+        wait_for(lambda: topic_znode(zk, topic)["partitions"] == {"0": [3, 4], "1": [4, 3]}, 60,
+                 "the topic znode to hold only the targets")
+        assert topic_znode(zk, topic)["adding_replicas"] == {} and topic_znode(zk, topic)["removing_replicas"] == {}
+        assert admin.list_partition_reassignments() == {}
+        for p, leader in ((0, 3), (1, 4)):
+            s = state(zk, topic, p)
+            assert set(s["isr"]) == {3, 4} and s["leader"] in (3, 4), s
+        moved_at = time.monotonic()
+        count = len(load.consumed)
+        wait_for(lambda: len(load.consumed) > count + 300, 60, "the consumer still receiving after the move")
+    finally:
+        load.finish()
+    assert load.acked and load.acked <= load.consumed
+    during = [t for t in load.consumed_at if started <= t <= moved_at + 1]
+    assert during, "the consumer received nothing while the partitions moved"
+    for p in (0, 1):
+        for broker in (1, 2):
+            wait_for(lambda: not partition_dir(cluster, broker, topic, p).exists(), 30,
+                     f"{topic}-{p}'s old replica on broker {broker} deleted")
+        for broker in (3, 4):
+            assert any(partition_dir(cluster, broker, topic, p).glob("*.log"))
+        health = {b: cluster.health(b)["partitions"][f"{topic}-{p}"] for b in (3, 4)}
+        wait_for(lambda: len({h["log_end_offset"] for h in
+                               [cluster.health(b)["partitions"][f"{topic}-{p}"] for b in (3, 4)]}) == 1, 30,
+                 f"{topic}-{p}'s new replicas at the same log end")
+        assert all(h["log_start_offset"] == 0 for h in health.values())
+
+
+def test_a_stuck_move_is_listed_and_cancelled_back_to_the_original_replicas(cluster, zk, admin):
+    topic = "stuck"
+    create_topic(zk, cluster, topic, {0: [1, 2]})
+    cluster.signal_broker(4, signal.SIGSTOP)  # still registered (8 s session) but never catches up
+    try:
+        assert admin.alter_partition_reassignments({KTP(topic, 0): [2, 4]}) == {KTP(topic, 0): None}
+        listed = admin.list_partition_reassignments()
+        assert listed == {KTP(topic, 0): {"replicas": [2, 4, 1], "adding_replicas": [4], "removing_replicas": [1]}}
+        znode = topic_znode(zk, topic)
+        assert znode["partitions"]["0"] == [2, 4, 1]
+        assert znode["adding_replicas"] == {"0": [4]} and znode["removing_replicas"] == {"0": [1]}
+        assert admin.alter_partition_reassignments({KTP(topic, 0): None}) == {KTP(topic, 0): None}
+        assert admin.list_partition_reassignments() == {}
+        znode = topic_znode(zk, topic)
+        # the origin replicas in RS order, as Kafka's ReplicaAssignment.originReplicas (RS minus adding)
+        assert znode["partitions"] == {"0": [2, 1]} and znode["adding_replicas"] == {}
+        assert set(state(zk, topic, 0)["isr"]) == {1, 2}
+    finally:
+        cluster.signal_broker(4, signal.SIGCONT)
+    wait_for(lambda: not partition_dir(cluster, 4, topic, 0).exists(), 30, "the cancelled replica's log deleted")
+
+
+def test_bad_reassignments_get_kafkas_errors_and_change_nothing(cluster, zk, admin):
+    topic = "refused"
+    create_topic(zk, cluster, topic, {0: [1, 2]})
+    result = admin.alter_partition_reassignments({KTP(topic, 0): [1, 9]})
+    assert result == {KTP(topic, 0): InvalidReplicationAssignmentError}
+    assert admin.alter_partition_reassignments({KTP(topic, 0): [3, 3]}) == {KTP(topic, 0): InvalidReplicationAssignmentError}
+    assert admin.alter_partition_reassignments({KTP(topic, 0): None}) == {KTP(topic, 0): NoReassignmentInProgressError}
+    assert admin.alter_partition_reassignments({KTP("no-such-topic", 0): [1, 2]}) == {
+        KTP("no-such-topic", 0): UnknownTopicOrPartitionError}
+    assert topic_znode(zk, topic)["partitions"] == {"0": [1, 2]}
+
+
+def test_the_legacy_reassign_partitions_znode_starts_a_move_and_is_deleted_when_done(cluster, zk):
+    topic = "legacy"
+    create_topic(zk, cluster, topic, {0: [1, 2], 1: [2, 3]})
+    zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [2, 3]}]}).encode(), makepath=True)
+    wait_for(lambda: not zk.exists("/admin/reassign_partitions"), 60, "the controller to delete the finished request")
+    assert topic_znode(zk, topic)["partitions"] == {"0": [2, 3], "1": [2, 3]}
+    assert set(state(zk, topic, 0)["isr"]) == {2, 3}
+    wait_for(lambda: not partition_dir(cluster, 1, topic, 0).exists(), 30, "the old replica's log deleted")
