@@ -1,7 +1,8 @@
 """Adding partitions to a live topic against ZooKeeper + 3 real brokers (reference §2.5 "Partition
 addition"): CreatePartitions from confluent-kafka and kafka-python while a producer writes and a consumer
-group reads, ``kafka-topics --alter`` in both modes, Kafka's errors, and a controller failover after the
-addition (the new controller loads the new partitions and re-elects their leaders)."""
+group reads, ``kafka-topics --alter`` in both modes, Kafka's errors, the controller acting on new partitions
+only (not on a rewritten existing one, not on a topic queued for deletion), and a controller failover after
+the addition (the new controller loads the new partitions and re-elects their leaders)."""
 from __future__ import annotations
 
 import json
@@ -325,6 +326,30 @@ def test_the_controller_leaves_existing_partitions_replica_lists_alone(cluster, 
     zk.set("/brokers/topics/rewritten", json.dumps(value).encode())
     after = wait_for(lambda: all_led(admin, "rewritten", 2, set(cluster.broker_ids)), 30, "partition 1 online")
     assert after[0][:2] == before[0][:2] and after[1][1] == before[0][1]  # partition 0 as it was
+
+
+def test_a_topic_queued_for_deletion_gets_no_new_partitions(cluster, admin, zk):
+    controller, _ = cluster.controller()
+    host = next(b for b in cluster.broker_ids if b != controller)
+    admin.create_topics([NewTopic("doomed", num_partitions=1, replica_assignment=[[host]])])["doomed"].result(30)
+    wait_for(lambda: all_led(admin, "doomed", 1, {host}), 30, "doomed's partition online")
+    seen: list[list[str]] = []
+    zk.ChildrenWatch("/brokers/topics/doomed/partitions", lambda children: seen.append(sorted(children)))
+    cluster.stop_broker(host)  # the deletion waits for the replica's broker
+    try:
+        zk.create("/admin/delete_topics/doomed", makepath=True)
+        with pytest.raises(KafkaException) as info:
+            add_partitions(admin, "doomed", 2)
+        assert error_code(info.value) == KafkaError.TOPIC_EXCEPTION
+        assert info.value.args[0].str() == "The topic is queued for deletion."
+        data, _ = zk.get("/brokers/topics/doomed")  # a writer that bypasses the checks: the controller ignores it
+        value = json.loads(data)
+        value["partitions"]["1"] = [controller]
+        zk.set("/brokers/topics/doomed", json.dumps(value).encode())
+    finally:
+        cluster.start_broker(host)
+    wait_for(lambda: zk.exists("/brokers/topics/doomed") is None, 60, "the deletion to complete")
+    assert seen and all(children == ["0"] for children in seen if children), seen
 
 
 # -- (d) controller failover --------------------------------------------------------------------------
