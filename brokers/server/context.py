@@ -24,7 +24,8 @@ CLIENT_HOST: ContextVar[str] = ContextVar("client_host", default="")
 
 class AdminOps(Protocol):
     """The admin operations behind CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
-    InitProducerId and Metadata's auto-creation. Failures raise ``brokers.protocol.errors.KafkaError`` with Kafka's code."""
+    InitProducerId and Metadata's auto-creation. Failures raise ``brokers.protocol.errors.KafkaError``
+    with Kafka's code."""
 
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int, config: dict[str, str],
                            assignment: dict[int, list[int]] | None, validate_only: bool) -> None:
