@@ -229,3 +229,58 @@ def test_the_legacy_reassign_partitions_znode_starts_a_move_and_is_deleted_when_
     assert topic_znode(zk, topic)["partitions"] == {"0": [2, 3], "1": [2, 3]}
     assert set(state(zk, topic, 0)["isr"]) == {2, 3}
     wait_for(lambda: not partition_dir(cluster, 1, topic, 0).exists(), 30, "the old replica's log deleted")
+
+
+def tool(*args: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "scripts.kafka_reassign_partitions", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_kafka_reassign_partitions_generate_execute_verify_list(cluster, zk, tmp_path):
+    topic = "tooled"
+    create_topic(zk, cluster, topic, {0: [1, 2], 1: [2, 1], 2: [1, 2]})
+    bootstrap = ["--bootstrap-server", cluster.bootstrap_servers]
+    (tmp_path / "topics.json").write_text(json.dumps({"topics": [{"topic": topic}], "version": 1}))
+    generated = tool(*bootstrap, "--generate", "--topics-to-move-json-file", str(tmp_path / "topics.json"),
+                     "--broker-list", "3,4")
+    assert generated.returncode == 0, generated.stderr
+    lines = generated.stdout.splitlines()
+    assert lines[0] == "Current partition replica assignment"
+    assert json.loads(lines[1]) == {"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": r, "log_dirs": ["any", "any"]}
+        for p, r in ((0, [1, 2]), (1, [2, 1]), (2, [1, 2]))]}
+    assert lines[3] == "Proposed partition reassignment configuration"
+    proposed = json.loads(lines[4])
+    assert {tuple(sorted(p["replicas"])) for p in proposed["partitions"]} == {(3, 4)}
+    (tmp_path / "plan.json").write_text(lines[4])
+
+    executed = tool(*bootstrap, "--execute", "--reassignment-json-file", str(tmp_path / "plan.json"))
+    assert executed.returncode == 0, executed.stderr
+    assert f"Successfully started partition reassignments for {topic}-0,{topic}-1,{topic}-2" in executed.stdout
+    assert "Save this to use as the --reassignment-json-file option during rollback" in executed.stdout
+
+    def verified():
+        result = tool(*bootstrap, "--verify", "--reassignment-json-file", str(tmp_path / "plan.json"))
+        return result if result.returncode == 0 and "still in progress" not in result.stdout else None
+
+    result = wait_for(verified, 60, "--verify to report every partition complete", interval=0.5)
+    assert [line for line in result.stdout.splitlines() if line.startswith("Reassignment")] == [
+        f"Reassignment of partition {topic}-{p} is completed." for p in range(3)]
+    assert {p: sorted(r) for p, r in topic_znode(zk, topic)["partitions"].items()} == {str(p): [3, 4] for p in range(3)}
+    listed = tool(*bootstrap, "--list")
+    assert listed.returncode == 0 and listed.stdout.strip() == "No partition reassignments found."
+
+
+def test_kafka_reassign_partitions_bad_input_names_the_problem(cluster, tmp_path):
+    bootstrap = ["--bootstrap-server", cluster.bootstrap_servers]
+    missing = tool(*bootstrap, "--execute")
+    assert missing.returncode == 2 and "--reassignment-json-file" in missing.stderr
+    (tmp_path / "bad.json").write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,1]}]}')
+    bad = tool(*bootstrap, "--execute", "--reassignment-json-file", str(tmp_path / "bad.json"))
+    assert bad.returncode == 1 and "duplicate replicas" in bad.stderr
+    (tmp_path / "dead.json").write_text('{"version":1,"partitions":[{"topic":"tooled","partition":0,"replicas":[1,7]}]}')
+    dead = tool(*bootstrap, "--execute", "--reassignment-json-file", str(tmp_path / "dead.json"))
+    assert dead.returncode == 1 and "INVALID_REPLICA_ASSIGNMENT" in dead.stderr and "not alive" in dead.stderr
