@@ -14,6 +14,8 @@ from typing import Any
 
 from brokers.admin import ZkAdmin
 from brokers.config import BrokerConfig, ConfigError
+from brokers.config_changes import ConfigChangeListener
+from brokers.dynamic_config import DynamicBrokerConfig
 from brokers.control import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
@@ -76,8 +78,9 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.broker_id = config.broker_id
+        self.dynamic_config = DynamicBrokerConfig(self.broker_id, config)  # /config/brokers, applied live
         try:
-            self.default_log_config = LogConfig.from_properties(config.log_defaults)
+            self.default_log_config = self.dynamic_config.default_log_config()
         except InvalidConfigError as exc:
             raise ConfigError(f"{config.source}: {exc}") from None
         self.cluster_id: str | None = None
@@ -85,6 +88,9 @@ class BrokerServer:
         self.zk = ZkGateway(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms,
                             connection_timeout_ms=config.zookeeper_connection_timeout_ms)
         self.kzc = KafkaZkClient(self.zk)
+        self.config_listener = ConfigChangeListener(self.kzc, {"topics": self._on_topic_config_change,
+                                                               "brokers": self._on_broker_config_change})
+        self.admin: ZkAdmin | None = None
         self.scheduler: Scheduler | None = None
         self.log_manager: LogManager | None = None
         self.metadata_cache = MetadataCache(self.broker_id)
@@ -108,6 +114,8 @@ class BrokerServer:
             self.broker_id = await self._resolve_broker_id()
             self.metadata_cache.broker_id = self.broker_id
         self._check_meta_properties()
+        config_baseline = await self.config_listener.latest_sequence()  # changes after it are applied later
+        await self._load_dynamic_broker_configs()
         self.scheduler = Scheduler(f"broker-{self.broker_id}-scheduler")
         self.log_manager = LogManager(self.config.log_dirs, self.default_log_config, self._log_manager_config(),
                                       topic_configs=await self._all_topic_log_configs(), scheduler=self.scheduler)
@@ -116,12 +124,16 @@ class BrokerServer:
             self.broker_id, self.log_manager, self._topic_log_config, lambda: self.broker_epoch,
             isr_store=ZkIsrStore(self.kzc), fetcher_config=self._fetcher_config(),
             listener=self.config["inter.broker.listener.name"],
-            replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"], stats=self.stats)
+            replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"], stats=self.stats,
+            leader_throttle_rate=lambda: self.dynamic_config.leader_replication_throttled_rate,
+            follower_throttle_rate=lambda: self.dynamic_config.follower_replication_throttled_rate)
         self.replica_manager.start()
         self.group_coordinator.broker_id = self.broker_id
         await self.group_coordinator.startup()
         self.replica_manager.leadership_listeners.append(self._on_leadership)
-        admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.default_log_config, self.metadata_cache)
+        admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.default_log_config, self.metadata_cache,
+                        self.dynamic_config)
+        self.admin = admin
         for listener in self.config.listeners:  # one socket each; Metadata answers with that listener's endpoints
             context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
                                     lambda: self.cluster_id, admin, listener.listener,
@@ -137,6 +149,8 @@ class BrokerServer:
         log.info("broker %d registered with epoch %d (cluster %s)", self.broker_id, self.broker_epoch, self.cluster_id)
         self.controller = KafkaController(self.broker_id, self.kzc, ControllerConfig.from_broker(self.config))
         await self.controller.startup()
+        self.dynamic_config.listeners.append(self._on_dynamic_broker_config)
+        await self.config_listener.start(after=config_baseline)
 
     def _on_leadership(self, tp: TopicPartition, is_leader: bool) -> None:
         """Group ownership follows ``__consumer_offsets`` leadership (reference §5.1)."""
@@ -210,6 +224,48 @@ class BrokerServer:
             log.error("topic %s has a bad config override (%s); using the broker defaults", topic, exc)
             return self.default_log_config
 
+    # -- configs changed live (/config/changes, Kafka's DynamicConfigManager) -------------------
+    async def _load_dynamic_broker_configs(self) -> None:
+        """Start-up: the cluster default and this broker's dynamic configs, before the logs are loaded."""
+        self.dynamic_config.broker_id = self.broker_id
+        for entity in ("<default>", str(self.broker_id)):
+            self.dynamic_config.update(entity, await self.kzc.get_entity_config("brokers", entity))
+        try:
+            self.default_log_config = self.dynamic_config.default_log_config()
+        except InvalidConfigError as exc:
+            log.error("dynamic broker log defaults are invalid (%s); keeping the static ones", exc)
+
+    async def _on_topic_config_change(self, topic: str) -> None:
+        overrides = await self.kzc.get_topic_config(topic)
+        config = self._log_config(topic, overrides)
+        if self.log_manager is not None:
+            count = await asyncio.to_thread(self.log_manager.update_topic_config, topic, config)
+            log.info("topic %s config now %s (%d local logs)", topic, overrides, count)
+        if self.controller is not None:
+            self.controller.on_topic_config_changed(topic, overrides)
+
+    async def _on_broker_config_change(self, entity: str) -> None:
+        if entity in ("<default>", str(self.broker_id)):
+            self.dynamic_config.update(entity, await self.kzc.get_entity_config("brokers", entity))
+
+    def _on_dynamic_broker_config(self, dynamic: DynamicBrokerConfig) -> None:
+        try:
+            default = dynamic.default_log_config()
+        except InvalidConfigError as exc:
+            log.error("dynamic broker log defaults are invalid (%s); keeping the current ones", exc)
+            return
+        if default != self.default_log_config:
+            self.default_log_config = default
+            if self.admin is not None:
+                self.admin.defaults = default
+            self._spawn(self._reconfigure_logs(default))
+
+    async def _reconfigure_logs(self, default: LogConfig) -> None:
+        """New broker log defaults: every topic's config is rebuilt from its overrides over them."""
+        configs = await self._all_topic_log_configs()
+        if self.log_manager is not None and default == self.default_log_config:
+            await asyncio.to_thread(self.log_manager.update_default_config, default, configs)
+
     # -- ZooKeeper session ---------------------------------------------------------------------
     def _on_session_state(self, state: SessionState) -> None:
         if state is SessionState.LOST:
@@ -235,6 +291,7 @@ class BrokerServer:
         else:
             return
         log.info("broker %d re-registered with epoch %d", self.broker_id, self.broker_epoch)
+        self.config_listener.on_new_session()  # the /config/changes watch died with the old session
         if self.controller is not None:
             self.controller.on_new_session()
 
@@ -288,7 +345,16 @@ class BrokerServer:
                 "controller_epoch_seen": self.replica_manager.controller_epoch if self.replica_manager else 0,
                 "rejected_requests": len(self.replica_manager.rejected) if self.replica_manager else 0,
                 "metadata": self.metadata_cache.snapshot(),
-                "partitions": self.replica_manager.describe() if self.replica_manager else {}}
+                "partitions": self.replica_manager.describe() if self.replica_manager else {},
+                "dynamic_config": self._dynamic_config_view()}
+
+    def _dynamic_config_view(self) -> dict:
+        """The dynamic broker config as applied (``/healthz``): overrides and the live throttle rates."""
+        d = self.dynamic_config
+        return {"cluster_default": d.overrides(per_broker=False), "broker": d.overrides(per_broker=True),
+                "leader_replication_throttled_rate": d.leader_replication_throttled_rate,
+                "follower_replication_throttled_rate": d.follower_replication_throttled_rate,
+                "config_changes_processed": self.config_listener.processed}
 
     # -- shutdown ------------------------------------------------------------------------------
     async def _controlled_shutdown(self) -> None:
@@ -336,6 +402,7 @@ class BrokerServer:
         if self.controller is not None:
             await self.controller.shutdown()
         await self.group_coordinator.shutdown()
+        await self.config_listener.close()
         if self.replica_manager is not None:
             await self.replica_manager.shutdown()
         await self.zk.close()

@@ -87,6 +87,10 @@ class KafkaController:
     def on_new_session(self) -> None:
         self.events.put(ev.RegisterBrokerAndReelect())
 
+    def on_topic_config_changed(self, topic: str, config: dict[str, str]) -> None:
+        """The topic's overrides changed: ``topic_configs`` (unclean.leader.election.enable) follows."""
+        self.events.put(ev.TopicConfigChange(topic, dict(config)))
+
     # -- the event thread ----------------------------------------------------------------------
     async def process(self, event: ev.ControllerEvent) -> None:
         try:
@@ -141,6 +145,8 @@ class KafkaController:
             await self.reassignments.on_zk_request(event)
         elif isinstance(event, ev.PartitionReassignmentIsrChange):
             await self.reassignments.on_isr_change(TopicPartition(event.topic, event.partition))
+        elif isinstance(event, ev.TopicConfigChange) and event.topic in self.context.all_topics:
+            self.context.topic_configs[event.topic] = event.config
 
     def _watch(self, event: ev.ControllerEvent):
         def fire(watch_event) -> None:

@@ -54,6 +54,13 @@ class IsrChangeNotification:
 
 
 @dataclass(frozen=True)
+class TopicConfigChange:
+    """A topic's config overrides changed (``/config/changes``, seen by this broker's listener)."""
+    topic: str
+    config: dict = field(compare=False)
+
+
+@dataclass(frozen=True)
 class StopReplicaResponseReceived:
     broker_id: int
     errors: tuple[tuple[str, int, int], ...]
@@ -105,6 +112,7 @@ class ShutdownEventThread:
 
 
 ControllerEvent = (Startup | Reelect | Expire | RegisterBrokerAndReelect | BrokerChange | TopicChange | TopicDeletion
-                   | PartitionModifications | IsrChangeNotification | StopReplicaResponseReceived | ControlledShutdown
+                   | PartitionModifications | IsrChangeNotification | TopicConfigChange | StopReplicaResponseReceived
+                   | ControlledShutdown
                    | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment
                    | PartitionReassignmentIsrChange | ShutdownEventThread)

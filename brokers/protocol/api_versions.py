@@ -58,6 +58,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     15: (0, 4),  # DescribeGroups: aiokafka's admin needs <= 3, the others send 4
     16: (0, 2),  # ListGroups: aiokafka's admin needs <= 1
     32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
+    33: (0, 2),  # AlterConfigs: kafka-python's alter_configs, Kafka's ConfigCommand for brokers (v2 flexible)
+    44: (0, 1),  # IncrementalAlterConfigs: librdkafka's incremental_alter_configs (v1 flexible)
     37: (0, 3),  # CreatePartitions: librdkafka 2.16 sends 2, kafka-python 3.0 sends 3 (both flexible)
     42: (0, 1),  # DeleteGroups
     47: (0, 0),  # OffsetDelete
@@ -85,6 +87,8 @@ API_NAMES: dict[int, str] = {
     22: "InitProducerId",
     23: "OffsetForLeaderEpoch",
     32: "DescribeConfigs",
+    33: "AlterConfigs",
+    44: "IncrementalAlterConfigs",
     37: "CreatePartitions",
     42: "DeleteGroups",
     47: "OffsetDelete",
@@ -115,6 +119,8 @@ FLEXIBLE_FROM: dict[int, int] = {
     22: 2,
     23: 4,
     32: 4,
+    33: 2,
+    44: 1,
     37: 2,
     42: 2,
     47: NEVER_FLEXIBLE,

@@ -34,6 +34,7 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.records import batch_size_at
 from brokers.replication import isr as decide
 from brokers.replication.partition import Partition
+from brokers.replication.quota import LONG_MAX, ReplicationQuota, is_throttled, should_throttle
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ LIST_OFFSETS, LIST_OFFSETS_VERSION = 2, 2
 OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION = 23, 3
 EARLIEST, LATEST = -2, -1
 QUICK_RETRY_MS = 50
+THROTTLED_BACKOFF_S = 0.1  # every partition over the follower throttle: look again after this
 LEADER_NOT_READY = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER,
                               ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
@@ -64,6 +66,7 @@ class PartitionFetchState:
     truncating: bool = True
     delayed_until: float = 0.0
     quick_retries: int = 0
+    in_sync: bool = False  # caught up with the leader's HW at the last fetch (Kafka's isReplicaInSync)
 
 
 def whole_batches(records: bytes | None) -> bytes:
@@ -82,8 +85,9 @@ def whole_batches(records: bytes | None) -> bytes:
 class ReplicaFetcher:
     """Copies every partition this broker follows from one leader broker."""
 
-    def __init__(self, source: int, endpoint: EndPoint, config: FetcherConfig):
+    def __init__(self, source: int, endpoint: EndPoint, config: FetcherConfig, quota: ReplicationQuota | None = None):
         self.source, self.endpoint, self.config = source, endpoint, config
+        self.quota = quota or ReplicationQuota(lambda: LONG_MAX)
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -136,7 +140,17 @@ class ReplicaFetcher:
         if truncating:
             await self._truncate(connection, truncating)
             return
-        await self._fetch(connection, ready)
+        now_ms = int(time.time() * 1000)
+        allowed = {tp: s for tp, s in ready.items() if not self._throttled(tp, s, now_ms)}
+        if not allowed:  # every partition is over the follower throttle: wait for the rate to drop
+            await asyncio.sleep(THROTTLED_BACKOFF_S)
+            return
+        await self._fetch(connection, allowed)
+
+    def _throttled(self, tp: TopicPartition, state: PartitionFetchState, now_ms: int) -> bool:
+        """Kafka's shouldFollowerThrottle: a replica not caught up, named throttled, over the follower rate."""
+        return should_throttle(self.quota, state.partition.log.config.follower_throttled_replicas, tp.partition,
+                               self.config.broker_id, state.in_sync, now_ms)
 
     async def _connect(self) -> KafkaConnection:
         if self._connection is None or not self._connection.connected:
@@ -240,10 +254,15 @@ class ReplicaFetcher:
         partition = state.partition
         if code == ErrorCode.NONE:
             state.quick_retries = 0
+            records = whole_batches(data.records)
             try:
-                partition.append_as_follower(whole_batches(data.records), data.high_watermark)
+                partition.append_as_follower(records, data.high_watermark)
             except KafkaError as exc:
                 self._back_off(state, f"cannot append fetched records: {exc}")
+            state.in_sync = partition.log.log_end_offset >= data.high_watermark
+            if is_throttled(partition.log.config.follower_throttled_replicas, partition.topic_partition.partition,
+                            self.config.broker_id):
+                self.quota.record(len(records), int(time.time() * 1000))
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._handle_out_of_range(connection, state)
         else:
@@ -293,8 +312,8 @@ def _by_topic(items: dict, partition_fields: Callable) -> list[dict]:
 class ReplicaFetcherManager:
     """Which fetcher copies which partition: one per source broker, created on demand."""
 
-    def __init__(self, config: FetcherConfig, listener: str | None):
-        self.config, self.listener = config, listener
+    def __init__(self, config: FetcherConfig, listener: str | None, quota: ReplicationQuota | None = None):
+        self.config, self.listener, self.quota = config, listener, quota
         self.fetchers: dict[int, ReplicaFetcher] = {}
 
     def add_partition(self, partition: Partition, endpoint: EndPoint) -> None:
@@ -310,7 +329,7 @@ class ReplicaFetcherManager:
 
     def _fetcher_for(self, source: int, endpoint: EndPoint) -> ReplicaFetcher:
         if source not in self.fetchers:
-            self.fetchers[source] = ReplicaFetcher(source, endpoint, self.config)
+            self.fetchers[source] = ReplicaFetcher(source, endpoint, self.config, self.quota)
         return self.fetchers[source]
 
     def remove_partition(self, tp: TopicPartition) -> None:

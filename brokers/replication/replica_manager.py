@@ -38,6 +38,7 @@ from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndContro
 from brokers.protocol.errors import ErrorCode
 from brokers.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from brokers.replication.partition import Partition
+from brokers.replication.quota import LONG_MAX, ReplicationQuota
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
 from brokers.stats import BrokerStats
@@ -75,10 +76,14 @@ class ReplicaManager:
                  broker_epoch: Callable[[], int], *, isr_store: IsrStore | None = None,
                  fetcher_config: FetcherConfig | None = None, listener: str | None = None,
                  replica_lag_time_max_ms: int = 30000, clock: Callable[[], int] = _now_ms,
-                 stats: BrokerStats | None = None):
+                 stats: BrokerStats | None = None, leader_throttle_rate: Callable[[], int] = lambda: LONG_MAX,
+                 follower_throttle_rate: Callable[[], int] = lambda: LONG_MAX):
         self.broker_id = broker_id
         self.isr_store = isr_store
-        self.fetchers = ReplicaFetcherManager(fetcher_config or FetcherConfig(broker_id), listener)
+        # KIP-73 replication throttles: the bounds are the live leader/follower.replication.throttled.rate
+        self.leader_quota = ReplicationQuota(leader_throttle_rate)
+        self.follower_quota = ReplicationQuota(follower_throttle_rate)
+        self.fetchers = ReplicaFetcherManager(fetcher_config or FetcherConfig(broker_id), listener, self.follower_quota)
         self.listener = listener
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.clock = clock

@@ -21,6 +21,7 @@ from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request
 from brokers.server.context import CLIENT_HOST, ServerContext
 from brokers.server.handlers import (
     admin,
+    alter_configs,
     create_partitions,
     fetch,
     find_coordinator,
@@ -50,6 +51,8 @@ HANDLERS: dict[int, Handler] = {
     37: create_partitions.handle_create_partitions,
     45: reassignments.handle_alter_partition_reassignments,
     46: reassignments.handle_list_partition_reassignments,
+    33: alter_configs.handle_alter_configs,
+    44: alter_configs.handle_incremental_alter_configs,
 }
 assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 

@@ -24,8 +24,8 @@ CLIENT_HOST: ContextVar[str] = ContextVar("client_host", default="")
 
 class AdminOps(Protocol):
     """The admin operations behind CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
-    InitProducerId and Metadata's auto-creation. Failures raise ``brokers.protocol.errors.KafkaError``
-    with Kafka's code."""
+    AlterConfigs, IncrementalAlterConfigs, InitProducerId and Metadata's auto-creation. Failures raise
+    ``brokers.protocol.errors.KafkaError`` with Kafka's code."""
 
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int, config: dict[str, str],
                            assignment: dict[int, list[int]] | None, validate_only: bool) -> None:
@@ -50,6 +50,23 @@ class AdminOps(Protocol):
 
     async def allocate_producer_id(self) -> int:
         """A producer id unique in the cluster."""
+
+    async def alter_configs(self, resource_type: int, name: str, configs: list[tuple[str, str | None]],
+                            validate_only: bool) -> None:
+        """AlterConfigs: replace the override set of a topic (2) or broker (4; ``""`` = cluster default):
+        UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (bad resource, read-only broker key), INVALID_CONFIG."""
+
+    async def incremental_alter_configs(self, resource_type: int, name: str,
+                                        ops: list[tuple[str, int, str | None]], validate_only: bool) -> None:
+        """IncrementalAlterConfigs: apply (key, SET 0 / DELETE 1 / APPEND 2 / SUBTRACT 3, value) ops;
+        errors as ``alter_configs``."""
+
+    def topic_config_synonyms(self, topic_key: str) -> list[tuple[str, str, int]]:
+        """The broker-level (name, value, config source) behind a topic key without an override,
+        highest precedence first; empty for topic-only keys."""
+
+    def dynamic_broker_entries(self, per_broker: bool) -> dict[str, list[tuple[str, str, int]]]:
+        """Dynamic broker keys -> their synonyms (this broker's view, or the cluster default's)."""
 
 
 class ReassignmentOps(Protocol):

@@ -122,6 +122,12 @@ class Log:
             prefix.append(running)
         self._snapshot = (segments, [s.base_offset for s in segments], prefix)
 
+    def update_config(self, config: LogConfig) -> None:
+        """A topic config change applied live: taken between appends, rolls and retention passes (all
+        hold the lock), so each of them sees one config throughout."""
+        with self._lock:
+            self.config = config
+
     def update_high_watermark(self, offset: int) -> int:
         with self._lock:
             self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)

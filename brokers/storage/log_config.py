@@ -3,6 +3,11 @@
 ``LogConfig.from_properties({"segment.bytes": "1048576", ...})`` validates every key and value and
 names the offending key in its error. Broker-level ``log.*`` defaults map onto these keys in
 ``brokers.config`` (issue 3).
+
+``leader.replication.throttled.replicas`` / ``follower.replication.throttled.replicas`` are Kafka's
+list format: ``*`` (every replica of the topic) or ``partition:broker,...`` (``0:1,0:2,1:3``), empty by
+default; ``parse_throttled_replicas`` turns one into ``ALL_REPLICAS`` or a frozenset of
+``(partition, broker)`` pairs (the replication layer's view), raising InvalidConfigError on bad input.
 """
 from __future__ import annotations
 
@@ -43,6 +48,8 @@ class LogConfig:
     # topic-level keys that are not about the log itself but live in the same topic config
     min_insync_replicas: int = 1
     unclean_leader_election_enable: str = "false"
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
 
     @cached_property
     def compact(self) -> bool:
@@ -51,6 +58,15 @@ class LogConfig:
     @cached_property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
+
+    @cached_property
+    def leader_throttled_replicas(self) -> "frozenset[tuple[int, int]] | AllReplicas":
+        return parse_throttled_replicas("leader.replication.throttled.replicas", self.leader_replication_throttled_replicas)
+
+    @cached_property
+    def follower_throttled_replicas(self) -> "frozenset[tuple[int, int]] | AllReplicas":
+        return parse_throttled_replicas("follower.replication.throttled.replicas",
+                                        self.follower_replication_throttled_replicas)
 
     @cached_property
     def log_append_time(self) -> bool:
@@ -104,10 +120,40 @@ class LogConfig:
         if self.unclean_leader_election_enable.lower() not in ("true", "false"):
             raise InvalidConfigError(
                 f"unclean.leader.election.enable must be true or false; got {self.unclean_leader_election_enable!r}")
+        self.leader_throttled_replicas, self.follower_throttled_replicas  # noqa: B018 (parsing validates)
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise InvalidConfigError(
                 f"message.timestamp.type must be CreateTime or LogAppendTime; got {self.message_timestamp_type!r}"
             )
+
+
+class AllReplicas:
+    """``*``: every replica of the topic is throttled."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "ALL_REPLICAS"
+
+
+ALL_REPLICAS = AllReplicas()
+
+
+def parse_throttled_replicas(key: str, value: str) -> "frozenset[tuple[int, int]] | AllReplicas":
+    """Kafka's throttled-replica list: ``*``, or comma-separated ``partition:broker`` pairs (spaces
+    ignored, empty = none). Raises InvalidConfigError naming ``key`` otherwise."""
+    text = value.replace(" ", "")
+    if text == "*":
+        return ALL_REPLICAS
+    pairs = set()
+    for item in filter(None, text.split(",")):
+        partition, sep, broker = item.partition(":")
+        if not (sep and partition.isdigit() and broker.isdigit()):
+            raise InvalidConfigError(f"topic config {key!r} must be '*' or a list of partition:broker pairs "
+                                     f"(e.g. 0:101,1:102); got {value!r}")
+        pairs.add((int(partition), int(broker)))
+    return frozenset(pairs)
 
 
 def _parse(key: str, kind: Any, raw: Any) -> Any:

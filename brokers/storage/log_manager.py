@@ -176,6 +176,26 @@ class LogManager:
             self._logs[tp] = (created, log_dir)
             return created
 
+    def update_topic_config(self, topic: str, config: LogConfig) -> int:
+        """A topic's config changed (``/config/changes``): every local log of the topic takes it at once.
+        Returns how many logs were reconfigured."""
+        with self._lock:
+            self.topic_configs[topic] = config
+            logs = [entry for tp, (entry, _) in self._logs.items() if tp.topic == topic]
+        for entry in logs:
+            entry.update_config(config)
+        return len(logs)
+
+    def update_default_config(self, default: LogConfig, topic_configs: dict[str, LogConfig]) -> None:
+        """The broker's log defaults changed (a dynamic broker config): every topic's config is rebuilt
+        by the caller from its overrides over ``default``; topics without overrides take ``default``."""
+        with self._lock:
+            self.default_config = default
+            self.topic_configs = dict(topic_configs)
+            logs = [(tp, entry) for tp, (entry, _) in self._logs.items()]
+        for tp, entry in logs:
+            entry.update_config(self.config_for(tp.topic))
+
     def delete_log(self, tp: TopicPartition) -> bool:
         """StopReplica(delete): rename the directory to ``<name>.<uuid>-delete`` style and remove it."""
         with self._lock:

@@ -22,6 +22,7 @@ from brokers.zk.paths import (
     BrokerIdZNode,
     BrokerSequenceIdZNode,
     ClusterIdZNode,
+    ConfigChangeNotificationZNode,
     ConfigEntityZNode,
     ConsumerGroupsZNode,
     ConsumerOffsetZNode,
@@ -40,6 +41,7 @@ from brokers.zk.paths import (
 
 log = logging.getLogger(__name__)
 Watch = Callable[[WatchEvent], Any] | None
+CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 
 
 class DuplicateBrokerIdError(ZkError):
@@ -335,6 +337,64 @@ class KafkaZkClient:
             if overrides:
                 configs[topic] = overrides
         return configs
+
+    # -- entity configs and their change notifications (Kafka's AdminZkClient.changeConfigs) ----
+    async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        """``/config/<type>/<name>``: the entity's overrides, empty if it has none."""
+        try:
+            data, _ = await self.zk.get(ConfigEntityZNode.path(entity_type, name))
+        except NoNodeError:
+            return {}
+        return ConfigEntityZNode.decode(data)
+
+    async def change_entity_config(self, entity_type: str, name: str, config: dict[str, str]) -> None:
+        """Write the entity's whole override set (last writer wins), then a ``config_change_`` notification
+        so that every broker re-reads it; then purge notifications 15 minutes older than this one."""
+        path = ConfigEntityZNode.path(entity_type, name)
+        try:
+            await self.zk.set(path, ConfigEntityZNode.encode(config))
+        except NoNodeError:
+            try:
+                await self.zk.create(path, ConfigEntityZNode.encode(config), makepath=True)
+            except NodeExistsError:
+                await self.zk.set(path, ConfigEntityZNode.encode(config))
+        created = await self.zk.create(
+            f"{ConfigChangeNotificationZNode.PATH}/{ConfigChangeNotificationZNode.PREFIX}",
+            ConfigChangeNotificationZNode.encode(entity_type, name), sequential=True, makepath=True)
+        stat = await self.zk.exists(created)  # ZooKeeper's clock: the writer purges by the server's ctime
+        if stat is not None:
+            await self.purge_config_change_notifications(stat.ctime)
+
+    async def purge_config_change_notifications(self, now_ms: int,
+                                                max_age_ms: int = CONFIG_CHANGE_EXPIRATION_MS) -> list[str]:
+        """Delete the notifications created more than ``max_age_ms`` before ``now_ms`` (Kafka expires them
+        after 15 minutes: by then every live broker has applied them). Returns the deleted names."""
+        purged = []
+        for child in await self.get_config_change_notifications():
+            path = f"{ConfigChangeNotificationZNode.PATH}/{child}"
+            stat = await self.zk.exists(path)
+            if stat is None or now_ms - stat.ctime <= max_age_ms:
+                continue
+            try:
+                await self.zk.delete(path, stat.version)
+                purged.append(child)
+            except ZkError:
+                continue  # another writer purged it first
+        return purged
+
+    async def get_config_change_notifications(self, watch: Watch = None) -> list[str]:
+        """The notification children, in sequence order (the watch fires on the next child change)."""
+        children = await self.zk.get_children(ConfigChangeNotificationZNode.PATH, watch)
+        return sorted((c for c in children if c.startswith(ConfigChangeNotificationZNode.PREFIX)),
+                      key=ConfigChangeNotificationZNode.sequence)
+
+    async def read_config_change_notification(self, child: str) -> tuple[str, str] | None:
+        """(entity type, entity name) of one notification; None if it is gone (purged)."""
+        try:
+            data, _ = await self.zk.get(f"{ConfigChangeNotificationZNode.PATH}/{child}")
+        except NoNodeError:
+            return None
+        return ConfigChangeNotificationZNode.decode(data)
 
     # -- partition state -----------------------------------------------------------------------
     async def get_partition_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:

@@ -60,6 +60,7 @@ class ZnodeStat:
     mzxid: int
     ephemeral_owner: int
     num_children: int
+    ctime: int = 0  # creation time, ms since the epoch (ZooKeeper's clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +113,7 @@ def translate(exc: BaseException) -> ZkError:
 
 
 def _stat(stat: Any) -> ZnodeStat:
-    return ZnodeStat(stat.version, stat.czxid, stat.mzxid, stat.ephemeralOwner, stat.numChildren)
+    return ZnodeStat(stat.version, stat.czxid, stat.mzxid, stat.ephemeralOwner, stat.numChildren, stat.ctime)
 
 
 class ZkGateway:

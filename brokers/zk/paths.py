@@ -308,6 +308,41 @@ class ConfigChangesZNode:
     PATH = "/config/changes"
 
 
+class ConfigChangeNotificationZNode:
+    """``/config/changes/config_change_<10-digit seq>`` (PERSISTENT_SEQUENTIAL): written by the admin
+    path right after ``/config/<type>/<name>``; every broker watches the children and re-reads the
+    named entity's config for each sequence number above the last it processed. Version 2 names the
+    entity as one path (``{"version":2,"entity_path":"topics/t"}``, ``brokers/<default>``); version 1
+    (``entity_type`` + ``entity_name``) is still read, as Kafka does."""
+
+    PATH = ConfigChangesZNode.PATH
+    PREFIX = "config_change_"
+    VERSION = 2
+    DEFAULT_ENTITY = "<default>"  # the cluster-wide default entity (``/config/brokers/<default>``)
+
+    @staticmethod
+    def encode(entity_type: str, name: str) -> bytes:
+        return _json({"version": ConfigChangeNotificationZNode.VERSION, "entity_path": f"{entity_type}/{name}"})
+
+    @staticmethod
+    def decode(data: bytes) -> tuple[str, str]:
+        """(entity type, entity name); ValueError for anything else."""
+        value = _load(data, "config change notification")
+        if value.get("version") == 1 and "entity_type" in value and "entity_name" in value:
+            return str(value["entity_type"]), str(value["entity_name"])
+        entity_type, sep, name = str(value.get("entity_path", "")).partition("/")
+        if value.get("version") != 2 or not sep or entity_type not in ConfigEntityZNode.TYPES or not name:
+            raise ValueError(f"config change notification: unexpected content {value}")
+        return entity_type, name
+
+    @staticmethod
+    def sequence(child: str) -> int:
+        """The sequence number of a child name (``config_change_0000000042`` -> 42); ValueError if not one."""
+        if not child.startswith(ConfigChangeNotificationZNode.PREFIX):
+            raise ValueError(f"not a config change notification: {child!r}")
+        return int(child[len(ConfigChangeNotificationZNode.PREFIX):])
+
+
 class ClusterIdZNode:
     """``/cluster/id``: ``{"version":"1","id":...}`` (the version is a string here)."""
 

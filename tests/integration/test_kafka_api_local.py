@@ -113,6 +113,12 @@ class Broker:
     def log_config_defaults(self):
         return LogConfig().to_properties()
 
+    def topic_config_synonyms(self, topic_key):
+        return []  # no broker-level synonyms: each default is its own DEFAULT_CONFIG synonym
+
+    def dynamic_broker_entries(self, per_broker):
+        return {}
+
     async def allocate_producer_id(self):
         return 4000
 

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import signal
 import threading
 import time
@@ -33,7 +35,8 @@ def cluster(tmp_path_factory):
     spec = ClusterSpec.on_free_ports(4, tick_time=500, session_timeout_ms=8000,
                                      properties={"replica.fetch.backoff.ms": "200", "min.insync.replicas": "2",
                                                  "offsets.topic.replication.factor": "3",
-                                                 "offsets.topic.num.partitions": "4"})
+                                                 "offsets.topic.num.partitions": "4",
+                                                 "replica.fetch.max.bytes": "65536"})  # a finer-grained throttle
     cluster = Cluster(tmp_path_factory.mktemp("reassign"), spec)
     cluster.up(timeout=90)
     yield cluster
@@ -186,26 +189,36 @@ def test_move_a_partition_from_1_2_to_3_4_under_acks_all_load(cluster, zk, admin
         assert all(h["log_start_offset"] == 0 for h in health.values())
 
 
-def test_a_stuck_move_is_listed_and_cancelled_back_to_the_original_replicas(cluster, zk, admin):
+def test_a_stuck_move_is_listed_and_cancelled_back_to_the_original_replicas(cluster, zk, tmp_path):
+    """With the tool, bootstrapped at the controller: a client must not pick the stopped broker for Metadata."""
     topic = "stuck"
     create_topic(zk, cluster, topic, {0: [1, 2]})
-    cluster.signal_broker(4, signal.SIGSTOP)  # still registered (8 s session) but never catches up
+    controller = json.loads(zk.get("/controller")[0])["brokerid"]
+    new = 4 if controller != 4 else 3  # a stopped controller could not answer the API
+    bootstrap = ["--bootstrap-server", f"127.0.0.1:{cluster.kafka_port(controller)}"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [2, new]}]}))
+    cluster.signal_broker(new, signal.SIGSTOP)  # still registered (8 s session) but never catches up
     try:
-        assert admin.alter_partition_reassignments({KTP(topic, 0): [2, 4]}) == {KTP(topic, 0): None}
-        listed = admin.list_partition_reassignments()
-        assert listed == {KTP(topic, 0): {"replicas": [2, 4, 1], "adding_replicas": [4], "removing_replicas": [1]}}
+        executed = tool(*bootstrap, "--execute", "--reassignment-json-file", str(plan))
+        assert executed.returncode == 0 and f"Successfully started partition reassignment for {topic}-0" in executed.stdout
+        listed = tool(*bootstrap, "--list")
+        assert listed.stdout.splitlines() == [
+            "Current partition reassignments:", f"{topic}-0: replicas: 2,{new},1. adding: {new}. removing: 1."]
         znode = topic_znode(zk, topic)
-        assert znode["partitions"]["0"] == [2, 4, 1]
-        assert znode["adding_replicas"] == {"0": [4]} and znode["removing_replicas"] == {"0": [1]}
-        assert admin.alter_partition_reassignments({KTP(topic, 0): None}) == {KTP(topic, 0): None}
-        assert admin.list_partition_reassignments() == {}
+        assert znode["partitions"]["0"] == [2, new, 1]
+        assert znode["adding_replicas"] == {"0": [new]} and znode["removing_replicas"] == {"0": [1]}
+        cancelled = tool(*bootstrap, "--cancel", "--reassignment-json-file", str(plan), "--preserve-throttles")
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert cancelled.stdout.strip() == f"Successfully cancelled partition reassignment for: {topic}-0"
+        assert tool(*bootstrap, "--list").stdout.strip() == "No partition reassignments found."
         znode = topic_znode(zk, topic)
         # the origin replicas in RS order, as Kafka's ReplicaAssignment.originReplicas (RS minus adding)
         assert znode["partitions"] == {"0": [2, 1]} and znode["adding_replicas"] == {}
         assert set(state(zk, topic, 0)["isr"]) == {1, 2}
     finally:
-        cluster.signal_broker(4, signal.SIGCONT)
-    wait_for(lambda: not partition_dir(cluster, 4, topic, 0).exists(), 30, "the cancelled replica's log deleted")
+        cluster.signal_broker(new, signal.SIGCONT)
+    wait_for(lambda: not partition_dir(cluster, new, topic, 0).exists(), 30, "the cancelled replica's log deleted")
 
 
 def test_bad_reassignments_get_kafkas_errors_and_change_nothing(cluster, zk, admin):
@@ -284,3 +297,69 @@ def test_kafka_reassign_partitions_bad_input_names_the_problem(cluster, tmp_path
     (tmp_path / "dead.json").write_text('{"version":1,"partitions":[{"topic":"tooled","partition":0,"replicas":[1,7]}]}')
     dead = tool(*bootstrap, "--execute", "--reassignment-json-file", str(tmp_path / "dead.json"))
     assert dead.returncode == 1 and "INVALID_REPLICA_ASSIGNMENT" in dead.stderr and "not alive" in dead.stderr
+
+
+def test_a_throttled_move_copies_at_the_throttle_rate_while_producers_keep_their_acks(cluster, zk, tmp_path):
+    """``--throttle 20000`` (B/s): the new replicas of a 2 MB partition copy at most the meter's first window
+    (10 s at the rate) plus the rate since, and the acks=all producer keeps being acknowledged (its ISR
+    followers are never throttled); ``--verify`` after the throttle is lifted completes and clears it."""
+    topic = "throttled"
+    create_topic(zk, cluster, topic, {0: [1, 2]})
+    # 16 KB batches: a fetch returns its first batch whole (KIP-74), so one 1 MB batch would pass any throttle
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 20,
+                         "batch.size": 16384})
+    for n in range(2000):
+        producer.produce(topic, value=b"%04d" % n + b"x" * 1020)
+    assert producer.flush(60) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [3, 4]}]}))
+    bootstrap = ["--bootstrap-server", cluster.bootstrap_servers]
+    executed = tool(*bootstrap, "--execute", "--reassignment-json-file", str(plan), "--throttle", "20000")
+    assert executed.returncode == 0, executed.stderr
+    assert "The inter-broker throttle limit was set to 20000 B/s" in executed.stdout
+    started = time.monotonic()
+    topic_config = json.loads(zk.get(f"/config/topics/{topic}")[0])["config"]
+    assert topic_config["leader.replication.throttled.replicas"] == "0:1,0:2"
+    assert topic_config["follower.replication.throttled.replicas"] == "0:3,0:4"
+    acked = []
+    for n in range(50):  # acks=all keeps working while the move crawls
+        producer.produce(topic, value=b"during-%d" % n, on_delivery=lambda err, msg: acked.append(err))
+        producer.flush(10)
+    assert len(acked) == 50 and not any(acked)
+
+    def copied(broker: int) -> int:
+        partitions = (cluster.health(broker) or {}).get("partitions", {})
+        return partitions.get(f"{topic}-0", {}).get("log_end_offset", 0)
+
+    elapsed = time.monotonic() - started
+    # the meter's first window (10 s at the rate) + the rate since + one fetch (64 KiB) past the bound per
+    # follower, 2 s of slack; both followers share the leader's bound. Unthrottled, all 2 MB are there at once.
+    allowed_records = (20000 * (10 + elapsed + 2) + 2 * 65536) // 1024
+    assert copied(3) + copied(4) <= allowed_records, ([copied(b) for b in (3, 4)], allowed_records)
+    verify = tool(*bootstrap, "--verify", "--reassignment-json-file", str(plan))
+    assert "Reassignment of partition throttled-0 is still in progress." in verify.stdout
+    assert "Clearing" not in verify.stdout  # throttles stay while anything moves
+
+    lifted = subprocess.run([sys.executable, "-m", "scripts.kafka_configs", *bootstrap, "--entity-type", "brokers",
+                             "--entity-default", "--alter", "--add-config",
+                             "leader.replication.throttled.rate=1000000000,follower.replication.throttled.rate=1000000000"],
+                            capture_output=True, text=True, timeout=60)
+    assert lifted.returncode == 0, lifted.stderr
+    # the per-broker values set by --throttle win over the default entity: lift them where they are
+    for broker in (1, 2, 3, 4):
+        one = subprocess.run([sys.executable, "-m", "scripts.kafka_configs", *bootstrap, "--entity-type", "brokers",
+                              "--entity-name", str(broker), "--alter", "--delete-config",
+                              "leader.replication.throttled.rate,follower.replication.throttled.rate"],
+                             capture_output=True, text=True, timeout=60)
+        assert one.returncode == 0, one.stderr
+
+    def done():
+        result = tool(*bootstrap, "--verify", "--reassignment-json-file", str(plan))
+        return result if "is completed." in result.stdout else None
+
+    result = wait_for(done, 60, "the move to finish once the throttle is lifted", interval=0.5)
+    assert "Clearing broker-level throttles on brokers 1,2,3,4" in result.stdout
+    assert "Clearing topic-level throttles on topic throttled" in result.stdout
+    topic_config = json.loads(zk.get(f"/config/topics/{topic}")[0])["config"]
+    assert "leader.replication.throttled.replicas" not in topic_config
+    assert all(copied(b) >= 2050 for b in (3, 4))

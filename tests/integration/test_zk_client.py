@@ -228,3 +228,24 @@ def test_consumer_offsets_commit_as_one_multi_and_reload(zookeeper):
         await kzc.zk.close()
 
     run(main())
+
+
+def test_config_changes_are_notified_in_order_and_purged_when_old(zookeeper):
+    async def main():
+        a = await client(zookeeper, "/configs")
+        await a.change_entity_config("topics", "t", {"retention.ms": "1000"})
+        await a.change_entity_config("brokers", "<default>", {"log.retention.ms": "5"})
+        assert await a.get_entity_config("topics", "t") == {"retention.ms": "1000"}
+        assert await a.get_entity_config("brokers", "<default>") == {"log.retention.ms": "5"}
+        assert await a.get_entity_config("topics", "nope") == {}
+        children = await a.get_config_change_notifications()
+        assert [await a.read_config_change_notification(c) for c in children] == [
+            ("topics", "t"), ("brokers", "<default>")]
+        stat = await a.zk.exists(f"/config/changes/{children[0]}")
+        assert await a.purge_config_change_notifications(stat.ctime + 15 * 60 * 1000) == []  # not old enough yet
+        assert await a.purge_config_change_notifications(stat.ctime + 60 * 60 * 1000) == children
+        assert await a.get_config_change_notifications() == []
+        assert await a.read_config_change_notification(children[0]) is None
+        await a.zk.close()
+
+    run(main())

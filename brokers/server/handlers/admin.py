@@ -25,13 +25,17 @@ transactional id is INVALID_REQUEST (42) and any other is NOT_COORDINATOR (16), 
 broker answers when it coordinates no ``__transaction_state`` partition (producer id and epoch -1).
 
 **DescribeConfigs**: resource type 2 (topic) lists every topic-level key, valued by the topic's
-override (source DYNAMIC_TOPIC_CONFIG, 1) or the broker default (DEFAULT_CONFIG, 5); an unknown topic
-is UNKNOWN_TOPIC_OR_PARTITION. Resource type 4 (broker, name = this broker's id or empty) lists the
-broker's own keys that have a value, source STATIC_BROKER_CONFIG (4) when it differs from the default
-and DEFAULT_CONFIG (5) when it is the default (as Kafka reports them), all read-only (nothing here is
-a dynamic broker config); another broker's id is INVALID_REQUEST. Other resource types are
-INVALID_REQUEST. ``configuration_keys`` null means every key (librdkafka sends null), a list filters.
-With ``include_synonyms`` each entry carries itself as its one synonym.
+override (source DYNAMIC_TOPIC_CONFIG, 1) or else by the broker's current default for it: a dynamic
+broker config (DYNAMIC_BROKER_CONFIG 2, DYNAMIC_DEFAULT_BROKER_CONFIG 3), server.properties
+(STATIC_BROKER_CONFIG 4) or Kafka's default (DEFAULT_CONFIG 5); an unknown topic is
+UNKNOWN_TOPIC_OR_PARTITION. Resource type 4 with this broker's id lists the broker's own keys that
+have a value, source STATIC_BROKER_CONFIG (4) when it differs from the default and DEFAULT_CONFIG (5)
+when it is the default (as Kafka reports them), read-only, plus the dynamic broker keys
+(``brokers.dynamic_config``) with their current source, not read-only; the empty name (the cluster
+default) lists only the cluster-default dynamic overrides, as Kafka does. Another broker's id is
+INVALID_REQUEST, other resource types too. ``configuration_keys`` null means every key (librdkafka
+sends null), a list filters. With ``include_synonyms`` each entry carries its synonyms, highest
+precedence first (a topic key's broker-level synonyms under their broker names, ``log.retention.ms``).
 """
 from __future__ import annotations
 
@@ -184,15 +188,24 @@ def _config_text(value: Any) -> str:
     return str(value)
 
 
-Entry = tuple[str, int, bool]  # value, config source, read-only
+Synonym = tuple[str, str, int]  # name, value, config source
+Entry = tuple[str, int, bool, list[Synonym]]  # value, config source, read-only, synonyms (best first)
+
+
+def _entry(synonyms: list[Synonym], read_only: bool) -> Entry:
+    return synonyms[0][1], synonyms[0][2], read_only, synonyms
 
 
 async def _topic_entries(context: ServerContext, name: str) -> dict[str, Entry]:
     if name not in context.metadata_cache.topics():
         raise KafkaError(f"topic {name!r} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     overrides = await context.admin.topic_config(name)
-    entries = {key: (value, DEFAULT_CONFIG, False) for key, value in context.admin.log_config_defaults().items()}
-    entries.update({key: (value, DYNAMIC_TOPIC_CONFIG, False) for key, value in overrides.items()})
+    entries = {}
+    for key, value in context.admin.log_config_defaults().items():
+        synonyms = context.admin.topic_config_synonyms(key) or [(key, value, DEFAULT_CONFIG)]
+        if key in overrides:
+            synonyms = [(key, overrides[key], DYNAMIC_TOPIC_CONFIG), *synonyms]
+        entries[key] = _entry(synonyms, False)
     return entries
 
 
@@ -205,7 +218,13 @@ def _broker_entries(context: ServerContext, name: str) -> dict[str, Entry]:
         if value is None:
             continue
         default = SCHEMA.get(key, (None, None))[1]
-        entries[key] = (_config_text(value), DEFAULT_CONFIG if value == default else STATIC_BROKER_CONFIG, True)
+        text, source = _config_text(value), DEFAULT_CONFIG if value == default else STATIC_BROKER_CONFIG
+        entries[key] = (text, source, True, [(key, text, source)])
+    if name == "":  # the cluster default: only its dynamic overrides
+        entries = {}
+    for key, synonyms in context.admin.dynamic_broker_entries(per_broker=name != "").items():
+        if synonyms:
+            entries[key] = _entry(synonyms, False)
     return entries
 
 
@@ -226,10 +245,10 @@ async def _describe(context: ServerContext, resource: Any, synonyms: bool) -> di
     keys = resource.configuration_keys
     wanted = sorted(entries) if keys is None else [key for key in dict.fromkeys(keys) if key in entries]
     for key in wanted:
-        value, source, read_only = entries[key]
+        value, source, read_only, entry_synonyms = entries[key]
         result["configs"].append(dict(
             name=key, value=value, read_only=read_only, config_source=source, is_sensitive=False,
-            synonyms=[dict(name=key, value=value, source=source)] if synonyms else [],
+            synonyms=[dict(name=n, value=v, source=s) for n, v, s in entry_synonyms] if synonyms else [],
             config_type=0, documentation=None))
     return result
 

@@ -16,6 +16,11 @@ Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``rea
   remaining partitions return nothing. The last batch of a range may be cut short; clients ignore a
   trailing partial batch.
 
+Replication throttle (KIP-73, ``LeaderThrottle``): in a follower's Fetch, a partition whose
+``leader.replication.throttled.replicas`` names (partition, this broker), for a follower not in the
+ISR, returns no records while this broker's throttled replication rate is over
+``leader.replication.throttled.rate``; what throttled replicas are sent counts towards that rate.
+
 Errored partitions answer -1 for high watermark, last stable offset and log start offset, and no records.
 
 Long poll (Kafka's DelayedFetch): when the bytes read are fewer than ``min_bytes``, ``max_wait`` is
@@ -36,12 +41,14 @@ logs' ``FileRange`` objects, passed through uncopied.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.partition import Partition
+from brokers.replication.quota import is_throttled
 from brokers.replication.replica_manager import PartitionError
 from brokers.server.context import ServerContext
 from brokers.server.handlers import leader_for, timeout_seconds
@@ -71,11 +78,45 @@ def _resolve(context: ServerContext, request: Any) -> list[tuple[str, Any, Parti
     return resolved
 
 
-def _read_all(resolved: list, max_bytes: int,
-              from_follower: bool) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
+class LeaderThrottle:
+    """The leader side of KIP-73 for one follower's Fetch: a throttled replica that is not in the ISR gets
+    no data while the leader's replication rate is over ``leader.replication.throttled.rate``; the bytes
+    sent to throttled replicas count towards that rate."""
+
+    def __init__(self, context: ServerContext, replica_id: int):
+        self.quota, self.broker_id, self.replica_id = context.replica_manager.leader_quota, context.broker_id, replica_id
+        self.pending = 0  # bytes of throttled replicas in the read about to be sent
+        self.enabled = self.quota.enabled  # once per request: the rate is a live config read
+
+    def _listed(self, partition: Partition) -> bool:
+        return (self.enabled and self.replica_id not in partition.isr
+                and is_throttled(partition.log.config.leader_throttled_replicas,
+                                 partition.topic_partition.partition, self.broker_id))
+
+    def withhold(self, partition: Partition) -> bool:
+        return self._listed(partition) and self.quota.exceeded(_now_ms())
+
+    def read(self, partition: Partition, size: int) -> None:
+        if size and self._listed(partition):
+            self.pending += size
+
+    def commit(self) -> None:
+        """The read is the one sent: count it (a parked Fetch reads again on every wake-up)."""
+        if self.pending:
+            self.quota.record(self.pending, _now_ms())
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: LeaderThrottle | None = None
+              ) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
     """Read every partition once: (response topics, bytes read, whether any partition errored)."""
     topics: list[tuple[str, list[FetchPartitionData]]] = []
     budget, total, errored, first = max(0, max_bytes), 0, False, True
+    if throttle is not None:
+        throttle.pending = 0
     for topic, wanted, partition in resolved:
         if not topics or topics[-1][0] != topic:
             topics.append((topic, []))
@@ -86,6 +127,10 @@ def _read_all(resolved: list, max_bytes: int,
             continue
         log = partition.log
         high_watermark = log.high_watermark
+        if throttle is not None and throttle.withhold(partition):
+            out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, high_watermark,
+                                          log.log_start_offset, b""))
+            continue
         limit = max(0, min(wanted.partition_max_bytes, budget))
         try:
             info = log.read(wanted.fetch_offset, limit, max_offset=None if from_follower else high_watermark,
@@ -95,6 +140,8 @@ def _read_all(resolved: list, max_bytes: int,
             errored = True
             continue
         size = info.size
+        if throttle is not None:
+            throttle.read(partition, size)
         if size:
             first = False
             total += size
@@ -138,18 +185,22 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     replica_id = request.replica_id
     from_follower = replica_id >= 0
     resolved = _resolve(context, request)
+    throttle = None
     if from_follower:
         _record_follower_fetch(context, replica_id, resolved)
+        throttle = LeaderThrottle(context, replica_id)
     while True:
         led = [partition for _, _, partition in resolved if isinstance(partition, Partition)]
         wakeup = loop.create_future()  # registered before reading: what happens after the read wakes us
         for partition in led:  # followers wait for appends, consumers (below the HW only) for the HW
             (partition.watch_appends if from_follower else partition.watch_high_watermark)(wakeup)
-        topics, total, errored = _read_all(resolved, request.max_bytes, from_follower)
+        topics, total, errored = _read_all(resolved, request.max_bytes, from_follower, throttle)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or not led or remaining <= 0:
             if total and not from_follower:
                 _count_bytes_out(context, topics)
+            if throttle is not None:
+                throttle.commit()
             return encode_fetch_response(version, correlation_id, topics)
         context.stats.fetches_parked += 1
         timer = loop.call_later(remaining, _wake, wakeup)

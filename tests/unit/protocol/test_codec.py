@@ -48,7 +48,12 @@ REQUESTS = {
     32: dict(resources=[dict(resource_type=2, resource_name="t", configuration_keys=None)], include_synonyms=True),
     37: dict(topics=[dict(name="t", count=4, assignments=[dict(broker_ids=[1, 2])])], timeout=30000,
              validate_only=False),
-    45: dict(timeout=30000, topics=[dict(name="t", partitions=[dict(partition_index=0, replicas=[1, 2])])]),
+    33: dict(resources=[dict(resource_type=2, resource_name="t", configs=[dict(name="retention.ms", value="1000")])],
+             validate_only=False),
+    44: dict(resources=[dict(resource_type=4, resource_name="", configs=[
+        dict(name="log.cleanup.policy", config_operation=2, value="compact")])], validate_only=True),
+    45: dict(timeout=30000, topics=[dict(name="t", partitions=[dict(partition_index=0, replicas=[3, 4]),
+                                                               dict(partition_index=1, replicas=None)])]),
     46: dict(timeout=30000, topics=None),
     8: dict(group_id="g", generation_id_or_member_epoch=3, member_id="m-1", group_instance_id=None, retention_time=-1,
             topics=[dict(name="t", partitions=[dict(partition_index=0, committed_offset=42, committed_leader_epoch=-1,

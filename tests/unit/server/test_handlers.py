@@ -82,6 +82,12 @@ class FakeAdmin:
     def log_config_defaults(self):
         return LogConfig().to_properties()
 
+    def topic_config_synonyms(self, topic_key):
+        return []  # no broker-level synonyms: each default is its own DEFAULT_CONFIG synonym
+
+    def dynamic_broker_entries(self, per_broker):
+        return {}
+
     async def allocate_producer_id(self):
         self.next_producer_id += 1
         return self.next_producer_id - 1
@@ -579,7 +585,7 @@ def test_describe_configs_filters_keys_and_reports_errors(world):
                 (3, "x", None)], synonyms=True)
     assert [(c.name, c.value, [(s.name, s.value, s.source) for s in c.synonyms]) for c in filtered.configs] == [
         ("cleanup.policy", "delete", [("cleanup.policy", "delete", 5)]),
-        ("retention.ms", "1000", [("retention.ms", "1000", 1)])]
+        ("retention.ms", "1000", [("retention.ms", "1000", 1), ("retention.ms", "604800000", 5)])]  # override, default
     assert (unknown.error_code, unknown.configs) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ())
     assert other_broker.error_code == ErrorCode.INVALID_REQUEST and "expected 1" in other_broker.error_message
     assert bad_type.error_code == ErrorCode.INVALID_REQUEST

@@ -41,6 +41,7 @@ def test_key_names_are_kafkas():
         "retention.ms", "retention.bytes", "cleanup.policy", "delete.retention.ms", "min.cleanable.dirty.ratio",
         "min.compaction.lag.ms", "file.delete.delay.ms", "flush.messages", "flush.ms", "max.message.bytes",
         "message.timestamp.type", "min.insync.replicas", "unclean.leader.election.enable",
+        "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
     }
 
 
@@ -224,3 +225,32 @@ def test_to_properties_is_strings_and_round_trips():
 
 def test_defaults_round_trip():
     assert LogConfig.from_properties(LogConfig().to_properties()) == LogConfig()
+
+
+# -- throttled replica lists ---------------------------------------------------------------------------
+from brokers.storage.log_config import ALL_REPLICAS, parse_throttled_replicas  # noqa: E402
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("", frozenset()),
+    ("*", ALL_REPLICAS),
+    (" * ", ALL_REPLICAS),
+    ("0:101", frozenset({(0, 101)})),
+    ("0:101, 1:102,0:101,", frozenset({(0, 101), (1, 102)})),
+])
+def test_throttled_replicas_parse(value, expected):
+    assert parse_throttled_replicas("leader.replication.throttled.replicas", value) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "a:1", "0:b", "0:1:2", "*,0:1", "-1:2", "0;1"])
+def test_bad_throttled_replicas_name_the_key(value):
+    with pytest.raises(InvalidConfigError, match="follower.replication.throttled.replicas"):
+        LogConfig.from_properties({"follower.replication.throttled.replicas": value})
+
+
+def test_all_replicas_contains_everything_and_the_config_exposes_parsed_sets():
+    config = LogConfig.from_properties({"leader.replication.throttled.replicas": "*",
+                                        "follower.replication.throttled.replicas": "3:1"})
+    assert (7, 9) in config.leader_throttled_replicas
+    assert config.follower_throttled_replicas == frozenset({(3, 1)})
+    assert LogConfig().leader_throttled_replicas == frozenset()

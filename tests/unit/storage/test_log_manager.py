@@ -164,3 +164,33 @@ def test_corrupt_checkpoint_means_full_recovery_not_a_crash(tmp_path):
     assert again.get_log(TP).log_end_offset == 1
     assert again.get_log(TP).load_result.recovered_segments == 1
     again.shutdown()
+
+
+def test_a_topic_config_change_reaches_every_local_log_of_the_topic_and_retention_uses_it(tmp_path):
+    manager = LogManager([tmp_path], LogConfig(segment_bytes=500), clock=lambda: 10_000.0)
+    manager.startup()
+    a0, a1 = manager.get_or_create_log(TopicPartition("a", 0)), manager.get_or_create_log(TopicPartition("a", 1))
+    b0 = manager.get_or_create_log(TopicPartition("b", 0))
+    for log in (a0, a1, b0):
+        for i in range(20):
+            log.append_as_leader(batch([b"v%03d" % i, b"x" * 40], ts=1000 + i), leader_epoch=0)
+        log.update_high_watermark(log.log_end_offset)
+    assert manager.cleanup_logs() == 0  # the default 7-day retention keeps everything
+    config = LogConfig(segment_bytes=500, retention_ms=1000)
+    assert manager.update_topic_config("a", config) == 2
+    assert a0.config is config and a1.config is config and b0.config == LogConfig(segment_bytes=500)
+    assert manager.config_for("a") is config
+    assert manager.cleanup_logs() > 0
+    assert a0.log_start_offset > 0 and a1.log_start_offset > 0 and b0.log_start_offset == 0
+    manager.shutdown()
+
+
+def test_new_log_defaults_reach_logs_without_overrides(tmp_path):
+    manager = LogManager([tmp_path], LogConfig(), topic_configs={"a": LogConfig(retention_ms=5)})
+    manager.startup()
+    a0, b0 = manager.get_or_create_log(TopicPartition("a", 0)), manager.get_or_create_log(TopicPartition("b", 0))
+    default = LogConfig(retention_ms=77)
+    manager.update_default_config(default, {"a": LogConfig(retention_ms=5, segment_ms=9)})
+    assert (a0.config.retention_ms, a0.config.segment_ms) == (5, 9)
+    assert b0.config is default and manager.config_for("c") is default
+    manager.shutdown()

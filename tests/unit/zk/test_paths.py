@@ -93,3 +93,28 @@ def test_reassign_partitions_znode_round_trip_and_bad_entries():
     assert ReassignPartitionsZNode.decode(ReassignPartitionsZNode.encode(targets)) == targets
     with pytest.raises(ValueError, match="reassign_partitions"):
         ReassignPartitionsZNode.decode(b'{"version":1,"partitions":[{"topic":"t"}]}')
+
+
+# -- /config/changes notifications ---------------------------------------------------------------------
+from brokers.zk.paths import ConfigChangeNotificationZNode as Notification  # noqa: E402
+
+
+def test_config_change_notification_is_kafkas_version_2():
+    data = Notification.encode("topics", "orders")
+    assert json.loads(data) == {"version": 2, "entity_path": "topics/orders"}
+    assert Notification.decode(data) == ("topics", "orders")
+    assert Notification.decode(Notification.encode("brokers", "<default>")) == ("brokers", "<default>")
+
+
+def test_config_change_notification_reads_version_1_and_rejects_junk():
+    assert Notification.decode(b'{"version":1,"entity_type":"topics","entity_name":"t"}') == ("topics", "t")
+    for junk in (b'{"version":2,"entity_path":"nope"}', b'{"version":2,"entity_path":"widgets/x"}',
+                 b'{"version":3,"entity_path":"topics/t"}', b"", b"[]"):
+        with pytest.raises(ValueError):
+            Notification.decode(junk)
+
+
+def test_config_change_sequence_numbers():
+    assert Notification.sequence("config_change_0000000042") == 42
+    with pytest.raises(ValueError):
+        Notification.sequence("isr_change_0000000001")
