@@ -29,6 +29,7 @@ from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import NodeExistsError
 from brokers.zk.paths import ConfigChangeNotificationZNode
 from coordinator.assignment import validate_topic_name
+from coordinator.partition_addition import add_partitions
 from coordinator.topics import create_topic
 
 PRODUCER_ID_BLOCK = 1000
@@ -81,6 +82,10 @@ class ZkAdmin:
         if not self.config["delete.topic.enable"]:
             raise KafkaError("topic deletion is disabled (delete.topic.enable=false)", ErrorCode.TOPIC_DELETION_DISABLED)
         await self.kzc.request_topic_deletion(name)
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                                validate_only: bool) -> None:
+        await add_partitions(self.kzc, name, count, assignments, validate_only=validate_only)
 
     async def topic_config(self, name: str) -> dict[str, str]:
         if name not in await self.kzc.get_all_topics():

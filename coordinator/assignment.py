@@ -2,7 +2,8 @@
 
 Kafka's rack-unaware placement (``AdminUtils.assignReplicasToBrokersRackUnaware``, reference §3.1),
 its continuation for CreatePartitions (``AdminZkClient.addPartitions``, reference §2.5 "Partition
-addition") and its topic-name rules (``org.apache.kafka.common.internals.Topic``).
+addition") with the checks of explicitly given new replica lists (``partitions_to_add``), and its
+topic-name rules (``org.apache.kafka.common.internals.Topic``).
 
 The algorithm, with ``B`` the broker ids sorted ascending and ``n = len(B)``:
 
@@ -148,10 +149,58 @@ def assign_new_partitions(existing: Mapping[int, list[int]], broker_ids: Iterabl
                                       start_index=start_index, start_partition_id=current)
 
 
+def partitions_to_add(existing: Mapping[int, list[int]], live_brokers: Iterable[int], new_total: int,
+                      assignments: list[list[int]] | None = None) -> dict[int, list[int]]:
+    """The replica lists of the partitions a CreatePartitions adds: ``{partition id: replicas}``, new ones only.
+
+    Kafka 2.8's ``ZkAdminManager.createPartitions`` + ``AdminZkClient.addPartitions``, with Kafka's
+    messages: ``new_total`` below the current count or equal to it -> ``INVALID_PARTITIONS``. Without
+    ``assignments`` the round robin continues (:func:`assign_new_partitions`). With them, one replica
+    list per new partition in order (ids continue from the current count), each of distinct live
+    brokers, as many as partition 0 has -> else ``INVALID_REPLICA_ASSIGNMENT``.
+    """
+    current = len(existing)
+    if new_total < current:
+        raise KafkaError(f"Topic currently has {current} partitions, which is higher than the requested {new_total}.",
+                         ErrorCode.INVALID_PARTITIONS)
+    if new_total == current:
+        raise KafkaError(f"Topic already has {current} partitions.", ErrorCode.INVALID_PARTITIONS)
+    if assignments is None:
+        return assign_new_partitions(existing, live_brokers, new_total)
+    unknown = sorted({b for replicas in assignments for b in replicas} - set(live_brokers))
+    if unknown:
+        raise KafkaError(f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.",
+                         ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+    if len(assignments) != new_total - current:
+        raise KafkaError(f"Increasing the number of partitions by {new_total - current} but {len(assignments)} "
+                         "assignments provided.", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+    added = {current + i: list(replicas) for i, replicas in enumerate(assignments)}
+    _check_added_replicas(added, len(existing.get(0) or ()))
+    return added
+
+
+def _check_added_replicas(added: Mapping[int, list[int]], replication_factor: int) -> None:
+    """Kafka's ``AdminZkClient.validateReplicaAssignment`` for the added partitions."""
+    for partition, replicas in added.items():
+        if not replicas:
+            raise KafkaError(f"Cannot have replication factor of 0 for partition id {partition}.",
+                             ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+        if len(set(replicas)) != len(replicas):
+            raise KafkaError(f"Duplicate brokers not allowed in replica assignment: "
+                             f"{', '.join(map(str, replicas))} for partition id {partition}.",
+                             ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+    bad = sorted((p, len(r)) for p, r in added.items() if len(r) != replication_factor)
+    if bad:
+        raise KafkaError(f"Inconsistent replication factor between partitions, partition 0 has {replication_factor} "
+                         f"while partitions [{', '.join(str(p) for p, _ in bad)}] have replication factors "
+                         f"[{', '.join(str(n) for _, n in bad)}], respectively.", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+
+
 __all__ = [
     "MAX_TOPIC_NAME_LENGTH",
     "assign_new_partitions",
     "assign_replicas_to_brokers",
+    "partitions_to_add",
     "topics_collide",
     "validate_topic_name",
 ]

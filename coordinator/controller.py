@@ -149,6 +149,8 @@ class KafkaController:
             await self.deletion.on_stop_replica_response(event)
         elif isinstance(event, ev.IsrChangeNotification):
             await self._on_isr_change()
+        elif isinstance(event, ev.PartitionModifications):
+            await self._on_partition_modifications(event.topic)
         elif isinstance(event, ev.ZkPartitionReassignment):
             await self.reassignments.on_zk_request(event)
         elif isinstance(event, ev.PartitionReassignmentIsrChange):
@@ -218,7 +220,8 @@ class KafkaController:
         ctx, new = self.context, []
         for topic in topics:
             ctx.topic_configs[topic] = await self.kzc.get_topic_config(topic)
-            assignment, _ = await self.kzc.get_full_topic_assignment(topic) or ({}, None)
+            watch = self._topic_watch(topic)
+            assignment, _ = await self.kzc.get_full_topic_assignment(topic, watch) or ({}, None)
             for partition, full in assignment.items():
                 tp = TopicPartition(topic, partition)
                 ctx.assignments[tp] = list(full.replicas)
@@ -323,6 +326,37 @@ class KafkaController:
             new = await self._load_topics(new_topics)
             log.info("controller %d: new topics %s", self.broker_id, new_topics)
             await self.leadership.online_new_partitions(new)
+
+    def _topic_watch(self, topic: str):
+        """The data watch on ``/brokers/topics/<topic>`` (PartitionModifications). One armed by an earlier
+        term of this controller only lapses: the new term armed its own when it loaded the topic."""
+        term = self.elections_won
+
+        def fire(watch_event) -> None:
+            if watch_event.type != "NONE" and term == self.elections_won:
+                self.events.put(ev.PartitionModifications(topic))
+
+        return fire
+
+    async def _on_partition_modifications(self, topic: str) -> None:
+        """Kafka's processPartitionModifications: partitions without an assignment in the context are
+        new (CreatePartitions); they go New -> Online. Existing partitions' replica lists are left to
+        whoever rewrote them (a reassignment); a topic queued for deletion gets no new partitions."""
+        ctx = self.context
+        if topic not in ctx.all_topics:
+            return  # deleted, or new and TopicChange will load it (and arm its watch)
+        assignment, _ = await self.kzc.get_full_topic_assignment(topic, self._topic_watch(topic)) or ({}, None)
+        new = {TopicPartition(topic, p): list(full.replicas) for p, full in sorted(assignment.items())
+               if TopicPartition(topic, p) not in ctx.assignments}
+        if not new:
+            return
+        if topic in ctx.topics_to_delete:
+            log.warning("controller %d: not adding partitions %s to %s, it is being deleted",
+                        self.broker_id, sorted(tp.partition for tp in new), topic)
+            return
+        log.info("controller %d: new partitions %s", self.broker_id, sorted(new))
+        ctx.assignments.update(new)
+        await self.leadership.online_new_partitions(sorted(new))
 
     async def _on_isr_change(self) -> None:
         ctx = self.context

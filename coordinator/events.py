@@ -42,6 +42,13 @@ class TopicDeletion:
 
 
 @dataclass(frozen=True)
+class PartitionModifications:
+    """``/brokers/topics/<topic>`` changed (its data watch): partitions may have been added."""
+
+    topic: str
+
+
+@dataclass(frozen=True)
 class IsrChangeNotification:
     pass
 
@@ -125,7 +132,8 @@ class ShutdownEventThread:
 
 
 ControllerEvent = (Startup | Reelect | Expire | RegisterBrokerAndReelect | BrokerChange | TopicChange | TopicDeletion
-                   | IsrChangeNotification | TopicConfigChange | StopReplicaResponseReceived | ControlledShutdown
+                   | PartitionModifications | IsrChangeNotification | TopicConfigChange | StopReplicaResponseReceived
+                   | ControlledShutdown
                    | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment
                    | PartitionReassignmentIsrChange | ReplicaLeaderElection | AutoPreferredReplicaLeaderElection
                    | ShutdownEventThread)

@@ -1,4 +1,4 @@
-"""``kafka-topics --zookeeper HOST:PORT | --bootstrap-server HOST:PORT``: create, delete, list, describe.
+"""``kafka-topics --zookeeper HOST:PORT | --bootstrap-server HOST:PORT``: create, alter, delete, list, describe.
 
 ``--zookeeper`` is Kafka ≤ 2.x's ZooKeeper mode, below. ``--bootstrap-server`` goes through the brokers
 with confluent-kafka's AdminClient (``scripts.kafka_topics_admin``), as Kafka ≥ 2.2 does; there
@@ -7,7 +7,13 @@ with confluent-kafka's AdminClient (``scripts.kafka_topics_admin``), as Kafka �
 
 In ZooKeeper mode, writes go through the same admin path as CreateTopics (``coordinator.topics.create_topic``): the
 config znode, then ``/brokers/topics/<t>``; the controller does the rest. ``--delete`` writes the
-``/admin/delete_topics/<t>`` marker. Exit codes: 0 ok, 1 a Kafka error (printed with its name), 2 bad flags.
+``/admin/delete_topics/<t>`` marker. ``--alter --topic T --partitions N [--replica-assignment ...]`` adds
+partitions through CreatePartitions' admin path (``coordinator.partition_addition.add_partitions``: a
+compare-and-set rewrite of ``/brokers/topics/<t>``) and waits, as ``--create`` does, until every partition
+has a leader. ``--replica-assignment`` is Kafka's: comma-separated partitions, each colon-separated broker
+ids, listing every partition of the altered topic; the entries of the existing partitions are skipped
+(Kafka's TopicCommand), the rest are the new partitions' replica lists.
+Exit codes: 0 ok, 1 a Kafka error (printed with its name), 2 bad flags.
 """
 from __future__ import annotations
 
@@ -20,14 +26,21 @@ from brokers.protocol.errors import KafkaError
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
+from coordinator.partition_addition import add_partitions
 from coordinator.topics import create_topic
 from scripts import kafka_topics_admin
+from scripts.kafka_topics_admin import ADD_PARTITIONS_WARNING
+from scripts.replica_assignment import new_replica_lists, parse_replica_assignment
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafka-topics", description="Create, delete, list and describe topics.")
+    parser = argparse.ArgumentParser(prog="kafka-topics",
+                                     description="Create, alter (add partitions), delete, list and describe topics.")
     action = parser.add_mutually_exclusive_group(required=True)
-    for flag in ("--create", "--delete", "--list", "--describe"):
+    for flag in ("--create", "--alter", "--delete", "--list", "--describe"):
         action.add_argument(flag, action="store_true")
     connect = parser.add_mutually_exclusive_group(required=True)
     connect.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="ZooKeeper connect string")
@@ -37,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--replication-factor", type=int)
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--if-not-exists", action="store_true")
+    parser.add_argument("--replica-assignment", metavar="B1:B2,B1:B2,...",
+                        help="with --alter: the replica lists of all partitions, existing ones first")
     return parser
 
 
@@ -58,6 +73,8 @@ async def _run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return 1
             print(f"Created topic {args.topic}.")
+        elif args.alter:
+            return await _alter(kzc, args)
         elif args.delete:
             if args.topic not in await kzc.get_all_topics():
                 print(f"Error: topic {args.topic!r} does not exist", file=sys.stderr)
@@ -72,6 +89,21 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     finally:
         await zk.close()
+
+
+async def _alter(kzc: KafkaZkClient, args: argparse.Namespace) -> int:
+    existing = await kzc.get_topic_assignment(args.topic)
+    if not existing:
+        print(f"Error: topic {args.topic!r} does not exist", file=sys.stderr)
+        return 1
+    print(ADD_PARTITIONS_WARNING)
+    await add_partitions(kzc, args.topic, args.partitions, new_replica_lists(args.replica_assignment, len(existing)))
+    if not await _wait_for_leaders(kzc, args.topic, args.partitions):
+        print(f"Added partitions to {args.topic}, but they have no leaders yet (is a controller running?)",
+              file=sys.stderr)
+        return 1
+    print("Adding partitions succeeded!")
+    return 0
 
 
 async def _wait_for_leaders(kzc: KafkaZkClient, topic: str, partitions: int, timeout: float = 15.0) -> bool:
@@ -103,15 +135,37 @@ async def _describe(kzc: KafkaZkClient, only: str | None) -> None:
                   f"Replicas: {','.join(map(str, replicas))}\tIsr: {isr}")
 
 
+def _check_alter_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.alter and not args.topic:
+        parser.error("--topic is required with --alter")
+    if args.alter and args.partitions is None:
+        parser.error("--partitions is required with --alter (only adding partitions is supported)")
+    if args.alter and args.partitions <= 0:
+        parser.error(f"--partitions must be positive, got {args.partitions}")
+    if args.alter and (args.config or args.replication_factor is not None or args.if_not_exists):
+        parser.error("--config, --replication-factor and --if-not-exists cannot be used with --alter")
+    if args.replica_assignment is not None and not args.alter:
+        parser.error("--replica-assignment is only supported with --alter")
+    if args.replica_assignment is not None:
+        try:
+            parse_replica_assignment(args.replica_assignment)
+        except ValueError as exc:
+            parser.error(f"--replica-assignment: {exc}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if (args.create or args.delete) and not args.topic:
         parser.error("--topic is required with --create and --delete")
+    _check_alter_flags(parser, args)
     if args.create and args.zookeeper and (args.partitions is None or args.replication_factor is None):
         parser.error("--create needs --partitions and --replication-factor")
     if any("=" not in item for item in args.config):
         parser.error("--config takes KEY=VALUE")
+    if args.alter and args.topic == OFFSETS_TOPIC:  # Kafka's TopicCommand refuses it in both modes
+        print("Error: The number of partitions for the offsets topic cannot be changed.", file=sys.stderr)
+        return 1
     if args.bootstrap_server:
         return kafka_topics_admin.run(args)
     try:

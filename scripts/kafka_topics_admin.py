@@ -1,6 +1,7 @@
-"""``kafka-topics --bootstrap-server HOST:PORT``: the same four actions through the brokers.
+"""``kafka-topics --bootstrap-server HOST:PORT``: the same five actions through the brokers.
 
-confluent-kafka's AdminClient sends CreateTopics / DeleteTopics / DescribeConfigs and reads Metadata,
+confluent-kafka's AdminClient sends CreateTopics / CreatePartitions / DeleteTopics / DescribeConfigs and
+reads Metadata,
 as Kafka's ``TopicCommand`` does with ``--bootstrap-server``. Output is the ``--zookeeper`` path's:
 
 * ``--create``: ``Created topic T.`` once the brokers answer, which is after every partition has a
@@ -8,6 +9,10 @@ as Kafka's ``TopicCommand`` does with ``--bootstrap-server``. Output is the ``--
   ``--replication-factor`` are optional here (-1: the brokers' ``num.partitions`` /
   ``default.replication.factor``), as in Kafka ≥ 2.4. ``--if-not-exists`` makes TOPIC_ALREADY_EXISTS
   a silent success.
+* ``--alter --partitions N [--replica-assignment ...]``: CreatePartitions (NewPartitions with the new
+  partitions' replica lists: ``--replica-assignment`` minus the existing partitions' entries). Kafka's
+  warning about keyed records first, then ``Adding partitions succeeded!`` once the brokers answer, which
+  is after every new partition has a leader in the answering broker's metadata.
 * ``--delete``: ``Topic T is marked for deletion.`` once the topic has left the metadata.
 * ``--list``: every topic name, sorted, internal ones included.
 * ``--describe [--topic T]``: ``Topic: T<TAB>PartitionCount: N<TAB>ReplicationFactor: R<TAB>Configs: k=v,...``
@@ -23,9 +28,13 @@ import argparse
 import sys
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic
+
+from scripts.replica_assignment import new_replica_lists
 
 TIMEOUT_S = 30.0
+ADD_PARTITIONS_WARNING = ("WARNING: If partitions are increased for a topic that has a key, the partition logic or "
+                          "ordering of the messages will be affected")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.create:
             return _create(admin, args)
+        if args.alter:
+            return _alter(admin, args)
         if args.delete:
             return _delete(admin, args.topic)
         if args.list:
@@ -71,6 +82,29 @@ def _create(admin: AdminClient, args: argparse.Namespace) -> int:
             return 1
         raise
     print(f"Created topic {args.topic}.")
+    return 0
+
+
+def _alter(admin: AdminClient, args: argparse.Namespace) -> int:
+    metadata = admin.list_topics(timeout=TIMEOUT_S)  # all topics: a one-topic request may auto-create it
+    if args.topic not in metadata.topics:
+        print(f"Error: topic {args.topic!r} does not exist", file=sys.stderr)
+        return 1
+    existing = len(metadata.topics[args.topic].partitions)
+    replica_lists = new_replica_lists(args.replica_assignment, existing)
+    new = (NewPartitions(args.topic, args.partitions) if replica_lists is None
+           else NewPartitions(args.topic, args.partitions, replica_lists))
+    print(ADD_PARTITIONS_WARNING)
+    future = admin.create_partitions([new], operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S + 15)[args.topic]
+    try:
+        future.result()
+    except KafkaException as exc:
+        if _code(exc) == KafkaError.REQUEST_TIMED_OUT:
+            print(f"Added partitions to {args.topic}, but they have no leaders yet (is a controller running?)",
+                  file=sys.stderr)
+            return 1
+        raise
+    print("Adding partitions succeeded!")
     return 0
 
 

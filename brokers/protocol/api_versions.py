@@ -60,6 +60,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
     33: (0, 2),  # AlterConfigs: kafka-python's alter_configs, Kafka's ConfigCommand for brokers (v2 flexible)
     44: (0, 1),  # IncrementalAlterConfigs: librdkafka's incremental_alter_configs (v1 flexible)
+    37: (0, 3),  # CreatePartitions: librdkafka 2.16 sends 2, kafka-python 3.0 sends 3 (both flexible)
     42: (0, 1),  # DeleteGroups
     43: (0, 2),  # ElectLeaders: v0 is always PREFERRED; librdkafka and kafka-python send v2 (flexible)
     47: (0, 0),  # OffsetDelete
@@ -89,6 +90,7 @@ API_NAMES: dict[int, str] = {
     32: "DescribeConfigs",
     33: "AlterConfigs",
     44: "IncrementalAlterConfigs",
+    37: "CreatePartitions",
     42: "DeleteGroups",
     43: "ElectLeaders",
     47: "OffsetDelete",
@@ -121,6 +123,7 @@ FLEXIBLE_FROM: dict[int, int] = {
     32: 4,
     33: 2,
     44: 1,
+    37: 2,
     42: 2,
     43: 2,
     47: NEVER_FLEXIBLE,

@@ -22,6 +22,7 @@ from brokers.server.context import CLIENT_HOST, ServerContext
 from brokers.server.handlers import (
     admin,
     alter_configs,
+    create_partitions,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -48,6 +49,7 @@ HANDLERS: dict[int, Handler] = {
     22: admin.handle_init_producer_id,
     23: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
     32: admin.handle_describe_configs,
+    37: create_partitions.handle_create_partitions,
     45: reassignments.handle_alter_partition_reassignments,
     46: reassignments.handle_list_partition_reassignments,
     33: alter_configs.handle_alter_configs,

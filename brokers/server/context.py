@@ -24,8 +24,9 @@ CLIENT_HOST: ContextVar[str] = ContextVar("client_host", default="")
 
 
 class AdminOps(Protocol):
-    """The admin operations behind CreateTopics, DeleteTopics, DescribeConfigs, AlterConfigs,
-    IncrementalAlterConfigs, InitProducerId and Metadata's auto-creation. Failures raise ``brokers.protocol.errors.KafkaError`` with Kafka's code."""
+    """The admin operations behind CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
+    AlterConfigs, IncrementalAlterConfigs, InitProducerId and Metadata's auto-creation. Failures raise
+    ``brokers.protocol.errors.KafkaError`` with Kafka's code."""
 
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int, config: dict[str, str],
                            assignment: dict[int, list[int]] | None, validate_only: bool) -> None:
@@ -37,6 +38,13 @@ class AdminOps(Protocol):
 
     async def topic_config(self, name: str) -> dict[str, str]:
         """The topic's config overrides only (``/config/topics/<name>``)."""
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                                validate_only: bool) -> None:
+        """Grow a topic to ``count`` partitions (``assignments``: one replica list per new partition, None
+        for Kafka's round robin), or with ``validate_only`` only check: UNKNOWN_TOPIC_OR_PARTITION,
+        INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT, INVALID_TOPIC_EXCEPTION (queued for deletion),
+        REASSIGNMENT_IN_PROGRESS."""
 
     def log_config_defaults(self) -> dict[str, str]:
         """Every topic-level config key with this broker's default value."""

@@ -59,6 +59,16 @@ class ControllerElection:
     won: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class TopicAssignmentRead:
+    """``/brokers/topics/<t>`` as read for a conditional rewrite: the assignment, the partitions a
+    reassignment is moving (non-empty adding/removing replicas) and the znode version."""
+
+    assignment: dict[int, list[int]]
+    reassigning: list[int]
+    zk_version: int
+
+
 def new_uuid_base64() -> str:
     """Kafka's cluster and topic ids: 22 characters of URL-safe base64 of a random UUID."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -211,6 +221,30 @@ class KafkaZkClient:
         except NoNodeError:
             return None
         return TopicZNode.decode(topic, data)
+
+    async def get_topic_assignment_for_update(self, topic: str) -> TopicAssignmentRead | None:
+        """What a conditional rewrite of ``/brokers/topics/<t>`` starts from (None: no such topic)."""
+        try:
+            data, stat = await self.zk.get(TopicZNode.path(topic))
+        except NoNodeError:
+            return None
+        full, _ = TopicZNode.decode_full(topic, data)
+        return TopicAssignmentRead({p: list(a.replicas) for p, a in full.items()},
+                                   sorted(p for p, a in full.items() if a.is_being_reassigned), stat.version)
+
+    async def add_topic_partitions(self, topic: str, added: dict[int, list[int]], expected_version: int) -> None:
+        """CreatePartitions' write: ``/brokers/topics/<t>`` with ``added`` joining its partitions, the topic
+        id and reassignment fields kept, as a compare-and-set on ``expected_version``. BadVersionError if
+        anyone wrote since that read, NoNodeError if the topic is gone, ValueError if a partition exists."""
+        path = TopicZNode.path(topic)
+        data, stat = await self.zk.get(path)
+        if stat.version != expected_version:
+            raise BadVersionError(f"{path} is at version {stat.version}, not {expected_version}")
+        full, topic_id = TopicZNode.decode_full(topic, data)
+        if set(added) & set(full):
+            raise ValueError(f"{path}: partitions {sorted(set(added) & set(full))} already exist")
+        full.update({p: ReplicaAssignment(tuple(replicas)) for p, replicas in added.items()})
+        await self.zk.set(path, TopicZNode.encode_full(full, topic_id), expected_version)
 
     async def get_full_topic_assignment(self, topic: str, watch: Watch = None
                                         ) -> tuple[dict[int, ReplicaAssignment], str | None] | None:
