@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 from kazoo.client import KazooClient
 
-from scripts.cluster import Cluster, ClusterError, ClusterSpec
+from scripts.cluster import Cluster
 from tests.integration.conditions import wait_for
 
 SESSION_MS = 4000
@@ -37,33 +37,10 @@ ZNODE = "/admin/preferred_replica_election"
 
 
 @pytest.fixture
-def make_cluster(tmp_path):
-    made: list[tuple[Cluster, KazooClient]] = []
-
-    def make(properties: dict[str, str]):
-        props = {"replica.fetch.backoff.ms": "200", "leader.imbalance.check.interval.seconds": "3", **properties}
-        for attempt in (1, 2):
-            spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=SESSION_MS, properties=props)
-            cluster = Cluster(tmp_path / f"cluster-{len(made)}", spec)
-            zk = KazooClient(hosts=cluster.zookeeper_connect)
-            made.append((cluster, zk))
-            try:
-                cluster.up(timeout=60)
-                break
-            except ClusterError as exc:  # a port taken between choosing and binding it: once more
-                if attempt == 2 or "address already in use" not in str(exc):
-                    raise
-                cluster.down()
-        zk.start(timeout=15)
-        return cluster, zk
-
-    yield make
-    for cluster, zk in made:
-        try:
-            zk.stop()
-            zk.close()
-        finally:
-            cluster.down()
+def preferred_cluster(make_cluster):
+    """3 brokers with a 3 s leader-imbalance check (conftest's ``make_cluster``)."""
+    return lambda properties: make_cluster(3, session_timeout_ms=SESSION_MS, properties={
+        "leader.imbalance.check.interval.seconds": "3", **properties})
 
 
 # -- ZooKeeper's view -----------------------------------------------------------------------------------
@@ -130,8 +107,8 @@ def tool(*argv: str) -> subprocess.CompletedProcess:
 
 # -- 1. automatic ---------------------------------------------------------------------------------------------
 
-def test_auto_leader_rebalance_returns_leadership_to_the_preferred_replicas(make_cluster):
-    cluster, zk = make_cluster({})
+def test_auto_leader_rebalance_returns_leadership_to_the_preferred_replicas(preferred_cluster):
+    cluster, zk = preferred_cluster({})
     topic = "auto-rebalance"
     create_topic(cluster, zk, topic)
     victim = non_controller(cluster)
@@ -226,8 +203,8 @@ def confluent_elect(cluster: Cluster, partitions: list[TopicPartition]) -> dict[
     return {(tp.topic, tp.partition): code(error) for tp, error in results.items()}
 
 
-def test_manual_elections_with_auto_rebalance_off(make_cluster, tmp_path):
-    cluster, zk = make_cluster({"auto.leader.rebalance.enable": "false"})
+def test_manual_elections_with_auto_rebalance_off(preferred_cluster, tmp_path):
+    cluster, zk = preferred_cluster({"auto.leader.rebalance.enable": "false"})
     topic = "manual"
     controller, _ = wait_for(cluster.controller, 30, "a controller")
     victim = non_controller(cluster)

@@ -49,15 +49,6 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture
-def zk(cluster):
-    client = KazooClient(hosts=cluster.zookeeper_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
-
-
-@pytest.fixture
 def admin(cluster):
     client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=30000)
     yield client

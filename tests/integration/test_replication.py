@@ -38,7 +38,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from scripts.cluster import Cluster, ClusterError, ClusterSpec
+from scripts.cluster import Cluster
 from tests.integration.conditions import wait_for
 
 SESSION_MS = 4000
@@ -46,36 +46,6 @@ VALUE_PAD = b"." * 40
 
 
 # -- harness ----------------------------------------------------------------------------------------
-@pytest.fixture
-def make_cluster(tmp_path):
-    """``make_cluster(brokers, session_timeout_ms=..., properties={...})`` -> (Cluster, KazooClient);
-    everything made is torn down after the test (SIGCONT + SIGTERM, then ZooKeeper)."""
-    made: list[tuple[Cluster, KazooClient]] = []
-
-    def make(brokers: int = 3, session_timeout_ms: int = SESSION_MS, properties: dict | None = None):
-        props = {"replica.fetch.backoff.ms": "200", **(properties or {})}
-        for attempt in (1, 2):
-            spec = ClusterSpec.on_free_ports(brokers, tick_time=500, session_timeout_ms=session_timeout_ms, properties=props)
-            cluster = Cluster(tmp_path / f"cluster-{len(made)}", spec)
-            zk = KazooClient(hosts=cluster.zookeeper_connect)
-            made.append((cluster, zk))
-            try:
-                cluster.up(timeout=60)
-                break
-            except ClusterError as exc:  # a port taken between choosing and binding it: once more
-                if attempt == 2 or "address already in use" not in str(exc):
-                    raise
-                cluster.down()
-        zk.start(timeout=15)
-        return cluster, zk
-
-    yield make
-    for cluster, zk in made:
-        try:
-            zk.stop()
-            zk.close()
-        finally:
-            cluster.down()
 
 
 def zk_state(zk: KazooClient, topic: str, partition: int) -> dict:
