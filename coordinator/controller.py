@@ -134,7 +134,7 @@ class KafkaController:
         elif isinstance(event, ev.ControlledShutdown):
             await self._on_controlled_shutdown(event)
         elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
-            await self._on_reassignment_api(event)
+            await self.reassignments.on_api_event(event, self.is_active)
         elif isinstance(event, ev.ReplicaLeaderElection):
             await self.elections.on_replica_leader_election(event)  # answers NOT_CONTROLLER when inactive
         elif not self.is_active:
@@ -414,22 +414,6 @@ class KafkaController:
         future = asyncio.get_running_loop().create_future()
         self.events.put(ev.ListPartitionReassignments(partitions, future))
         return await future
-
-    async def _on_reassignment_api(self, event) -> None:
-        if not self.is_active:
-            event.result.set_result(ErrorCode.NOT_CONTROLLER)
-        elif isinstance(event, ev.ListPartitionReassignments):
-            event.result.set_result(self.reassignments.list(event.partitions))
-        else:
-            event.result.set_result(await self.reassignments.on_api_request(event.reassignments))
-
-    def _watch_reassign_znode(self):
-        """``/admin/reassign_partitions`` existence watch: only its creation starts moves (Kafka's handler)."""
-        def fire(watch_event) -> None:
-            if watch_event.type != "NONE":
-                self.events.put(ev.ZkPartitionReassignment(created=watch_event.type == "CREATED"))
-
-        return fire
 
     # -- replica leader elections (ElectLeaders) ------------------------------------------------
     async def elect_leaders(self, election_type: int, partitions) -> dict:

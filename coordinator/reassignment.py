@@ -50,6 +50,26 @@ class PartitionReassignments:
         return self.controller.context
 
     # -- requests --------------------------------------------------------------------------------
+    async def on_api_event(self, event: ev.ApiPartitionReassignment | ev.ListPartitionReassignments,
+                           active: bool) -> None:
+        """Answer the API's future: NOT_CONTROLLER unless this is the active controller."""
+        if not active:
+            event.result.set_result(ErrorCode.NOT_CONTROLLER)
+        elif isinstance(event, ev.ListPartitionReassignments):
+            event.result.set_result(self.list(event.partitions))
+        else:
+            event.result.set_result(await self.on_api_request(event.reassignments))
+
+    def _watch_znode(self):
+        """``/admin/reassign_partitions`` existence watch: only its creation starts moves (Kafka's handler)."""
+        events = self.controller.events
+
+        def fire(watch_event) -> None:
+            if watch_event.type != "NONE":
+                events.put(ev.ZkPartitionReassignment(created=watch_event.type == "CREATED"))
+
+        return fire
+
     async def on_api_request(self, targets: dict[TopicPartition, list[int] | None]) -> Result:
         """AlterPartitionReassignments (Kafka's ``processApiPartitionReassignment``)."""
         results: Result = {}
@@ -71,7 +91,7 @@ class PartitionReassignments:
     async def on_zk_request(self, event: ev.ZkPartitionReassignment) -> set[TopicPartition]:
         """``/admin/reassign_partitions``: re-arm the existence watch; start what it lists when created."""
         ctl = self.controller
-        targets = await ctl.kzc.get_partition_reassignment(watch=ctl._watch_reassign_znode())
+        targets = await ctl.kzc.get_partition_reassignment(watch=self._watch_znode())
         if not event.created or not targets:
             if targets == {}:
                 await ctl.kzc.set_partition_reassignment(self.context.epoch_zk_version, {})
