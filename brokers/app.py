@@ -142,7 +142,8 @@ class BrokerServer:
                                     reassignments=self,
                                     elect_leaders=self._elect_leaders)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
-                                           self.config["socket.request.max.bytes"])
+                                           self.config["socket.request.max.bytes"], listener_name=listener.listener,
+                                           security_protocol=listener.security_protocol)
             await kafka_listener.start()
             self.kafka_listeners.append(kafka_listener)
         await self.http.start()

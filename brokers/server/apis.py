@@ -18,7 +18,7 @@ from brokers.protocol import codec
 from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name, api_versions_response, is_flexible, is_supported
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
-from brokers.server.context import CLIENT_HOST, ServerContext
+from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
 from brokers.server.handlers import (
     admin,
     alter_configs,
@@ -80,6 +80,7 @@ class KafkaApis:
             return [self._unsupported_version(header)]
         request = codec.decode_request(header, frame)
         CLIENT_HOST.set("/" + getattr(connection, "peer", "?").rsplit(":", 1)[0])
+        PRINCIPAL.set(getattr(connection, "principal", "User:ANONYMOUS"))
         started = time.perf_counter()
         try:
             response = await handler(self.context, header, request)

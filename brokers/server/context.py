@@ -21,6 +21,9 @@ from brokers.stats import BrokerStats
 # The address of the client whose request is being handled ("/127.0.0.1", as Kafka prints it), set per
 # request by KafkaApis; each request runs in its own task, so each sees its own value.
 CLIENT_HOST: ContextVar[str] = ContextVar("client_host", default="")
+# The principal of the connection whose request is being handled ("User:alice"), set per request by
+# KafkaApis from the connection (TLS client certificate or SASL; "User:ANONYMOUS" otherwise).
+PRINCIPAL: ContextVar[str] = ContextVar("principal", default="User:ANONYMOUS")
 
 
 class AdminOps(Protocol):

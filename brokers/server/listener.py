@@ -27,8 +27,18 @@ MAX_IN_FLIGHT = 200  # pause reading beyond this many unanswered requests on one
 SENDFILE_MIN_BYTES = int(os.environ.get("ZKAFKA_SENDFILE_MIN_BYTES", str(1 << 20)))
 
 
+ANONYMOUS = "User:ANONYMOUS"  # Kafka's KafkaPrincipal.ANONYMOUS: PLAINTEXT clients, before authentication
+
+
 class Connection(asyncio.Protocol):
-    def __init__(self, handle: Handler, max_request_bytes: int, connections: set["Connection"]):
+    """One client connection. ``listener_name`` / ``security_protocol`` are its listener's; ``principal``
+    is who the client is (``User:ANONYMOUS`` until TLS client auth or SASL says otherwise), read by the
+    handlers through ``brokers.server.context.PRINCIPAL``."""
+
+    def __init__(self, handle: Handler, max_request_bytes: int, connections: set["Connection"],
+                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT"):
+        self.listener_name, self.security_protocol = listener_name, security_protocol
+        self.principal = ANONYMOUS
         self._handle = handle
         self._decoder = FrameDecoder(max_request_bytes)
         self._connections = connections
@@ -138,7 +148,9 @@ class Connection(asyncio.Protocol):
 
 
 class KafkaListener:
-    def __init__(self, handle: Handler, host: str, port: int, max_request_bytes: int = 104857600):
+    def __init__(self, handle: Handler, host: str, port: int, max_request_bytes: int = 104857600, *,
+                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT"):
+        self.listener_name, self.security_protocol = listener_name, security_protocol
         self._handle = handle
         self.host = host or "0.0.0.0"
         self.requested_port = port
@@ -155,7 +167,8 @@ class KafkaListener:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: Connection(self._handle, self.max_request_bytes, self.connections),
+            lambda: Connection(self._handle, self.max_request_bytes, self.connections, self.listener_name,
+                               self.security_protocol),
             self.host, self.requested_port, reuse_address=True)
         log.info("Kafka listener on %s:%d", self.host, self.port)
 
