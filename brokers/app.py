@@ -12,7 +12,9 @@ import asyncio
 import logging
 from typing import Any
 
+from brokers.acl_store import AclAuthorizer
 from brokers.admin import ZkAdmin
+from brokers.authorizer import parse_super_users
 from brokers.config import BrokerConfig, ConfigError
 from brokers.config_changes import ConfigChangeListener
 from brokers.dynamic_config import DynamicBrokerConfig
@@ -91,6 +93,9 @@ class BrokerServer:
         self.config_listener = ConfigChangeListener(self.kzc, {"topics": self._on_topic_config_change,
                                                                "brokers": self._on_broker_config_change})
         self.admin: ZkAdmin | None = None
+        self.authorizer = (AclAuthorizer(self.zk, parse_super_users(config["super.users"]),
+                                         config["allow.everyone.if.no.acl.found"])
+                           if config["authorizer.class.name"] else None)  # None: everything is allowed
         self.scheduler: Scheduler | None = None
         self.log_manager: LogManager | None = None
         self.metadata_cache = MetadataCache(self.broker_id)
@@ -134,13 +139,15 @@ class BrokerServer:
         admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.default_log_config, self.metadata_cache,
                         self.dynamic_config)
         self.admin = admin
+        if self.authorizer is not None:
+            await self.authorizer.start()  # every ACL loaded before the first request is served
         for listener in self.config.listeners:  # one socket each; Metadata answers with that listener's endpoints
             context = ServerContext(self.broker_id, self.config, self.metadata_cache, self.replica_manager,
                                     lambda: self.cluster_id, admin, listener.listener,
                                     coordinator_partition=self.group_coordinator.partition_for,
                                     group_coordinator=self.group_coordinator, stats=self.stats,
                                     reassignments=self,
-                                    elect_leaders=self._elect_leaders)
+                                    elect_leaders=self._elect_leaders, authorizer=self.authorizer)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"], listener_name=listener.listener,
                                            security_protocol=listener.security_protocol)
@@ -294,6 +301,8 @@ class BrokerServer:
             return
         log.info("broker %d re-registered with epoch %d", self.broker_id, self.broker_epoch)
         self.config_listener.on_new_session()  # the /config/changes watch died with the old session
+        if self.authorizer is not None:
+            self.authorizer.on_new_session()  # so did the ACL change watches
         if self.controller is not None:
             self.controller.on_new_session()
 
@@ -412,6 +421,8 @@ class BrokerServer:
             await self.controller.shutdown()
         await self.group_coordinator.shutdown()
         await self.config_listener.close()
+        if self.authorizer is not None:
+            await self.authorizer.close()
         if self.replica_manager is not None:
             await self.replica_manager.shutdown()
         await self.zk.close()

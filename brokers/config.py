@@ -15,6 +15,10 @@ from typing import Any, Callable
 from brokers.model import EndPoint
 
 
+# The ZooKeeper ACL authorizer under Kafka 2.x's name and Kafka 1.x's (SimpleAclAuthorizer).
+ACL_AUTHORIZER_CLASSES = ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
+
+
 class ConfigError(ValueError):
     pass
 
@@ -59,6 +63,9 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "listener.security.protocol.map": ("map", None),
     "inter.broker.listener.name": ("str", None),
     "http.port": ("int", 8080),
+    "authorizer.class.name": ("str", ""),  # kafka.security.authorizer.AclAuthorizer enables ACLs
+    "allow.everyone.if.no.acl.found": ("bool", False),
+    "super.users": ("str", None),  # principals separated by ';' (User:admin;User:broker)
     "log.dirs": ("list", None),
     "log.dir": ("str", "/tmp/kafka-logs"),
     "num.partitions": ("int", 1),
@@ -230,6 +237,13 @@ class BrokerConfig:
             except ValueError as exc:
                 raise ConfigError(f"{self.source}: {key}: {exc}") from None
         self._validate_listener_names()
+        self._validate_authorizer()
+
+    def _validate_authorizer(self) -> None:
+        name = self.values["authorizer.class.name"]
+        if name and name not in ACL_AUTHORIZER_CLASSES:
+            raise ConfigError(f"{self.source}: authorizer.class.name {name!r} is not supported: the only authorizer "
+                              f"is {ACL_AUTHORIZER_CLASSES[0]} (or leave it empty for no authorization)")
 
     def _validate_listener_names(self) -> None:
         """Kafka's rules: listener names unique, every advertised one bound, the inter-broker one advertised."""

@@ -66,6 +66,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     47: (0, 0),  # OffsetDelete
     45: (0, 0),  # AlterPartitionReassignments (KIP-455; v1 is Kafka 4's allow_replication_factor_change)
     46: (0, 0),  # ListPartitionReassignments
+    29: (1, 3),  # DescribeAcls: kio starts at v1 (v0 has no pattern type); v2+ flexible
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
 }
 
 API_NAMES: dict[int, str] = {
@@ -96,6 +99,9 @@ API_NAMES: dict[int, str] = {
     47: "OffsetDelete",
     45: "AlterPartitionReassignments",
     46: "ListPartitionReassignments",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
 }
 
 NEVER_FLEXIBLE = 1 << 15  # OffsetDelete's "flexibleVersions": "none"
@@ -129,6 +135,9 @@ FLEXIBLE_FROM: dict[int, int] = {
     47: NEVER_FLEXIBLE,
     45: 0,
     46: 0,
+    29: 2,
+    30: 2,
+    31: 2,
 }
 
 assert SUPPORTED.keys() == API_NAMES.keys() == FLEXIBLE_FROM.keys()

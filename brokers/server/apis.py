@@ -20,6 +20,7 @@ from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
 from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
 from brokers.server.handlers import (
+    acls,
     admin,
     alter_configs,
     create_partitions,
@@ -55,6 +56,9 @@ HANDLERS: dict[int, Handler] = {
     33: alter_configs.handle_alter_configs,
     44: alter_configs.handle_incremental_alter_configs,
     43: elect_leaders.handle_elect_leaders,
+    29: acls.handle_describe_acls,
+    30: acls.handle_create_acls,
+    31: acls.handle_delete_acls,
 }
 assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 

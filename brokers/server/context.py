@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Iterable, Protocol
 
 from brokers.config import BrokerConfig
 from brokers.model import TopicPartition
@@ -104,6 +104,20 @@ class ServerContext:
     stats: BrokerStats = field(default_factory=BrokerStats)  # request latencies and per-topic traffic
     reassignments: ReassignmentOps | None = None  # the controller's reassignment calls (brokers.app wires them)
     elect_leaders: ElectLeaders | None = None  # the controller's elections (brokers.app wires it)
+    # brokers.acl_store.AclAuthorizer when authorizer.class.name is set; None: everything is allowed.
+    authorizer: Any = None
+
+    def authorize(self, operation: int, resource_type: int, names: Iterable[str]) -> set[str]:
+        """The names of ``names`` on which the requesting principal may do ``operation`` (codes of
+        ``brokers.authorizer``); all of them when no authorizer is configured."""
+        if self.authorizer is None:
+            return set(names)
+        principal, host = PRINCIPAL.get(), CLIENT_HOST.get().lstrip("/")
+        return {name for name in names if self.authorizer.authorize(principal, host, operation, resource_type, name)}
+
+    def authorized(self, operation: int, resource_type: int, name: str) -> bool:
+        """One resource: may the requesting principal do ``operation`` on it."""
+        return self.authorizer is None or bool(self.authorize(operation, resource_type, (name,)))
 
     @staticmethod
     def client_host() -> str:

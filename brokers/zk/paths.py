@@ -438,3 +438,82 @@ PERSISTENT_ROOTS = (
     BrokerSequenceIdZNode.PATH, IsrChangeNotificationZNode.PATH, ProducerIdBlockZNode.PATH,
     "/log_dir_event_notification", *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
 )
+
+
+class AclZNode:
+    """``/kafka-acl/<ResourceType>/<name>`` (literal patterns) and
+    ``/kafka-acl-extended/prefixed/<ResourceType>/<name>`` (prefixed): one znode per resource pattern,
+    ``{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow","operation":"Read",
+    "host":"*"}]}`` (Kafka's AclEntry JSON; names are Kafka's camel-case ones). Written with the
+    version read (compare-and-set, retried on BADVERSION); an empty ACL set deletes the znode."""
+
+    LITERAL_ROOT = "/kafka-acl"
+    EXTENDED_ROOT = "/kafka-acl-extended"
+    PREFIXED_ROOT = "/kafka-acl-extended/prefixed"
+    VERSION = 1
+
+    @staticmethod
+    def root(pattern_type: str) -> str:
+        """``LITERAL`` or ``PREFIXED`` -> the znode under which that pattern type's resource types live."""
+        return AclZNode.LITERAL_ROOT if pattern_type == "LITERAL" else f"{AclZNode.EXTENDED_ROOT}/{pattern_type.lower()}"
+
+    @staticmethod
+    def path(pattern_type: str, resource_type: str, name: str) -> str:
+        return f"{AclZNode.root(pattern_type)}/{resource_type}/{name}"
+
+    @staticmethod
+    def encode(acls: list[dict[str, str]]) -> bytes:
+        """``acls``: dicts with principal, permissionType, operation, host."""
+        return _json({"version": AclZNode.VERSION, "acls": sorted(acls, key=lambda a: json.dumps(a, sort_keys=True))})
+
+    @staticmethod
+    def decode(data: bytes | None) -> list[dict[str, str]]:
+        if not data:
+            return []
+        value = _load(data, "acl")
+        entries = value.get("acls") or []
+        keys = ("principal", "permissionType", "operation", "host")
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and all(k in e for k in keys) for e in entries):
+            raise ValueError(f"acl: unexpected content {value}")
+        return [{k: str(e[k]) for k in keys} for e in entries]
+
+
+class AclChangeNotificationZNode:
+    """``/kafka-acl-changes/acl_changes_<seq>`` (literal patterns; data ``TOPIC:foo``, Kafka's
+    ``ResourceType.toString + ":" + name``) and ``/kafka-acl-extended-changes/acl_changes_<seq>``
+    (``{"version":1,"resourceType":"TOPIC","name":"foo","patternType":"PREFIXED"}``), PERSISTENT_SEQUENTIAL:
+    written after each ACL znode change; every broker re-reads the named resource's znode."""
+
+    LITERAL_PATH = "/kafka-acl-changes"
+    EXTENDED_PATH = "/kafka-acl-extended-changes"
+    PREFIX = "acl_changes_"
+
+    @staticmethod
+    def path(pattern_type: str) -> str:
+        return AclChangeNotificationZNode.LITERAL_PATH if pattern_type == "LITERAL" else AclChangeNotificationZNode.EXTENDED_PATH
+
+    @staticmethod
+    def encode(resource_type: str, name: str, pattern_type: str) -> bytes:
+        """``resource_type`` as Kafka's enum name (TOPIC, TRANSACTIONAL_ID), ``pattern_type`` LITERAL/PREFIXED."""
+        if pattern_type == "LITERAL":
+            return f"{resource_type}:{name}".encode()
+        return _json({"version": 1, "resourceType": resource_type, "name": name, "patternType": pattern_type})
+
+    @staticmethod
+    def decode(data: bytes, extended: bool) -> tuple[str, str, str]:
+        """(resource type enum name, name, pattern type); ValueError if malformed."""
+        if not extended:
+            resource_type, sep, name = (data or b"").decode(errors="replace").partition(":")
+            if not sep or not resource_type:
+                raise ValueError(f"acl change: expected ResourceType:ResourceName, got {data!r}")
+            return resource_type.upper(), name, "LITERAL"
+        value = _load(data, "acl change")
+        if value.get("version") != 1 or not all(k in value for k in ("resourceType", "name", "patternType")):
+            raise ValueError(f"acl change: unexpected content {value}")
+        return str(value["resourceType"]).upper(), str(value["name"]), str(value["patternType"]).upper()
+
+    @staticmethod
+    def sequence(child: str) -> int:
+        if not child.startswith(AclChangeNotificationZNode.PREFIX):
+            raise ValueError(f"not an acl change notification: {child!r}")
+        return int(child[len(AclChangeNotificationZNode.PREFIX):])

@@ -2,6 +2,8 @@
 
 Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``readFromLocalLog``:
 
+* with an authorizer, a consumer needs Read on the topic and a follower ClusterAction on the cluster,
+  else TOPIC_AUTHORIZATION_FAILED (29);
 * this broker must lead it (NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION);
 * a follower's fetch (``replica_id >= 0``) first tells the replica manager the follower's log end
   (its ``fetch_offset``), which may advance the high watermark and expand the ISR, and reads up to the
@@ -44,6 +46,7 @@ import asyncio
 import time
 from typing import Any
 
+from brokers.authorizer import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response
 from brokers.protocol.framing import RequestHeader
@@ -60,11 +63,25 @@ def _error(index: int, code: int) -> FetchPartitionData:
     return FetchPartitionData(index, int(code), -1, -1, -1, None)
 
 
-def _resolve(context: ServerContext, request: Any) -> list[tuple[str, Any, Partition | int]]:
+def _allowed(context: ServerContext, request: Any, from_follower: bool) -> set[str]:
+    """The requested topics the principal may fetch: Read on each topic for a consumer; ClusterAction on
+    the cluster (all or nothing) for a follower."""
+    topics = {topic.topic for topic in request.topics}
+    if context.authorizer is None:
+        return topics
+    if from_follower:
+        return topics if context.authorized(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME) else set()
+    return context.authorize(READ, TOPIC, topics)
+
+
+def _resolve(context: ServerContext, request: Any, allowed: set[str]) -> list[tuple[str, Any, Partition | int]]:
     """(topic, requested partition, the led Partition or an error code) for every requested partition."""
     resolved = []
     for topic in request.topics:
         for wanted in topic.partitions:
+            if topic.topic not in allowed:
+                resolved.append((topic.topic, wanted, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             try:
                 partition: Partition | int = leader_for(context, topic.topic, wanted.partition)
             except PartitionError as exc:
@@ -184,7 +201,8 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     deadline = loop.time() + max(0.0, timeout_seconds(request.max_wait))
     replica_id = request.replica_id
     from_follower = replica_id >= 0
-    resolved = _resolve(context, request)
+    allowed = _allowed(context, request, from_follower)
+    resolved = _resolve(context, request, allowed)
     throttle = None
     if from_follower:
         _record_follower_fetch(context, replica_id, resolved)
@@ -209,4 +227,4 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         finally:
             timer.cancel()
             context.stats.fetches_parked -= 1
-        resolved = _resolve(context, request)
+        resolved = _resolve(context, request, allowed)

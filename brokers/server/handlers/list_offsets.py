@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from brokers.authorizer import DESCRIBE, TOPIC
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
@@ -62,9 +63,13 @@ def _offset(context: ServerContext, replica_id: int, topic: str, index: int, tar
 
 async def handle_list_offsets(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     topics = []
+    described = context.authorize(DESCRIBE, TOPIC, {topic.name for topic in request.topics})
     for topic in request.topics:
-        partitions = [_offset(context, request.replica_id, topic.name, p.partition_index, p.timestamp)
-                      for p in topic.partitions]
+        if topic.name not in described:
+            partitions = [_answer(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
+        else:
+            partitions = [_offset(context, request.replica_id, topic.name, p.partition_index, p.timestamp)
+                          for p in topic.partitions]
         topics.append(dict(name=topic.name, partitions=partitions))
     cls = codec.response_class(header.api_key, header.api_version)
     return codec.build(cls, throttle_time=0, topics=topics)

@@ -10,6 +10,9 @@ Answered from the MetadataCache alone, as Kafka does (``KafkaApis.handleTopicMet
   (an INVALID_REPLICATION_FACTOR, e.g. more than the live brokers, surfaces as the topic's error). The
   first answer for it is LEADER_NOT_AVAILABLE (5), also if another broker created it first; an invalid
   name answers INVALID_TOPIC_EXCEPTION (17). Without auto-creation: UNKNOWN_TOPIC_OR_PARTITION (3);
+* with an authorizer (Kafka 2.8): topics the principal may not Describe are left out of an all-topics
+  answer and answer TOPIC_AUTHORIZATION_FAILED (29) when named; auto-creation needs Create on the cluster
+  or on the topic, else TOPIC_AUTHORIZATION_FAILED;
 * per partition: leader, replicas and ISR as the controller last sent them. A leader that is -1 or not
   a live broker (or lacks this listener) is reported as leader -1 with LEADER_NOT_AVAILABLE (v1+ lists
   replicas and ISR unfiltered, so there is no REPLICA_NOT_AVAILABLE).
@@ -19,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from brokers.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
@@ -70,17 +74,32 @@ async def _missing_topic(context: ServerContext, name: str, allow_auto_creation:
     return dict(error_code=error, name=name, is_internal=name in INTERNAL_TOPICS, partitions=[])
 
 
+def _denied(context: ServerContext, names: list[str], known: set[str], allow_auto_creation: bool) -> set[str]:
+    """Named topics answered TOPIC_AUTHORIZATION_FAILED: no Describe, or missing and to be auto-created
+    without Create on the cluster or the topic (Kafka 2.8)."""
+    denied = set(names) - context.authorize(DESCRIBE, TOPIC, names)
+    missing = [n for n in names if n not in known and n not in denied]
+    if (missing and allow_auto_creation and context.config["auto.create.topics.enable"]
+            and not context.authorized(CREATE, CLUSTER, CLUSTER_NAME)):
+        denied |= set(missing) - context.authorize(CREATE, TOPIC, missing)
+    return denied
+
+
 async def handle_metadata(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     brokers, reachable = _brokers(context)
     known = context.metadata_cache.topics()
     if request.topics is None:
-        names = sorted(known)
+        names = sorted(context.authorize(DESCRIBE, TOPIC, known))  # the ones it may not see are left out
     else:
         names = list(dict.fromkeys(topic.name for topic in request.topics))
     allow = getattr(request, "allow_auto_topic_creation", True)  # v0-v3 have no flag: always allowed
+    denied = _denied(context, names, known, allow) if context.authorizer is not None else set()
     topics = []
     for name in names:
-        if name in known:
+        if name in denied:
+            topics.append(dict(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                               is_internal=name in INTERNAL_TOPICS, partitions=[]))
+        elif name in known:
             topics.append(_topic(context, name, reachable))
         else:
             topics.append(await _missing_topic(context, name, allow))

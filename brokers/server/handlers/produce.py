@@ -3,7 +3,8 @@
 Per partition, in Kafka 2.8's order (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords``,
 ``ReplicaManager.appendToLocalLog``):
 
-1. ``acks`` must be 0, 1 or -1, else INVALID_REQUIRED_ACKS (21) for every partition;
+1. ``acks`` must be 0, 1 or -1, else INVALID_REQUIRED_ACKS (21) for every partition; with an authorizer,
+   the principal needs Write on the topic, else TOPIC_AUTHORIZATION_FAILED (29) and nothing is written;
 2. a topic the metadata cache does not know: UNKNOWN_TOPIC_OR_PARTITION (3);
 3. the record set must hold exactly one magic-2 batch (v3+): null or empty records, another magic or a
    second batch are INVALID_RECORD (87), as Kafka's ``validateRecords`` answers (not CORRUPT_MESSAGE);
@@ -38,6 +39,7 @@ import logging
 import time
 from typing import Any
 
+from brokers.authorizer import TOPIC, WRITE
 from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
@@ -134,10 +136,13 @@ async def _await_acks(waits: list[tuple[dict[str, Any], asyncio.Future]], timeou
 async def handle_produce(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     acks = request.acks
     known = context.metadata_cache.topics()
+    writable = context.authorize(WRITE, TOPIC, {t.name for t in request.topic_data})
     responses, waits = [], []
     for topic in request.topic_data:
         if acks not in VALID_ACKS:
             partitions = [_failed(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
+        elif topic.name not in writable:
+            partitions = [_failed(p.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partition_data]
         elif topic.name not in known:
             partitions = [_failed(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in topic.partition_data]
         else:

@@ -1,0 +1,228 @@
+"""AclAuthorizer: Kafka 2.8's ZooKeeper-backed authorizer (``authorizer.class.name=
+kafka.security.authorizer.AclAuthorizer``): the broker's in-memory copy of every ACL, kept current by
+the ACL change notifications, and the CreateAcls/DeleteAcls writes.
+
+Storage (``brokers.zk.paths.AclZNode``): one znode per resource pattern, literal patterns under
+``/kafka-acl/<ResourceType>/<name>``, prefixed ones under ``/kafka-acl-extended/prefixed/...``. A write
+reads the znode and its version, computes the new ACL set and writes it back conditionally on that
+version (create if absent, delete when the set becomes empty), retrying on BADVERSION / NODEEXISTS /
+NONODE as Kafka's ``updateResourceAcls`` does; then it creates an ``acl_changes_<seq>`` notification
+(``AclChangeNotificationZNode``) naming the pattern, and every broker (the writer included) re-reads
+that one znode.
+
+``start()`` loads every ACL and arms child watches on both change paths; notifications present at
+start are not replayed (the load saw their effect). Each watch event runs one serialized pass over the
+children above the last processed sequence. After a new session, ``on_new_session()`` reloads all and
+re-arms the watches. Decisions (``authorize``) read only memory: ``brokers.authorizer.decide``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from brokers import authorizer as acl
+from brokers.authorizer import AclEntry, AclFilter, Acls, ResourcePattern
+from brokers.zk.errors import BadVersionError, NodeExistsError, NoNodeError, ZkError
+from brokers.zk.gateway import WatchEvent, ZkGateway
+from brokers.zk.paths import AclChangeNotificationZNode, AclZNode
+
+log = logging.getLogger(__name__)
+WRITE_ATTEMPTS = 20
+
+
+def _znode_path(pattern: ResourcePattern) -> str:
+    return AclZNode.path(acl.PATTERN_TYPE_NAMES[pattern.pattern_type], acl.RESOURCE_TYPE_NAMES[pattern.resource_type],
+                         pattern.name)
+
+
+def _to_json(entry: AclEntry) -> dict[str, str]:
+    return {"principal": entry.principal, "permissionType": acl.PERMISSION_NAMES[entry.permission],
+            "operation": acl.OPERATION_NAMES[entry.operation], "host": entry.host}
+
+
+def _from_json(item: dict[str, str]) -> AclEntry:
+    operation = acl.OPERATIONS_BY_NAME.get(item["operation"].lower())
+    permission = acl.PERMISSIONS_BY_NAME.get(item["permissionType"].lower())
+    if operation is None or permission is None:
+        raise ValueError(f"acl: unknown operation or permission type in {item}")
+    return AclEntry(item["principal"], item["host"], operation, permission)
+
+
+def _pattern_from_change(resource_type: str, name: str, pattern_type: str) -> ResourcePattern:
+    codes = {v: k for k, v in acl.ENUM_RESOURCE_TYPE.items()}
+    codes.update({v.upper(): k for k, v in acl.RESOURCE_TYPE_NAMES.items()})
+    patterns = {v: k for k, v in acl.PATTERN_TYPE_NAMES.items()}
+    if resource_type not in codes or pattern_type not in patterns:
+        raise ValueError(f"acl change: unknown resource type {resource_type} or pattern type {pattern_type}")
+    return ResourcePattern(codes[resource_type], name, patterns[pattern_type])
+
+
+class AclAuthorizer:
+    def __init__(self, zk: ZkGateway, super_users: frozenset[str], allow_if_no_acl: bool):
+        self.zk = zk
+        self.super_users = super_users
+        self.allow_if_no_acl = allow_if_no_acl
+        self.acls: Acls = {}
+        self.processed = 0  # change notifications applied (tests, /metrics)
+        self._last = {False: -1, True: -1}  # extended? -> last processed sequence
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    # -- decisions -------------------------------------------------------------------------------
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
+        applicable = acl.matching_acls(self.acls, resource_type, name)
+        return acl.decide(applicable, principal, host, operation, super_users=self.super_users,
+                          allow_if_no_acl=self.allow_if_no_acl)
+
+    def describe(self, flt: AclFilter) -> list[tuple[ResourcePattern, AclEntry]]:
+        return acl.filter_acls(self.acls, flt)
+
+    # -- start-up and notifications --------------------------------------------------------------
+    async def start(self) -> None:
+        for path in (AclZNode.LITERAL_ROOT, AclZNode.PREFIXED_ROOT, AclChangeNotificationZNode.LITERAL_PATH,
+                     AclChangeNotificationZNode.EXTENDED_PATH):
+            await self.zk.ensure_path(path)
+        for extended in (False, True):
+            children = await self._changes(extended, watch=True)
+            self._last[extended] = max((seq for seq, _ in children), default=-1)
+        await self._load_all()
+
+    def on_new_session(self) -> None:
+        self._spawn(self._resync())
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _resync(self) -> None:
+        async with self._lock:
+            for extended in (False, True):
+                children = await self._changes(extended, watch=True)
+                self._last[extended] = max((seq for seq, _ in children), default=self._last[extended])
+            await self._load_all()
+
+    async def _load_all(self) -> None:
+        loaded: Acls = {}
+        for pattern_type, type_name in acl.PATTERN_TYPE_NAMES.items():
+            for resource_type, resource_name in acl.RESOURCE_TYPE_NAMES.items():
+                for name in await self._children(f"{AclZNode.root(type_name)}/{resource_name}"):
+                    pattern = ResourcePattern(resource_type, name, pattern_type)
+                    entries, _ = await self._read(pattern)
+                    if entries:
+                        loaded[pattern] = entries
+        self.acls = loaded
+
+    async def _children(self, path: str) -> list[str]:
+        try:
+            return await self.zk.get_children(path)
+        except NoNodeError:
+            return []
+
+    async def _changes(self, extended: bool, watch: bool = False) -> list[tuple[int, str]]:
+        path = AclChangeNotificationZNode.EXTENDED_PATH if extended else AclChangeNotificationZNode.LITERAL_PATH
+        callback = (lambda event: self._on_watch(event, extended)) if watch else None
+        found = []
+        for child in await self.zk.get_children(path, callback):
+            try:
+                found.append((AclChangeNotificationZNode.sequence(child), child))
+            except ValueError:
+                continue
+        return sorted(found)
+
+    def _on_watch(self, event: WatchEvent, extended: bool) -> None:
+        if event.type != "NONE":
+            self._spawn(self._process(extended))
+
+    def _spawn(self, coro: Any) -> None:
+        if self._closed:
+            coro.close()
+            return
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _process(self, extended: bool) -> None:
+        async with self._lock:
+            try:
+                children = await self._changes(extended, watch=True)
+            except ZkError as exc:
+                log.warning("cannot read the ACL change notifications (%s); the next change or session retries", exc)
+                return
+            path = AclChangeNotificationZNode.EXTENDED_PATH if extended else AclChangeNotificationZNode.LITERAL_PATH
+            for sequence, child in children:
+                if sequence <= self._last[extended]:
+                    continue
+                try:
+                    data, _ = await self.zk.get(f"{path}/{child}")
+                    pattern = _pattern_from_change(*AclChangeNotificationZNode.decode(data, extended))
+                    await self._refresh(pattern)
+                except NoNodeError:
+                    pass  # purged
+                except ZkError as exc:
+                    log.warning("ACL change %s not applied yet: %s", child, exc)
+                    return
+                except ValueError as exc:
+                    log.warning("skipping the bad ACL change notification %s: %s", child, exc)
+                self._last[extended] = sequence
+                self.processed += 1
+
+    async def _refresh(self, pattern: ResourcePattern) -> None:
+        entries, _ = await self._read(pattern)
+        self._apply(pattern, entries)
+
+    def _apply(self, pattern: ResourcePattern, entries: frozenset[AclEntry]) -> None:
+        acls = dict(self.acls)  # copy-on-write: decisions in flight keep a consistent view
+        if entries:
+            acls[pattern] = entries
+        else:
+            acls.pop(pattern, None)
+        self.acls = acls
+
+    async def _read(self, pattern: ResourcePattern) -> tuple[frozenset[AclEntry], int]:
+        """The pattern's ACLs and znode version (-1: no znode)."""
+        try:
+            data, stat = await self.zk.get(_znode_path(pattern))
+        except NoNodeError:
+            return frozenset(), -1
+        try:
+            return frozenset(_from_json(item) for item in AclZNode.decode(data)), stat.version
+        except (ValueError, KeyError) as exc:
+            log.warning("ignoring the unreadable ACL znode %s: %s", _znode_path(pattern), exc)
+            return frozenset(), stat.version
+
+    # -- writes (CreateAcls / DeleteAcls) --------------------------------------------------------
+    async def update(self, pattern: ResourcePattern, add: frozenset[AclEntry] = frozenset(),
+                     remove: frozenset[AclEntry] = frozenset()) -> frozenset[AclEntry]:
+        """Add and remove ACLs of one pattern with a conditional write, then notify; returns the ACLs
+        that were actually removed (present before the write)."""
+        path = _znode_path(pattern)
+        for _ in range(WRITE_ATTEMPTS):
+            current, version = await self._read(pattern)
+            updated = (current | add) - remove
+            if updated == current:
+                self._apply(pattern, current)
+                return current & remove
+            try:
+                if not updated:
+                    await self.zk.delete(path, version)
+                elif version < 0:
+                    await self.zk.create(path, AclZNode.encode([_to_json(e) for e in updated]), makepath=True)
+                else:
+                    await self.zk.set(path, AclZNode.encode([_to_json(e) for e in updated]), version)
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue  # someone else wrote it since our read: read again
+            await self._notify(pattern)
+            self._apply(pattern, frozenset(updated))
+            return current & remove
+        raise ZkError(f"{path}: gave up after {WRITE_ATTEMPTS} conflicting writes")
+
+    async def _notify(self, pattern: ResourcePattern) -> None:
+        pattern_type = acl.PATTERN_TYPE_NAMES[pattern.pattern_type]
+        await self.zk.create(
+            f"{AclChangeNotificationZNode.path(pattern_type)}/{AclChangeNotificationZNode.PREFIX}",
+            AclChangeNotificationZNode.encode(acl.ENUM_RESOURCE_TYPE[pattern.resource_type], pattern.name, pattern_type),
+            sequential=True, makepath=True)

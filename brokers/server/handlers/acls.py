@@ -1,0 +1,126 @@
+"""The ACL APIs: DescribeAcls (29), CreateAcls (30), DeleteAcls (31), v1-v3 (v2+ flexible), as Kafka
+2.8's ``KafkaApis`` with the AclAuthorizer (``brokers.acl_store``).
+
+* Without an authorizer (``authorizer.class.name`` unset) every answer is SECURITY_DISABLED (54).
+* CreateAcls and DeleteAcls need Alter on the cluster, DescribeAcls Describe on the cluster, else
+  CLUSTER_AUTHORIZATION_FAILED (31) (per creation / per filter / for the whole describe).
+* CreateAcls: a binding with an unknown or ANY/MATCH resource type, pattern type, operation or
+  permission, an empty name, a malformed principal, or a cluster name other than ``kafka-cluster`` is
+  INVALID_REQUEST (42) with the reason, and is not written; the others are.
+* DescribeAcls / DeleteAcls filters: ANY (1) or null matches every value, pattern type MATCH (2)
+  matches the literal name, the literal ``*`` and the prefixed patterns the name starts with; an
+  UNKNOWN (0) field is INVALID_REQUEST. DeleteAcls answers, per filter, the ACLs it removed.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Any
+
+from brokers import authorizer as acl
+from brokers.authorizer import AclEntry, AclFilter, ResourcePattern
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.framing import RequestHeader
+from brokers.server.context import ServerContext
+
+log = logging.getLogger(__name__)
+UNKNOWN = 0
+
+
+def _response(header: RequestHeader, **fields: Any) -> Any:
+    return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0, **fields)
+
+
+def _gate(context: ServerContext, operation: int) -> tuple[int, str | None]:
+    if context.authorizer is None:
+        return ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker"
+    if not context.authorized(operation, acl.CLUSTER, acl.CLUSTER_NAME):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return ErrorCode.NONE, None
+
+
+def _filter(f: Any) -> AclFilter:
+    if UNKNOWN in (f.resource_type_filter, f.pattern_type_filter, f.operation, f.permission_type):
+        raise ValueError("The filter has an UNKNOWN resource type, pattern type, operation or permission type")
+    return AclFilter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
+                     f.host_filter, f.operation, f.permission_type)
+
+
+# -- CreateAcls -----------------------------------------------------------------------------------
+async def handle_create_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+    error, message = _gate(context, acl.ALTER)
+    if error != ErrorCode.NONE:
+        return _response(header, results=[dict(error_code=error, error_message=message) for _ in request.creations])
+    results: list[dict[str, Any]] = []
+    valid: dict[ResourcePattern, set[AclEntry]] = defaultdict(set)
+    for creation in request.creations:
+        pattern = ResourcePattern(creation.resource_type, creation.resource_name, creation.resource_pattern_type)
+        entry = AclEntry(creation.principal, creation.host, creation.operation, creation.permission_type)
+        invalid = acl.binding_error(pattern, entry)
+        results.append(dict(error_code=ErrorCode.INVALID_REQUEST if invalid else ErrorCode.NONE, error_message=invalid))
+        if not invalid:
+            valid[pattern].add(entry)
+    failed: dict[ResourcePattern, str] = {}
+    for pattern, entries in valid.items():
+        try:
+            await context.authorizer.update(pattern, add=frozenset(entries))
+        except Exception as exc:  # noqa: BLE001 - reported per binding, as Kafka's ApiError
+            log.warning("creating ACLs for %s failed: %s", pattern, exc)
+            failed[pattern] = str(exc)
+    for creation, result in zip(request.creations, results):
+        pattern = ResourcePattern(creation.resource_type, creation.resource_name, creation.resource_pattern_type)
+        if result["error_code"] == ErrorCode.NONE and pattern in failed:
+            result.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=failed[pattern])
+    return _response(header, results=results)
+
+
+# -- DescribeAcls ---------------------------------------------------------------------------------
+async def handle_describe_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+    error, message = _gate(context, acl.DESCRIBE)
+    if error != ErrorCode.NONE:
+        return _response(header, error_code=error, error_message=message, resources=[])
+    try:
+        flt = _filter(request)
+    except ValueError as exc:
+        return _response(header, error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), resources=[])
+    grouped: dict[ResourcePattern, list[AclEntry]] = defaultdict(list)
+    for pattern, entry in context.authorizer.describe(flt):
+        grouped[pattern].append(entry)
+    resources = [dict(resource_type=p.resource_type, resource_name=p.name, pattern_type=p.pattern_type,
+                      acls=[dict(principal=e.principal, host=e.host, operation=e.operation,
+                                 permission_type=e.permission) for e in entries])
+                 for p, entries in grouped.items()]
+    return _response(header, error_code=ErrorCode.NONE, error_message=None, resources=resources)
+
+
+# -- DeleteAcls -----------------------------------------------------------------------------------
+async def _delete(context: ServerContext, flt: AclFilter) -> dict[str, Any]:
+    by_pattern: dict[ResourcePattern, set[AclEntry]] = defaultdict(set)
+    for pattern, entry in context.authorizer.describe(flt):
+        by_pattern[pattern].add(entry)
+    matching = []
+    for pattern, entries in by_pattern.items():
+        removed = await context.authorizer.update(pattern, remove=frozenset(entries))
+        matching.extend(dict(error_code=ErrorCode.NONE, error_message=None, resource_type=pattern.resource_type,
+                             resource_name=pattern.name, pattern_type=pattern.pattern_type, principal=e.principal,
+                             host=e.host, operation=e.operation, permission_type=e.permission)
+                        for e in sorted(removed))
+    return dict(error_code=ErrorCode.NONE, error_message=None, matching_acls=matching)
+
+
+async def handle_delete_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+    error, message = _gate(context, acl.ALTER)
+    if error != ErrorCode.NONE:
+        return _response(header, filter_results=[dict(error_code=error, error_message=message, matching_acls=[])
+                                                 for _ in request.filters])
+    results = []
+    for f in request.filters:
+        try:
+            results.append(await _delete(context, _filter(f)))
+        except ValueError as exc:
+            results.append(dict(error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), matching_acls=[]))
+        except Exception as exc:  # noqa: BLE001 - a ZooKeeper failure answers this filter
+            log.warning("deleting ACLs failed: %s", exc)
+            results.append(dict(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc), matching_acls=[]))
+    return _response(header, filter_results=results)
