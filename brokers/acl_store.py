@@ -76,6 +76,10 @@ class AclAuthorizer:
         return acl.decide(applicable, principal, host, operation, super_users=self.super_users,
                           allow_if_no_acl=self.allow_if_no_acl)
 
+    def authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
+        return acl.decide_any(self.acls, resource_type, principal, host, operation, super_users=self.super_users,
+                              allow_if_no_acl=self.allow_if_no_acl)
+
     def describe(self, flt: AclFilter) -> list[tuple[ResourcePattern, AclEntry]]:
         return acl.filter_acls(self.acls, flt)
 

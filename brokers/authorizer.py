@@ -118,6 +118,26 @@ def decide(applicable: Iterable[AclEntry], principal: str, host: str, operation:
     return any(_matches(acl, principal, host, allowed_by, ALLOW) for acl in entries)
 
 
+def decide_any(acls: Acls, resource_type: int, principal: str, host: str, operation: int, *,
+               super_users: frozenset[str] = frozenset(), allow_if_no_acl: bool = False) -> bool:
+    """Kafka's authorizeByResourceType: may the principal do ``operation`` on *some* resource of the type
+    (an ALLOW not covered by a DENY on the literal ``*``, the same literal name or a prefix of it)?
+    With no ACL of that type at all, ``allow.everyone.if.no.acl.found`` decides."""
+    if principal in super_users:
+        return True
+    entries = [(p, a) for p, es in acls.items() if p.resource_type == resource_type for a in es]
+    if not entries:
+        return allow_if_no_acl
+    ops = frozenset({operation})
+    denies = [p for p, a in entries if _matches(a, principal, host, ops, DENY)]
+    if ResourcePattern(resource_type, WILDCARD) in denies:
+        return False
+
+    def denied(pattern: ResourcePattern) -> bool:
+        return any(d == pattern or (d.pattern_type == PREFIXED and pattern.name.startswith(d.name)) for d in denies)
+    return any(_matches(a, principal, host, ops, ALLOW) and not denied(p) for p, a in entries)
+
+
 @dataclass(frozen=True)
 class AclFilter:
     """DescribeAcls / DeleteAcls filter (AclBindingFilter): None / ANY (1) fields match anything; pattern

@@ -7,6 +7,11 @@ serves every advertised version of its API (``codec.build`` drops fields a versi
 * JoinGroup v0 has no rebalance timeout (the session timeout stands in); v4+ requires a known member
   id (KIP-394); v5 carries ``group.instance.id`` (KIP-345).
 * LeaveGroup v0-2 name one member and carry its error at the top level; v3 is the batch form.
+* With an authorizer (``context.authorizer``), Kafka 2.8's checks: Read on the group for JoinGroup,
+  SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch (GROUP_AUTHORIZATION_FAILED), plus Read
+  on each committed topic / Describe on each fetched topic (TOPIC_AUTHORIZATION_FAILED per partition);
+  Describe on the group for DescribeGroups, Delete for DeleteGroups and OffsetDelete; ListGroups lists
+  everything with Describe on the cluster, else only the groups the principal may Describe.
 * OffsetFetch v1 reports a coordinator error per partition, v2+ at the top level too; a null topic
   list (v2+) means every committed offset of the group.
 """
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from brokers.authorizer import CLUSTER, CLUSTER_NAME, DELETE, DESCRIBE, GROUP, READ, TOPIC
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
@@ -29,12 +35,20 @@ def _response(header: RequestHeader, **fields: Any) -> Any:
     return codec.build(codec.response_class(header.api_key, header.api_version), **fields)
 
 
+def _group_denied(context: Any, group_id: str, operation: int = READ) -> bool:
+    """True when an authorizer is configured and the principal may not do ``operation`` on the group."""
+    return context.authorizer is not None and not context.authorized(operation, GROUP, group_id)
+
+
 def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
 async def handle_join_group(context: Any, header: RequestHeader, request: Any) -> Any:
     coordinator: GroupCoordinator = context.group_coordinator
+    if _group_denied(context, request.group_id):
+        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1, protocol_name="",
+                         leader="", member_id=request.member_id, members=[])
     session_timeout_ms = _ms(request.session_timeout)
     rebalance_timeout = getattr(request, "rebalance_timeout", None)
     result = await coordinator.join_group(JoinRequest(
@@ -51,6 +65,8 @@ async def handle_join_group(context: Any, header: RequestHeader, request: Any) -
 
 
 async def handle_sync_group(context: Any, header: RequestHeader, request: Any) -> Any:
+    if _group_denied(context, request.group_id):
+        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
     result = await context.group_coordinator.sync_group(request.group_id, request.generation_id, request.member_id,
                                                         getattr(request, "group_instance_id", None), assignments)
@@ -58,12 +74,16 @@ async def handle_sync_group(context: Any, header: RequestHeader, request: Any) -
 
 
 async def handle_heartbeat(context: Any, header: RequestHeader, request: Any) -> Any:
+    if _group_denied(context, request.group_id):
+        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = context.group_coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,
                                                 getattr(request, "group_instance_id", None))
     return _response(header, error_code=error)
 
 
 async def handle_leave_group(context: Any, header: RequestHeader, request: Any) -> Any:
+    if _group_denied(context, request.group_id):
+        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if header.api_version < 3:
         error, errors = context.group_coordinator.leave_group(request.group_id, [(request.member_id, None)])
         return _response(header, error_code=errors[0] if error == ErrorCode.NONE and errors else error)
@@ -83,6 +103,20 @@ def _by_topic(results: dict[TopicPartition, Any], entry) -> list[dict]:
 async def handle_offset_commit(context: Any, header: RequestHeader, request: Any) -> Any:
     offsets = {TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
                for t in request.topics for p in t.partitions}
+    if context.authorizer is not None:  # Read on the group, then Read on each topic
+        if _group_denied(context, request.group_id):
+            denied = dict.fromkeys(offsets, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        else:
+            readable = context.authorize(READ, TOPIC, {tp.topic for tp in offsets})
+            denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in offsets if tp.topic not in readable}
+        if denied:
+            results = dict(denied)
+            allowed = {tp: v for tp, v in offsets.items() if tp not in denied}
+            if allowed:
+                results.update(await context.group_coordinator.commit_offsets(
+                    request.group_id, request.generation_id_or_member_epoch, request.member_id,
+                    getattr(request, "group_instance_id", None), allowed))
+            return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
     results = await context.group_coordinator.commit_offsets(
         request.group_id, request.generation_id_or_member_epoch, request.member_id,
         getattr(request, "group_instance_id", None), offsets)
@@ -92,15 +126,36 @@ async def handle_offset_commit(context: Any, header: RequestHeader, request: Any
 async def handle_offset_fetch(context: Any, header: RequestHeader, request: Any) -> Any:
     partitions = None if request.topics is None else [
         TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
-    error, offsets = context.group_coordinator.fetch_offsets(request.group_id, partitions)
+    if _group_denied(context, request.group_id):
+        error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, dict.fromkeys(partitions or [])
+    else:
+        error, offsets = context.group_coordinator.fetch_offsets(request.group_id, partitions)
     if error != ErrorCode.NONE:
         offsets = dict.fromkeys(partitions or [])
     partition_error = error if header.api_version < 2 else ErrorCode.NONE
+    denied: set[str] = set()
+    if context.authorizer is not None and error == ErrorCode.NONE:  # Describe on each topic (Kafka 2.8)
+        topics = {tp.topic for tp in offsets}
+        denied = topics - context.authorize(DESCRIBE, TOPIC, topics)
+        if partitions is None:  # all of the group's offsets: the topics it may not see are left out
+            offsets = {tp: v for tp, v in offsets.items() if tp.topic not in denied}
+            denied = set()
 
     def entry(partition: int, committed: Any) -> dict:
         return {"partition_index": partition, "committed_offset": -1 if committed is None else committed.offset,
                 "committed_leader_epoch": -1, "metadata": "" if committed is None else committed.metadata,
                 "error_code": partition_error}
+
+    def checked(tp: TopicPartition, committed: Any) -> dict:
+        if tp.topic in denied:
+            return {"partition_index": tp.partition, "committed_offset": -1, "committed_leader_epoch": -1,
+                    "metadata": "", "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        return entry(tp.partition, committed)
+    if denied:
+        topics: dict[str, list] = {}
+        for tp, value in offsets.items():
+            topics.setdefault(tp.topic, []).append(checked(tp, value))
+        return _response(header, error_code=error, topics=[{"name": n, "partitions": ps} for n, ps in topics.items()])
     return _response(header, error_code=error, topics=_by_topic(offsets, entry))
 
 
@@ -119,23 +174,32 @@ def _describe(group_id: str, error: ErrorCode, group: GroupMetadata | None) -> d
 
 
 async def handle_describe_groups(context: Any, header: RequestHeader, request: Any) -> Any:
-    groups = [_describe(g, *context.group_coordinator.describe_group(g)) for g in request.groups]
+    groups = [_describe(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, None) if _group_denied(context, g, DESCRIBE)
+              else _describe(g, *context.group_coordinator.describe_group(g)) for g in request.groups]
     return _response(header, groups=groups)
 
 
 async def handle_list_groups(context: Any, header: RequestHeader, request: Any) -> Any:
     error, groups = context.group_coordinator.list_groups()
+    if context.authorizer is not None and not context.authorized(DESCRIBE, CLUSTER, CLUSTER_NAME):
+        visible = context.authorize(DESCRIBE, GROUP, {g.group_id for g in groups})  # per-group Describe
+        groups = [g for g in groups if g.group_id in visible]
     return _response(header, error_code=error, groups=[
         {"group_id": g.group_id, "protocol_type": g.protocol_type or ""} for g in groups])
 
 
 async def handle_delete_groups(context: Any, header: RequestHeader, request: Any) -> Any:
-    results = await context.group_coordinator.delete_groups(list(request.groups_names))
+    names = list(request.groups_names)
+    deletable = context.authorize(DELETE, GROUP, names)
+    results = await context.group_coordinator.delete_groups([g for g in names if g in deletable])
+    results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
     return _response(header, results=[{"group_id": g, "error_code": e} for g, e in results.items()])
 
 
 async def handle_offset_delete(context: Any, header: RequestHeader, request: Any) -> Any:
     partitions = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    if _group_denied(context, request.group_id, DELETE):
+        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
     error, results = await context.group_coordinator.delete_offsets(request.group_id, partitions)
     return _response(header, error_code=error,
                      topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))

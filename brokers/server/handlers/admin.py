@@ -1,5 +1,8 @@
 """The admin APIs: CreateTopics (19, v2-v4), DeleteTopics (20, v3), InitProducerId (22, v0) and
-DescribeConfigs (32, v1-v3). The work itself is ``context.admin`` (``AdminOps``, ZooKeeper and the
+DescribeConfigs (32, v1-v3). With an authorizer each checks Kafka 2.8's operation: Create on the cluster
+or the topic (CreateTopics), Delete on the topic (DeleteTopics), IdempotentWrite on the cluster or Write
+on some topic (InitProducerId, else CLUSTER_AUTHORIZATION_FAILED), DescribeConfigs on the topic or the
+cluster (DescribeConfigs). The work itself is ``context.admin`` (``AdminOps``, ZooKeeper and the
 controller); these handlers validate the request and wait for the result as Kafka 2.8 does.
 
 **CreateTopics** (``ZkAdminManager.createTopics``): a name given twice is INVALID_REQUEST for each
@@ -43,11 +46,21 @@ import logging
 from collections import Counter
 from typing import Any
 
+from brokers.authorizer import (
+    CLUSTER,
+    CLUSTER_NAME,
+    CREATE,
+    DELETE,
+    DESCRIBE_CONFIGS,
+    IDEMPOTENT_WRITE,
+    TOPIC,
+    WRITE,
+)
 from brokers.config import SCHEMA
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
-from brokers.server.context import ServerContext
+from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
 from brokers.server.handlers import timeout_seconds, wait_for_metadata
 
 log = logging.getLogger(__name__)
@@ -102,6 +115,8 @@ async def handle_create_topics(context: ServerContext, header: RequestHeader, re
     timeout = timeout_seconds(request.timeout)
     results: list[dict[str, Any]] = []
     created: list[tuple[dict[str, Any], int]] = []
+    names = {topic.name for topic in request.topics}
+    creatable = names if context.authorized(CREATE, CLUSTER, CLUSTER_NAME) else context.authorize(CREATE, TOPIC, names)
     for topic in request.topics:
         result = dict(name=topic.name, error_code=ErrorCode.NONE, error_message=None,
                       num_partitions=-1, replication_factor=-1, configs=None)
@@ -109,6 +124,9 @@ async def handle_create_topics(context: ServerContext, header: RequestHeader, re
         if counts[topic.name] > 1:
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"topic {topic.name!r} appears more than once in the request")
+            continue
+        if topic.name not in creatable:
+            result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="Authorization failed.")
             continue
         try:
             partitions, replication, configs, assignment = _creation_args(context, topic)
@@ -138,10 +156,13 @@ async def handle_delete_topics(context: ServerContext, header: RequestHeader, re
     counts = Counter(names)
     results = [dict(name=name, error_code=ErrorCode.NONE) for name in names]
     deleting: list[dict[str, Any]] = []
+    deletable = context.authorize(DELETE, TOPIC, names)
     for result in results:
         name = result["name"]
         if counts[name] > 1:
             result["error_code"] = ErrorCode.INVALID_REQUEST
+        elif name not in deletable:
+            result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif not context.config["delete.topic.enable"]:
             result["error_code"] = ErrorCode.TOPIC_DELETION_DISABLED
         elif name not in context.metadata_cache.topics():
@@ -165,10 +186,19 @@ async def handle_delete_topics(context: ServerContext, header: RequestHeader, re
 
 
 # -- InitProducerId ------------------------------------------------------------------------------------
+def _may_write_idempotently(context: ServerContext) -> bool:
+    """Kafka 2.8: IdempotentWrite on the cluster, or Write on some topic (authorizeByResourceType)."""
+    if context.authorized(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME):
+        return True
+    return context.authorizer.authorize_any(PRINCIPAL.get(), CLIENT_HOST.get().lstrip("/"), WRITE, TOPIC)
+
+
 async def handle_init_producer_id(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     if request.transactional_id is not None:
         error = ErrorCode.INVALID_REQUEST if request.transactional_id == "" else ErrorCode.NOT_COORDINATOR
         return _response(header, error_code=error, producer_id=-1, producer_epoch=-1)
+    if context.authorizer is not None and not _may_write_idempotently(context):
+        return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
     try:
         producer_id = await context.admin.allocate_producer_id()
     except KafkaError as exc:
@@ -253,7 +283,24 @@ async def _describe(context: ServerContext, resource: Any, synonyms: bool) -> di
     return result
 
 
+def _may_describe_configs(context: ServerContext, resource: Any) -> bool:
+    """DescribeConfigs on the topic, or on the cluster for a broker resource."""
+    if context.authorizer is None:
+        return True
+    if resource.resource_type == TOPIC_RESOURCE:
+        return context.authorized(DESCRIBE_CONFIGS, TOPIC, resource.resource_name)
+    return context.authorized(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_NAME)
+
+
+def _denied_config_result(resource: Any) -> dict[str, Any]:
+    error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if resource.resource_type == TOPIC_RESOURCE
+             else ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    return dict(error_code=error, error_message=None, resource_type=resource.resource_type,
+                resource_name=resource.resource_name, configs=[])
+
+
 async def handle_describe_configs(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     synonyms = getattr(request, "include_synonyms", False)
-    results = [await _describe(context, resource, synonyms) for resource in request.resources]
+    results = [_denied_config_result(resource) if not _may_describe_configs(context, resource)
+               else await _describe(context, resource, synonyms) for resource in request.resources]
     return _response(header, results=results)

@@ -20,6 +20,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+from brokers.authorizer import ALTER, TOPIC
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
@@ -38,11 +39,15 @@ async def handle_create_partitions(context: ServerContext, header: RequestHeader
     counts = Counter(topic.name for topic in request.topics)
     results: list[dict[str, Any]] = []
     added: list[tuple[dict[str, Any], int]] = []
+    alterable = context.authorize(ALTER, TOPIC, counts)
     for topic in request.topics:
         result = dict(name=topic.name, error_code=ErrorCode.NONE, error_message=None)
         results.append(result)
         if counts[topic.name] > 1:
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic in request.")
+            continue
+        if topic.name not in alterable:  # Kafka: Alter on the topic
+            result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="Authorization failed.")
             continue
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         try:

@@ -24,6 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from brokers.model import NO_LEADER, TopicPartition
+from brokers.authorizer import ALTER, CLUSTER, CLUSTER_NAME
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
@@ -73,6 +74,14 @@ async def _await_metadata(context: ServerContext, outcomes: dict[TopicPartition,
 
 async def handle_elect_leaders(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     election_type = int(getattr(request, "election_type", PREFERRED))  # v0 has no election type
+    if not context.authorized(ALTER, CLUSTER, CLUSTER_NAME):  # Kafka: Alter on the cluster, for every partition
+        denied: dict[str, list[dict]] = defaultdict(list)
+        for tp in requested_partitions(context, request):
+            denied[tp.topic].append({"partition_id": tp.partition, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                     "error_message": "Cluster authorization failed."})
+        return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0,
+                           error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                           replica_election_results=[{"topic": t, "partition_result": e} for t, e in denied.items()])
     timeout = timeout_seconds(request.timeout)
     deadline = asyncio.get_running_loop().time() + timeout
     partitions = requested_partitions(context, request)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from brokers.authorizer import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
@@ -34,6 +35,9 @@ async def handle_alter_partition_reassignments(context: ServerContext, header: R
         tp: (ErrorCode.INVALID_REQUEST, f"partition {tp} appears more than once in the request")
         for tp, n in counts.items() if n > 1}
     targets = {tp: replicas for tp, replicas in requested if counts[tp] == 1}
+    if not context.authorized(ALTER, CLUSTER, CLUSTER_NAME):
+        return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                         error_message="Cluster authorization failed.", responses=[])
     outcome: Any = ErrorCode.NOT_CONTROLLER
     if context.reassignments is not None:
         outcome = await context.reassignments.alter_partition_reassignments(targets) if targets else {}
@@ -51,6 +55,9 @@ async def handle_alter_partition_reassignments(context: ServerContext, header: R
 
 
 async def handle_list_partition_reassignments(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+    if not context.authorized(DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                         error_message="Cluster authorization failed.", topics=[])
     partitions = None
     if request.topics is not None:
         partitions = [TopicPartition(t.name, int(p)) for t in request.topics for p in t.partition_indexes]

@@ -70,6 +70,12 @@ REQUESTS = {
     42: dict(groups_names=["g"]),
     47: dict(group_id="g", topics=[dict(name="t", partitions=[dict(partition_index=0)])]),
     43: dict(election_type=0, topic_partitions=[dict(topic="t", partitions=[0, 1])], timeout=60000),
+    29: dict(resource_type_filter=2, resource_name_filter="t", pattern_type_filter=2, principal_filter=None,
+             host_filter=None, operation=1, permission_type=1),
+    30: dict(creations=[dict(resource_type=2, resource_name="t", resource_pattern_type=4, principal="User:alice",
+                             host="*", operation=3, permission_type=3)]),
+    31: dict(filters=[dict(resource_type_filter=3, resource_name_filter=None, pattern_type_filter=1,
+                           principal_filter="User:bob", host_filter="*", operation=2, permission_type=2)]),
 }
 
 DECODABLE = [(k, v) for k, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1) if not (k == 0 and v < 3)]
