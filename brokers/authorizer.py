@@ -80,11 +80,16 @@ class AclEntry:
 
     def __str__(self) -> str:  # Kafka's AccessControlEntry, as kafka-acls prints it
         return (f"(principal={self.principal}, host={self.host}, "
-                f"operation={OPERATION_NAMES[self.operation].upper() if self.operation in OPERATION_NAMES else 'UNKNOWN'}, "
+                f"operation={_enum_name(OPERATION_NAMES.get(self.operation, 'Unknown'))}, "
                 f"permissionType={PERMISSION_NAMES.get(self.permission, 'UNKNOWN').upper()})")
 
 
 Acls = dict[ResourcePattern, frozenset[AclEntry]]
+
+
+def _enum_name(camel: str) -> str:
+    """``IdempotentWrite`` -> ``IDEMPOTENT_WRITE`` (Kafka's enum constant names)."""
+    return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(camel)).upper()
 
 
 def matching_acls(acls: Acls, resource_type: int, name: str) -> list[AclEntry]:
