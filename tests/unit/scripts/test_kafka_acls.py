@@ -1,0 +1,70 @@
+"""kafka-acls' pure half: flags to resource patterns and ACEs, Kafka's validation (exit 2 naming the
+flag) and Kafka's output format."""
+from __future__ import annotations
+
+import pytest
+
+from brokers import authorizer as acl
+from brokers.authorizer import AclEntry, ResourcePattern
+from scripts import kafka_acls
+from scripts.kafka_acls import build_parser, check_operations, entries, format_acls, resource_patterns
+
+B = ["--bootstrap-server", "127.0.0.1:1"]
+
+
+def parse(*args):
+    return build_parser().parse_args([*B, *args])
+
+
+def test_add_builds_every_principal_host_operation_combination():
+    args = parse("--add", "--allow-principal", "User:a", "--deny-principal", "User:b", "--deny-host", "10.0.0.1",
+                 "--operation", "Read", "--operation", "describe", "--topic", "t", "--group", "g")
+    assert resource_patterns(args, "add") == [ResourcePattern(acl.TOPIC, "t"), ResourcePattern(acl.GROUP, "g")]
+    assert entries(args) == sorted([
+        AclEntry("User:a", "*", acl.READ, acl.ALLOW), AclEntry("User:a", "*", acl.DESCRIBE, acl.ALLOW),
+        AclEntry("User:b", "10.0.0.1", acl.READ, acl.DENY), AclEntry("User:b", "10.0.0.1", acl.DESCRIBE, acl.DENY)])
+
+
+def test_defaults_all_operations_literal_for_add_any_for_list_and_the_cluster_name():
+    args = parse("--add", "--allow-principal", "User:a", "--cluster")
+    assert resource_patterns(args, "add") == [ResourcePattern(acl.CLUSTER, "kafka-cluster", acl.LITERAL)]
+    assert [e.operation for e in entries(args)] == [acl.ALL]
+    assert resource_patterns(parse("--list", "--topic", "t"), "list") == [ResourcePattern(acl.TOPIC, "t", acl.ANY)]
+    assert resource_patterns(parse("--list", "--topic", "t", "--resource-pattern-type", "PREFIXED"), "list") == [
+        ResourcePattern(acl.TOPIC, "t", acl.PREFIXED)]
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--add", "--allow-principal", "User:a"], "--topic"),
+    (["--add", "--topic", "t"], "--allow-principal"),
+    (["--add", "--allow-principal", "alice", "--topic", "t"], "--allow-principal"),
+    (["--add", "--allow-principal", "User:a", "--topic", "t", "--operation", "Fly"], "--operation"),
+    (["--add", "--allow-principal", "User:a", "--cluster", "--operation", "Read"], "--operation"),
+    (["--add", "--allow-principal", "User:a", "--topic", "t", "--resource-pattern-type", "match"],
+     "--resource-pattern-type"),
+    (["--list", "--resource-pattern-type", "weird"], "--resource-pattern-type"),
+    (["--add", "--allow-host", "h", "--deny-principal", "User:a", "--topic", "t"], "--allow-host"),
+    (["--remove"], "--topic"),
+    (["--add", "--list", "--topic", "t"], "exactly one action"),
+    ([], "exactly one action"),
+])
+def test_bad_flags_exit_2_naming_the_flag(argv, flag, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        kafka_acls.main([*B, *argv])
+    assert exit_.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_operations_per_resource_type_are_kafkas():
+    check_operations([ResourcePattern(acl.GROUP, "g")], [AclEntry("User:a", "*", acl.DELETE, acl.ALLOW)])
+    check_operations([ResourcePattern(acl.CLUSTER, "kafka-cluster")], [AclEntry("User:a", "*", acl.ALL, acl.ALLOW)])
+    with pytest.raises(kafka_acls.FlagError, match="GROUP only supports"):
+        check_operations([ResourcePattern(acl.GROUP, "g")], [AclEntry("User:a", "*", acl.WRITE, acl.ALLOW)])
+
+
+def test_kafkas_output_format():
+    text = format_acls("Current ACLs for resource", ResourcePattern(acl.TOPIC, "t"),
+                       [AclEntry("User:a", "*", acl.READ, acl.ALLOW), AclEntry("User:a", "*", acl.WRITE, acl.ALLOW)])
+    assert text == ("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL)`: \n"
+                    " \t(principal=User:a, host=*, operation=READ, permissionType=ALLOW)\n"
+                    "\t(principal=User:a, host=*, operation=WRITE, permissionType=ALLOW) \n")

@@ -1,0 +1,260 @@
+"""The authorization checks at the handlers' entry points and the ACL APIs, driven directly over the
+real handlers (the World of test_handlers: a real ReplicaManager and MetadataCache) with a real
+AclAuthorizer whose ACLs are set in memory (writes go to an in-memory ZooKeeper)."""
+from __future__ import annotations
+
+import asyncio
+import struct
+from types import SimpleNamespace
+
+import pytest
+
+from brokers import authorizer as acl
+from brokers.acl_store import AclAuthorizer
+from brokers.authorizer import ALLOW, DENY, AclEntry, ResourcePattern
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.framing import RequestHeader
+from brokers.server.context import PRINCIPAL
+from brokers.server.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
+from brokers.server.handlers.admin import handle_create_topics, handle_delete_topics, handle_init_producer_id
+from brokers.server.handlers.fetch import handle_fetch
+from brokers.server.handlers.list_offsets import handle_list_offsets
+from brokers.server.handlers.metadata import handle_metadata
+from consumer_group.coordinator.handlers import handle_join_group, handle_list_groups, handle_offset_commit
+from tests.unit.server.test_handlers import World, batch, fetch_request, only_partition, produce
+from tests.unit.zk.test_acl_znodes import MemoryZk
+
+ANON = "User:ANONYMOUS"
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+
+
+def ace(op, permission=ALLOW, principal=ANON):
+    return AclEntry(principal, "*", op, permission)
+
+
+def grant(authorizer, resource_type, name, *entries, pattern=acl.LITERAL):
+    key = ResourcePattern(resource_type, name, pattern)
+    authorizer.acls = {**authorizer.acls, key: authorizer.acls.get(key, frozenset()) | frozenset(entries)}
+
+
+@pytest.fixture
+def world(tmp_path):
+    w = World(tmp_path)
+    w.context.authorizer = AclAuthorizer(MemoryZk(), frozenset(), allow_if_no_acl=False)
+    yield w
+    w.log_manager.shutdown()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def call(world, handler, key, version, **fields):
+    return run(world.call(handler, key, version, **fields))
+
+
+# -- ACL APIs -------------------------------------------------------------------------------------
+FILTER = dict(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+              host_filter=None, operation=1, permission_type=1)
+CREATION = dict(resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:alice", host="*",
+                operation=3, permission_type=3)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_acl_apis_without_an_authorizer_are_security_disabled(world, version):
+    world.context.authorizer = None
+    assert call(world, handle_create_acls, CREATE_ACLS, version, creations=[CREATION]).results[0].error_code == \
+        ErrorCode.SECURITY_DISABLED
+    assert call(world, handle_describe_acls, DESCRIBE_ACLS, version, **FILTER).error_code == ErrorCode.SECURITY_DISABLED
+    assert call(world, handle_delete_acls, DELETE_ACLS, version, filters=[FILTER]).filter_results[0].error_code == \
+        ErrorCode.SECURITY_DISABLED
+
+
+def test_acl_apis_need_alter_and_describe_on_the_cluster(world):
+    assert call(world, handle_create_acls, CREATE_ACLS, 1, creations=[CREATION]).results[0].error_code == \
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert call(world, handle_describe_acls, DESCRIBE_ACLS, 1, **FILTER).error_code == \
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    grant(world.context.authorizer, acl.CLUSTER, acl.CLUSTER_NAME, ace(acl.DESCRIBE))
+    assert call(world, handle_describe_acls, DESCRIBE_ACLS, 1, **FILTER).error_code == ErrorCode.NONE
+    assert call(world, handle_delete_acls, DELETE_ACLS, 1, filters=[FILTER]).filter_results[0].error_code == \
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_create_describe_delete_round_trip_with_invalid_bindings_rejected(world, version):
+    world.context.authorizer.super_users = frozenset({ANON})
+    bad_cluster = {**CREATION, "resource_type": 4, "resource_name": "other"}
+    bad_pattern = {**CREATION, "resource_pattern_type": 1}
+    prefixed = {**CREATION, "resource_pattern_type": 4, "resource_name": "t-", "permission_type": 2}
+    results = call(world, handle_create_acls, CREATE_ACLS, version,
+                   creations=[CREATION, bad_cluster, bad_pattern, prefixed]).results
+    assert [r.error_code for r in results] == [ErrorCode.NONE, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST,
+                                               ErrorCode.NONE]
+    assert "kafka-cluster" in results[1].error_message
+    described = call(world, handle_describe_acls, DESCRIBE_ACLS, version,
+                     **{**FILTER, "resource_type_filter": 2, "resource_name_filter": "t-x", "pattern_type_filter": 2})
+    assert [(r.resource_name, r.pattern_type, [a.permission_type for a in r.acls]) for r in described.resources] == [
+        ("t-", 4, [2])]
+    assert call(world, handle_describe_acls, DESCRIBE_ACLS, version, **{**FILTER, "operation": 0}).error_code == \
+        ErrorCode.INVALID_REQUEST
+    deleted = call(world, handle_delete_acls, DELETE_ACLS, version, filters=[{**FILTER, "pattern_type_filter": 3}])
+    (result,) = deleted.filter_results
+    assert [(m.resource_name, m.principal, m.operation) for m in result.matching_acls] == [("t", "User:alice", 3)]
+    assert set(world.context.authorizer.acls) == {ResourcePattern(2, "t-", 4)}
+
+
+# -- Produce, Fetch, ListOffsets, Metadata ----------------------------------------------------------
+def test_produce_without_write_is_topic_authorization_failed_and_writes_nothing(world):
+    response = run(produce(world, "t", 0, batch([1, 2])))
+    assert only_partition(response).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert world.log("t", 0).log_end_offset == 0
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.WRITE))
+    assert only_partition(run(produce(world, "t", 0, batch([1, 2])))).error_code == ErrorCode.NONE
+    grant(world.context.authorizer, acl.TOPIC, "*", ace(acl.WRITE, DENY))  # deny on the wildcard wins
+    assert only_partition(run(produce(world, "t", 0, batch([3])))).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert world.log("t", 0).log_end_offset == 2
+
+
+def test_the_check_is_once_per_topic_not_per_record(world):
+    calls = []
+    authorizer = world.context.authorizer
+    original = authorizer.authorize
+    authorizer.authorize = lambda *args: calls.append(args) or original(*args)
+    grant(authorizer, acl.TOPIC, "t", ace(acl.WRITE))
+    run(produce(world, "t", 0, batch(list(range(500)))))
+    assert len(calls) == 1
+
+
+def test_without_an_authorizer_nothing_is_checked(world):
+    world.context.authorizer = None
+    assert only_partition(run(produce(world, "t", 0, batch([1])))).error_code == ErrorCode.NONE
+    assert world.context.authorize(acl.READ, acl.TOPIC, ["a", "b"]) == {"a", "b"}
+
+
+def fetch_errors(world, replica_id=-1):
+    request = {**fetch_request([("t", 0, 0, 1000), ("u", 0, 0, 1000)], max_wait=0), "replica_id": replica_id}
+    segments = run(world.call(handle_fetch, 1, 11, **request))
+    frame = b"".join(s if isinstance(s, (bytes, bytearray)) else s.read() for s in segments)
+    assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
+    _, body = codec.decode_response(1, 11, frame[4:])
+    return {(t.topic, p.partition_index): p.error_code for t in body.responses for p in t.partitions}
+
+
+def test_fetch_needs_read_for_consumers_and_cluster_action_for_followers(world):
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.READ))
+    assert fetch_errors(world) == {("t", 0): ErrorCode.NONE, ("u", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert set(fetch_errors(world, replica_id=2).values()) == {ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    grant(world.context.authorizer, acl.CLUSTER, acl.CLUSTER_NAME, ace(acl.CLUSTER_ACTION))
+    assert set(fetch_errors(world, replica_id=2).values()) == {ErrorCode.NONE}
+
+
+def test_list_offsets_needs_describe(world):
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.WRITE))  # Write implies Describe
+    response = call(world, handle_list_offsets, 2, 2, replica_id=-1, isolation_level=0, topics=[
+        dict(name=n, partitions=[dict(partition_index=0, timestamp=-1)]) for n in ("t", "u")])
+    assert {t.name: t.partitions[0].error_code for t in response.topics} == {
+        "t": ErrorCode.NONE, "u": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_metadata_hides_topics_without_describe_and_rejects_named_ones(world):
+    grant(world.context.authorizer, acl.TOPIC, "l", ace(acl.DESCRIBE), pattern=acl.PREFIXED)
+    everything = call(world, handle_metadata, 3, 4, topics=None, allow_auto_topic_creation=False)
+    assert [t.name for t in everything.topics] == ["lat"]
+    named = call(world, handle_metadata, 3, 4, topics=[dict(name="t"), dict(name="lat")], allow_auto_topic_creation=False)
+    assert [(t.name, t.error_code) for t in named.topics] == [("t", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                                                               ("lat", ErrorCode.NONE)]
+
+
+def test_metadata_auto_creation_needs_create(world):
+    grant(world.context.authorizer, acl.TOPIC, "new", ace(acl.DESCRIBE))
+    response = call(world, handle_metadata, 3, 4, topics=[dict(name="new")], allow_auto_topic_creation=True)
+    assert response.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert world.admin.calls == []
+    grant(world.context.authorizer, acl.TOPIC, "new", ace(acl.CREATE))
+    response = call(world, handle_metadata, 3, 4, topics=[dict(name="new")], allow_auto_topic_creation=True)
+    assert response.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    assert world.admin.calls[0][:2] == ("create", "new")
+
+
+# -- admin APIs -----------------------------------------------------------------------------------
+def test_create_topics_needs_create_on_the_cluster_or_the_topic(world):
+    topics = [dict(name=n, num_partitions=1, replication_factor=1, assignments=[], configs=[]) for n in ("a", "b")]
+    grant(world.context.authorizer, acl.TOPIC, "a", ace(acl.CREATE))
+    response = call(world, handle_create_topics, 19, 4, topics=topics, timeout=1000, validate_only=True)
+    assert [(t.name, t.error_code) for t in response.topics] == [("a", ErrorCode.NONE),
+                                                                 ("b", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    grant(world.context.authorizer, acl.CLUSTER, acl.CLUSTER_NAME, ace(acl.CREATE))
+    response = call(world, handle_create_topics, 19, 4, topics=topics, timeout=1000, validate_only=True)
+    assert {t.error_code for t in response.topics} == {ErrorCode.NONE}
+
+
+def test_delete_topics_needs_delete(world):
+    response = call(world, handle_delete_topics, 20, 3, topic_names=["t"], timeout=0)
+    assert response.responses[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert world.admin.calls == []
+
+
+def test_init_producer_id_needs_idempotent_write_or_write_on_some_topic(world):
+    def init():
+        return call(world, handle_init_producer_id, 22, 0, transactional_id=None, transaction_timeout=1000)
+    assert init().error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    grant(world.context.authorizer, acl.TOPIC, "any-", ace(acl.WRITE), pattern=acl.PREFIXED)
+    assert init().error_code == ErrorCode.NONE
+
+
+# -- group APIs (consumer_group handlers through the same context) ---------------------------------
+class FakeCoordinator:
+    def __init__(self):
+        self.calls = []
+
+    async def join_group(self, request):
+        self.calls.append(("join", request.group_id))
+        return SimpleNamespace(error=ErrorCode.NONE, generation_id=1, protocol_name="range", leader_id="m",
+                               member_id="m", members=[])
+
+    async def commit_offsets(self, group, generation, member, instance, offsets):
+        self.calls.append(("commit", sorted(offsets)))
+        return dict.fromkeys(offsets, ErrorCode.NONE)
+
+    def list_groups(self):
+        return ErrorCode.NONE, [SimpleNamespace(group_id=g, protocol_type="consumer") for g in ("g1", "g2")]
+
+
+def test_group_apis_need_read_on_the_group_and_the_topics(world):
+    world.context.group_coordinator = coordinator = FakeCoordinator()
+    join = dict(group_id="g1", session_timeout=10000, rebalance_timeout=30000, member_id="", group_instance_id=None,
+                protocol_type="consumer", protocols=[dict(name="range", metadata=b"")])
+    assert call(world, handle_join_group, 11, 5, **join).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert coordinator.calls == []
+    grant(world.context.authorizer, acl.GROUP, "g1", ace(acl.READ))
+    assert call(world, handle_join_group, 11, 5, **join).error_code == ErrorCode.NONE
+
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.READ))
+    commit = call(world, handle_offset_commit, 8, 7, group_id="g1", generation_id_or_member_epoch=1, member_id="m",
+                  group_instance_id=None, topics=[dict(name=n, partitions=[dict(partition_index=0, committed_offset=5,
+                                                                                committed_leader_epoch=-1,
+                                                                                committed_metadata="")])
+                                                  for n in ("t", "u")])
+    assert {t.name: t.partitions[0].error_code for t in commit.topics} == {
+        "t": ErrorCode.NONE, "u": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert coordinator.calls[-1][0] == "commit" and [tp.topic for tp in coordinator.calls[-1][1]] == ["t"]
+
+
+def test_list_groups_shows_only_describable_groups_without_cluster_describe(world):
+    world.context.group_coordinator = FakeCoordinator()
+    grant(world.context.authorizer, acl.GROUP, "g2", ace(acl.DESCRIBE))
+    assert [g.group_id for g in call(world, handle_list_groups, 16, 2).groups] == ["g2"]
+    grant(world.context.authorizer, acl.CLUSTER, acl.CLUSTER_NAME, ace(acl.DESCRIBE))
+    assert [g.group_id for g in call(world, handle_list_groups, 16, 2).groups] == ["g1", "g2"]
+
+
+def test_the_principal_comes_from_the_request_context(world):
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.WRITE, principal="User:alice"))
+
+    async def as_alice():
+        PRINCIPAL.set("User:alice")
+        return await produce(world, "t", 0, batch([1]))
+    assert only_partition(run(as_alice())).error_code == ErrorCode.NONE
+    assert only_partition(run(produce(world, "t", 0, batch([1])))).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
