@@ -63,16 +63,25 @@ class AclAuthorizer:
         self.zk = zk
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
-        self.acls: Acls = {}
+        self._acls: Acls = {}
+        self._prefixed: acl.PrefixIndex = {}
         self.processed = 0  # change notifications applied (tests, /metrics)
         self._last = {False: -1, True: -1}  # extended? -> last processed sequence
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
+    @property
+    def acls(self) -> Acls:
+        return self._acls
+
+    @acls.setter
+    def acls(self, acls: Acls) -> None:  # replaced whole (copy-on-write), with its prefix index
+        self._acls, self._prefixed = acls, acl.prefix_index(acls)
+
     # -- decisions -------------------------------------------------------------------------------
     def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
-        applicable = acl.matching_acls(self.acls, resource_type, name)
+        applicable = acl.matching_acls(self._acls, resource_type, name, self._prefixed)
         return acl.decide(applicable, principal, host, operation, super_users=self.super_users,
                           allow_if_no_acl=self.allow_if_no_acl)
 

@@ -92,15 +92,29 @@ def _enum_name(camel: str) -> str:
     return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(camel)).upper()
 
 
-def matching_acls(acls: Acls, resource_type: int, name: str) -> list[AclEntry]:
-    """The ACLs that apply to the resource: its literal name, the literal ``*``, and each prefix of it."""
+PrefixIndex = dict[int, dict[str, frozenset[AclEntry]]]  # resource type -> prefix -> ACLs
+
+
+def prefix_index(acls: Acls) -> PrefixIndex:
+    """The prefixed patterns by resource type and prefix, so that matching costs one lookup per prefix
+    of the name rather than a scan of every prefixed pattern."""
+    index: PrefixIndex = {}
+    for pattern, entries in acls.items():
+        if pattern.pattern_type == PREFIXED:
+            index.setdefault(pattern.resource_type, {})[pattern.name] = entries
+    return index
+
+
+def matching_acls(acls: Acls, resource_type: int, name: str, prefixed: PrefixIndex | None = None) -> list[AclEntry]:
+    """The ACLs that apply to the resource: its literal name, the literal ``*``, and each prefix of it
+    (``prefixed``: ``prefix_index(acls)``, computed here when not given)."""
     found: list[AclEntry] = []
     for key in (ResourcePattern(resource_type, name), ResourcePattern(resource_type, WILDCARD)):
         found.extend(acls.get(key, ()))
-    for pattern, entries in acls.items():
-        if (pattern.pattern_type == PREFIXED and pattern.resource_type == resource_type
-                and name.startswith(pattern.name)):
-            found.extend(entries)
+    by_prefix = (prefix_index(acls) if prefixed is None else prefixed).get(resource_type)
+    if by_prefix:
+        for end in range(1, len(name) + 1):
+            found.extend(by_prefix.get(name[:end], ()))
     return found
 
 

@@ -207,3 +207,15 @@ def test_binding_validation(pattern, entry, problem):
 def test_kafka_to_string_forms():
     assert str(topic("t", PREFIXED)) == "ResourcePattern(resourceType=TOPIC, name=t, patternType=PREFIXED)"
     assert str(allow(op=IDEMPOTENT_WRITE)) == "(principal=User:alice, host=*, operation=IDEMPOTENT_WRITE, permissionType=ALLOW)"
+
+
+# -- configuration ----------------------------------------------------------------------------------
+def test_authorizer_class_names_are_checked():
+    from brokers.config import BrokerConfig, ConfigError
+    base = {"zookeeper.connect": "127.0.0.1:2181"}
+    for name in ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer", ""):
+        assert BrokerConfig.from_properties({**base, "authorizer.class.name": name})["authorizer.class.name"] == name
+    with pytest.raises(ConfigError, match="authorizer.class.name 'com.example.Custom' is not supported"):
+        BrokerConfig.from_properties({**base, "authorizer.class.name": "com.example.Custom"})
+    defaults = BrokerConfig.from_properties(base)
+    assert defaults["allow.everyone.if.no.acl.found"] is False and defaults["super.users"] is None
