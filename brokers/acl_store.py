@@ -8,7 +8,7 @@ reads the znode and its version, computes the new ACL set and writes it back con
 version (create if absent, delete when the set becomes empty), retrying on BADVERSION / NODEEXISTS /
 NONODE as Kafka's ``updateResourceAcls`` does; then it creates an ``acl_changes_<seq>`` notification
 (``AclChangeNotificationZNode``) naming the pattern, and every broker (the writer included) re-reads
-that one znode.
+that one znode; the writer then purges notifications older than 15 minutes (ZooKeeper's ctime).
 
 ``start()`` loads every ACL and arms child watches on both change paths; notifications present at
 start are not replayed (the load saw their effect). Each watch event runs one serialized pass over the
@@ -29,6 +29,7 @@ from brokers.zk.paths import AclChangeNotificationZNode, AclZNode
 
 log = logging.getLogger(__name__)
 WRITE_ATTEMPTS = 20
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 
 
 def _znode_path(pattern: ResourcePattern) -> str:
@@ -235,7 +236,29 @@ class AclAuthorizer:
 
     async def _notify(self, pattern: ResourcePattern) -> None:
         pattern_type = acl.PATTERN_TYPE_NAMES[pattern.pattern_type]
-        await self.zk.create(
-            f"{AclChangeNotificationZNode.path(pattern_type)}/{AclChangeNotificationZNode.PREFIX}",
+        parent = AclChangeNotificationZNode.path(pattern_type)
+        created = await self.zk.create(
+            f"{parent}/{AclChangeNotificationZNode.PREFIX}",
             AclChangeNotificationZNode.encode(acl.ENUM_RESOURCE_TYPE[pattern.resource_type], pattern.name, pattern_type),
             sequential=True, makepath=True)
+        try:
+            stat = await self.zk.exists(created)
+            if stat is not None:
+                await self.purge(parent, stat.ctime)
+        except ZkError as exc:  # the next write purges
+            log.info("purging old ACL change notifications failed: %s", exc)
+
+    async def purge(self, parent: str, now_ms: int, max_age_ms: int = CHANGE_EXPIRATION_MS) -> list[str]:
+        """Delete the notifications created more than ``max_age_ms`` before ``now_ms`` (ZooKeeper's clock),
+        as Kafka's ZkNodeChangeNotificationListener expires them after 15 minutes."""
+        purged = []
+        for child in await self.zk.get_children(parent):
+            stat = await self.zk.exists(f"{parent}/{child}")
+            if stat is None or now_ms - stat.ctime <= max_age_ms:
+                continue
+            try:
+                await self.zk.delete(f"{parent}/{child}", stat.version)
+                purged.append(child)
+            except ZkError:
+                continue  # another broker purged it first
+        return purged

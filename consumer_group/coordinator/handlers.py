@@ -200,7 +200,12 @@ async def handle_offset_delete(context: Any, header: RequestHeader, request: Any
     partitions = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     if _group_denied(context, request.group_id, DELETE):
         return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
+    readable = context.authorize(READ, TOPIC, {tp.topic for tp in partitions})  # Kafka: Read on each topic
+    denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions if tp.topic not in readable}
+    partitions = [tp for tp in partitions if tp not in denied]
     error, results = await context.group_coordinator.delete_offsets(request.group_id, partitions)
+    if error == ErrorCode.NONE:
+        results = {**results, **denied}
     return _response(header, error_code=error,
                      topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 

@@ -11,12 +11,14 @@ consumers (``replica_id`` -1) ask it to detect log truncation (KIP-320). Per par
   the latest epoch ends at the log end offset; an older one where the next higher epoch starts,
   reported under the largest known epoch <= the requested one; unknown is (-1, -1) with no error.
 
+With an authorizer: ClusterAction on the cluster, or else Describe on the topic (TOPIC_AUTHORIZATION_FAILED).
 Errored partitions answer (-1, -1).
 """
 from __future__ import annotations
 
 from typing import Any
 
+from brokers.authorizer import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, TOPIC
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
@@ -46,8 +48,20 @@ def _end_offset(context: ServerContext, topic: str, wanted: Any) -> dict[str, An
     return _answer(index, ErrorCode.NONE, epoch, end_offset)
 
 
+def _described(context: ServerContext, request: Any) -> set[str] | None:
+    """Kafka 2.8: every topic with ClusterAction on the cluster (followers), else those with Describe;
+    None without an authorizer."""
+    if context.authorizer is None:
+        return None
+    names = {topic.topic for topic in request.topics}
+    return names if context.authorized(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME) else context.authorize(DESCRIBE, TOPIC, names)
+
+
 async def handle_offsets_for_leader_epoch(context: ServerContext, header: RequestHeader, request: Any) -> Any:
-    topics = [dict(topic=topic.topic, partitions=[_end_offset(context, topic.topic, p) for p in topic.partitions])
-              for topic in request.topics]
+    described = _described(context, request)
+    topics = [dict(topic=topic.topic, partitions=[
+        _end_offset(context, topic.topic, p) if described is None or topic.topic in described
+        else _answer(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions])
+        for topic in request.topics]
     cls = codec.response_class(header.api_key, header.api_version)
     return codec.build(cls, throttle_time=0, topics=topics)

@@ -258,3 +258,16 @@ def test_the_principal_comes_from_the_request_context(world):
         return await produce(world, "t", 0, batch([1]))
     assert only_partition(run(as_alice())).error_code == ErrorCode.NONE
     assert only_partition(run(produce(world, "t", 0, batch([1])))).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_offsets_for_leader_epoch_needs_cluster_action_or_describe(world):
+    from brokers.server.handlers.offsets_for_leader_epoch import handle_offsets_for_leader_epoch
+    topics = [dict(topic=n, partitions=[dict(partition=0, current_leader_epoch=-1, leader_epoch=0)]) for n in ("t", "u")]
+
+    def errors():
+        response = call(world, handle_offsets_for_leader_epoch, 23, 3, replica_id=2, topics=topics)
+        return {t.topic: t.partitions[0].error_code for t in response.topics}
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.DESCRIBE))
+    assert errors() == {"t": ErrorCode.NONE, "u": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    grant(world.context.authorizer, acl.CLUSTER, acl.CLUSTER_NAME, ace(acl.CLUSTER_ACTION))
+    assert errors() == {"t": ErrorCode.NONE, "u": ErrorCode.NONE}

@@ -56,6 +56,8 @@ class MemoryZk:
         self.child_watches: dict[str, list] = {}
         self.sequence = 0
         self.conflicts = 0  # make the next N conditional writes fail with BADVERSION
+        self.clock_ms = 0  # ZooKeeper's clock: each znode's ctime
+        self.ctimes: dict[str, int] = {}
 
     def _parent(self, path):
         return path.rsplit("/", 1)[0]
@@ -92,8 +94,14 @@ class MemoryZk:
         if makepath:
             await self.ensure_path(self._parent(path))
         self.nodes[path] = (data, 0)
+        self.ctimes[path] = self.clock_ms
         self._fire(self._parent(path))
         return path
+
+    async def exists(self, path, watch=None):
+        if path not in self.nodes:
+            return None
+        return SimpleNamespace(version=self.nodes[path][1], ctime=self.ctimes.get(path, 0))
 
     async def set(self, path, data, version=-1):
         self._check(path, version)
@@ -183,4 +191,22 @@ def test_another_brokers_change_is_applied_from_the_notification():
         assert mine.acls == {}
         await mine.close()
         await other.close()
+    run(scenario())
+
+
+def test_the_writer_purges_notifications_older_than_15_minutes():
+    async def scenario():
+        zk = MemoryZk()
+        authorizer = AclAuthorizer(zk, frozenset(), False)
+        await authorizer.start()
+        pattern = ResourcePattern(TOPIC, "t")
+        await authorizer.update(pattern, add=frozenset({AclEntry(ALICE, "*", READ, ALLOW)}))
+        zk.clock_ms = 15 * 60 * 1000  # exactly 15 minutes later: kept
+        await authorizer.update(pattern, add=frozenset({AclEntry(ALICE, "*", WRITE, ALLOW)}))
+        assert len(await zk.get_children("/kafka-acl-changes")) == 2
+        zk.clock_ms += 1
+        await authorizer.update(pattern, remove=frozenset({AclEntry(ALICE, "*", WRITE, ALLOW)}))
+        assert await zk.get_children("/kafka-acl-changes") == ["acl_changes_0000000001", "acl_changes_0000000002"]
+        await _settle()
+        await authorizer.close()
     run(scenario())
