@@ -6,11 +6,14 @@ DescribeAcls, DeleteAcls).
         [--resource-pattern-type literal|prefixed|any|match]
         [--allow-principal User:alice]... [--deny-principal User:bob]...
         [--allow-host H]... [--deny-host H]... [--operation Read]... [--principal P]... [--force]
+        [--producer [--idempotent]] [--consumer]
         [--command-config FILE]
 
 Kafka's rules: exactly one action; --add and --remove need a resource; --add needs a principal and a
 pattern type of literal (default) or prefixed; --list defaults to pattern type any; hosts default to
-``*``, operations to All; an operation the resource type does not have (Read on the cluster) is an
+``*``, operations to All; --producer grants Write, Describe and Create on the topics (Write and
+Describe on transactional ids, IdempotentWrite on the cluster with --idempotent), --consumer Read and
+Describe on the topics and Read on the groups; an operation the resource type does not have (Read on the cluster) is an
 error. --remove without principals removes every ACL of the resource, after a confirmation unless
 --force. Output is Kafka's::
 
@@ -80,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--operation", action="append", default=[], metavar="operation",
                    help="Operation that is being allowed or denied: " + ", ".join(acl.OPERATION_NAMES.values())
                         + f" (default: {ALL_OPERATION})")
+    p.add_argument("--producer", action="store_true",
+                   help="Convenience option to add/remove ACLs for producer role: Write, Describe and Create on "
+                        "the topics (and IdempotentWrite on the cluster with --idempotent).")
+    p.add_argument("--idempotent", action="store_true", help="Enable idempotence for the producer (with --producer).")
+    p.add_argument("--consumer", action="store_true",
+                   help="Convenience option to add/remove ACLs for consumer role: Read and Describe on the topics, "
+                        "Read on the groups.")
     p.add_argument("--force", action="store_true", help="Assume Yes to all queries and do not prompt.")
     return p
 
@@ -122,12 +132,12 @@ def resource_patterns(args: argparse.Namespace, action: str) -> list[ResourcePat
     return patterns
 
 
-def entries(args: argparse.Namespace) -> list[AclEntry]:
-    """The ACEs of --allow-/--deny-principal x hosts x operations."""
+def entries(args: argparse.Namespace, ops: list[int] | None = None) -> list[AclEntry]:
+    """The ACEs of --allow-/--deny-principal x hosts x operations (``ops``, else --operation)."""
     for host_flag, principal_flag in (("--allow-host", "--allow-principal"), ("--deny-host", "--deny-principal")):
         if getattr(args, host_flag[2:].replace("-", "_")) and not getattr(args, principal_flag[2:].replace("-", "_")):
             raise FlagError(f"argument {host_flag}: can only be used together with {principal_flag}")
-    ops = _operations(args)
+    ops = _operations(args) if ops is None else ops
     out = []
     for permission, principals, hosts, flag in ((acl.ALLOW, args.allow_principal, args.allow_host, "--allow-principal"),
                                                 (acl.DENY, args.deny_principal, args.deny_host, "--deny-principal")):
@@ -135,6 +145,34 @@ def entries(args: argparse.Namespace) -> list[AclEntry]:
             for host in hosts or [acl.WILDCARD]:
                 out.extend(AclEntry(_principal(flag, principal), host, op, permission) for op in ops)
     return sorted(set(out))
+
+
+def role_acls(args: argparse.Namespace, patterns: list[ResourcePattern]) -> dict[ResourcePattern, list[AclEntry]]:
+    """--producer / --consumer: Kafka's AclCommand role ACLs per resource."""
+    if args.producer and not args.topic:
+        raise FlagError("argument --producer: With --producer you must specify a --topic")
+    if args.idempotent and not args.producer:
+        raise FlagError("argument --idempotent: The --idempotent option is only available if --producer is set")
+    if args.consumer and (not args.topic or not args.group
+                          or (not args.producer and (args.cluster or args.transactional_id))):
+        raise FlagError("argument --consumer: With --consumer you must specify a --topic and a --group and no "
+                        "--cluster or --transactional-id option should be specified.")
+    out: dict[ResourcePattern, set[AclEntry]] = {}
+
+    def add(pattern: ResourcePattern, ops: list[int]) -> None:
+        out.setdefault(pattern, set()).update(entries(args, ops))
+    for pattern in patterns:
+        if args.producer and pattern.resource_type == acl.TOPIC:
+            add(pattern, [acl.WRITE, acl.DESCRIBE, acl.CREATE])
+        if args.producer and pattern.resource_type == acl.TRANSACTIONAL_ID:
+            add(pattern, [acl.WRITE, acl.DESCRIBE])
+        if args.consumer and pattern.resource_type == acl.TOPIC:
+            add(pattern, [acl.READ, acl.DESCRIBE])
+        if args.consumer and pattern.resource_type == acl.GROUP:
+            add(pattern, [acl.READ])
+    if args.idempotent:
+        add(ResourcePattern(acl.CLUSTER, acl.CLUSTER_NAME, acl.LITERAL), [acl.IDEMPOTENT_WRITE])
+    return {pattern: sorted(aces) for pattern, aces in out.items()}
 
 
 def check_operations(patterns: list[ResourcePattern], aces: list[AclEntry]) -> None:
@@ -176,8 +214,8 @@ def list_acls(admin: AdminClient, patterns: list[ResourcePattern], principals: l
         out(format_acls("Current ACLs for resource", pattern, sorted(found[pattern])))
 
 
-def add_acls(admin: AdminClient, patterns: list[ResourcePattern], aces: list[AclEntry], out: Callable) -> None:
-    for pattern in patterns:
+def add_acls(admin: AdminClient, by_resource: dict[ResourcePattern, list[AclEntry]], out: Callable) -> None:
+    for pattern, aces in by_resource.items():
         out(format_acls("Adding ACLs for resource", pattern, aces))
         bindings = [AclBinding(pattern.resource_type, pattern.name, pattern.pattern_type, a.principal, a.host,
                                a.operation, a.permission) for a in aces]
@@ -185,9 +223,9 @@ def add_acls(admin: AdminClient, patterns: list[ResourcePattern], aces: list[Acl
             future.result(timeout=RESULT_TIMEOUT_S)
 
 
-def remove_acls(admin: AdminClient, patterns: list[ResourcePattern], aces: list[AclEntry], force: bool,
-                out: Callable, confirm: Callable[[str], bool]) -> None:
-    for pattern in patterns:
+def remove_acls(admin: AdminClient, by_resource: dict[ResourcePattern, list[AclEntry]], force: bool,
+                confirm: Callable[[str], bool]) -> None:
+    for pattern, aces in by_resource.items():
         described = str(pattern).replace("ResourcePattern(", "ResourcePatternFilter(", 1)
         question = (f"Are you sure you want to delete all ACLs for resource filter `{described}`? (y/n)" if not aces
                     else f"Are you sure you want to remove ACLs: {NEWLINE} "
@@ -217,7 +255,13 @@ def main(argv: list[str] | None = None, out: Callable = print, confirm: Callable
         aces = entries(args)
         if action == "add" and not aces:
             raise FlagError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
-        check_operations(patterns, aces)
+        if args.producer or args.consumer or args.idempotent:
+            if action == "list":
+                raise FlagError("argument --producer/--consumer: only with --add or --remove")
+            by_resource = role_acls(args, patterns)
+        else:
+            check_operations(patterns, aces)
+            by_resource = {pattern: aces for pattern in patterns}
         principals = [_principal("--principal", p) for p in args.principal]
         config = read_properties(args.command_config) if args.command_config else {}
     except FlagError as exc:
@@ -227,10 +271,10 @@ def main(argv: list[str] | None = None, out: Callable = print, confirm: Callable
     admin = AdminClient({**config, "bootstrap.servers": args.bootstrap_server})
     try:
         if action == "add":
-            add_acls(admin, patterns, aces, out)
+            add_acls(admin, by_resource, out)
         elif action == "remove":
-            remove_acls(admin, patterns, aces, args.force, out, confirm)
-        list_acls(admin, patterns if action != "list" or patterns else [], principals, out)
+            remove_acls(admin, by_resource, args.force, confirm)
+        list_acls(admin, list(by_resource) if action != "list" else patterns, principals, out)
     except KafkaException as exc:
         print(f"Error while executing ACL command: {java_exception(exc)}", file=sys.stderr)
         return 1

@@ -243,5 +243,12 @@ def test_kafka_acls_round_trip_in_kafkas_znodes(admin, cluster, zk):
     assert zk.exists(f"/kafka-acl/Topic/{name}") is None
     assert f"name={name}, patternType=LITERAL" not in tool(*bootstrap, "--list", "--topic", name).stdout
 
+    consumer = tool(*bootstrap, "--add", "--consumer", "--allow-principal", "User:dave", "--topic", name,
+                    "--group", f"{name}-g")
+    assert consumer.returncode == 0, consumer.stderr
+    assert [a["operation"] for a in json.loads(zk.get(f"/kafka-acl/Group/{name}-g")[0])["acls"]] == ["Read"]
+    assert sorted(a["operation"] for a in json.loads(zk.get(f"/kafka-acl/Topic/{name}")[0])["acls"]) == [
+        "Describe", "Read"]
+
     bad = tool(*bootstrap, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--cluster")
     assert bad.returncode == 2 and "--operation" in bad.stderr

@@ -68,3 +68,24 @@ def test_kafkas_output_format():
     assert text == ("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL)`: \n"
                     " \t(principal=User:a, host=*, operation=READ, permissionType=ALLOW)\n"
                     "\t(principal=User:a, host=*, operation=WRITE, permissionType=ALLOW) \n")
+
+
+def test_producer_and_consumer_roles_are_kafkas():
+    args = parse("--add", "--allow-principal", "User:a", "--producer", "--idempotent", "--consumer",
+                 "--topic", "t", "--group", "g", "--transactional-id", "tx")
+    roles = kafka_acls.role_acls(args, resource_patterns(args, "add"))
+    ops = {(p.resource_type, p.name): sorted(a.operation for a in aces) for p, aces in roles.items()}
+    assert ops == {(acl.TOPIC, "t"): sorted([acl.WRITE, acl.DESCRIBE, acl.CREATE, acl.READ]),
+                   (acl.GROUP, "g"): [acl.READ], (acl.TRANSACTIONAL_ID, "tx"): sorted([acl.WRITE, acl.DESCRIBE]),
+                   (acl.CLUSTER, "kafka-cluster"): [acl.IDEMPOTENT_WRITE]}
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--add", "--allow-principal", "User:a", "--producer", "--group", "g"], "--producer"),
+    (["--add", "--allow-principal", "User:a", "--idempotent", "--topic", "t"], "--idempotent"),
+    (["--add", "--allow-principal", "User:a", "--consumer", "--topic", "t"], "--consumer"),
+])
+def test_bad_role_flags(argv, flag, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        kafka_acls.main([*B, *argv])
+    assert exit_.value.code == 2 and flag in capsys.readouterr().err
