@@ -113,11 +113,15 @@ class AclAuthorizer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _resync(self) -> None:
+        """After a new session: re-arm both watches and reload everything (changes may have been missed)."""
         async with self._lock:
-            for extended in (False, True):
-                children = await self._changes(extended, watch=True)
-                self._last[extended] = max((seq for seq, _ in children), default=self._last[extended])
-            await self._load_all()
+            try:
+                for extended in (False, True):
+                    children = await self._changes(extended, watch=True)
+                    self._last[extended] = max((seq for seq, _ in children), default=self._last[extended])
+                await self._load_all()
+            except ZkError as exc:
+                log.warning("reloading the ACLs after a new session failed (%s); the next session retries", exc)
 
     async def _load_all(self) -> None:
         loaded: Acls = {}
