@@ -252,3 +252,38 @@ def test_kafka_acls_round_trip_in_kafkas_znodes(admin, cluster, zk):
 
     bad = tool(*bootstrap, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--cluster")
     assert bad.returncode == 2 and "--operation" in bad.stderr
+
+
+def test_kafka_python_producer_gets_topic_authorization_failed(admin, cluster):
+    from kafka import KafkaProducer
+    from kafka.errors import TopicAuthorizationFailedError
+    topic = new_topic(admin, cluster, "kp-denied-")
+    grant(admin, binding(topic, AclOperation.DESCRIBE))  # visible, but not writable
+    wait_for(lambda: topic in visible_topics(cluster), TIMEOUT, f"{topic} to become visible")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, retries=0, max_block_ms=10000)
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send(topic, b"v").get(timeout=TIMEOUT)
+    finally:
+        producer.close()
+    assert high_watermark(cluster, topic) == 0
+
+
+def test_super_users_need_no_acls(make_cluster):
+    cluster, _ = make_cluster(1, properties={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                             "super.users": f"User:admin;{ANONYMOUS}"})
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    client.create_topics([NewTopic("su", 1, 1)])["su"].result(TIMEOUT)
+    wait_for(lambda: produce_one(cluster, "su") is None, TIMEOUT, "a super user's produce")
+    assert "su" in visible_topics(cluster)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "su-group",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe(["su"])
+    try:
+        def poll() -> list | None:
+            msg = consumer.poll(1.0)
+            return None if msg is None or msg.error() else [msg]
+        (msg,) = wait_for(poll, 60, "a super user's consumer to read")
+        assert msg.error() is None and msg.value() == b"v"
+    finally:
+        consumer.close()

@@ -271,3 +271,50 @@ def test_offsets_for_leader_epoch_needs_cluster_action_or_describe(world):
     assert errors() == {"t": ErrorCode.NONE, "u": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     grant(world.context.authorizer, acl.CLUSTER, acl.CLUSTER_NAME, ace(acl.CLUSTER_ACTION))
     assert errors() == {"t": ErrorCode.NONE, "u": ErrorCode.NONE}
+
+
+# -- configs, partitions, elections, reassignments --------------------------------------------------
+def test_describe_and_alter_configs_need_their_operations_on_the_topic_or_the_cluster(world):
+    from brokers.server.handlers.admin import handle_describe_configs
+    from brokers.server.handlers.alter_configs import handle_incremental_alter_configs
+    resources = [dict(resource_type=2, resource_name="t", configuration_keys=["retention.ms"]),
+                 dict(resource_type=4, resource_name="1", configuration_keys=["num.partitions"])]
+    described = call(world, handle_describe_configs, 32, 1, include_synonyms=False, resources=resources)
+    assert [r.error_code for r in described.results] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                          ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.ALTER_CONFIGS))  # implies DescribeConfigs
+    described = call(world, handle_describe_configs, 32, 1, include_synonyms=False, resources=resources)
+    assert [r.error_code for r in described.results] == [ErrorCode.NONE, ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+    altered = call(world, handle_incremental_alter_configs, 44, 0, validate_only=True, resources=[
+        dict(resource_type=2, resource_name="u", configs=[dict(name="retention.ms", config_operation=0, value="1")]),
+        dict(resource_type=4, resource_name="", configs=[])])
+    assert [r.error_code for r in altered.responses] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                         ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+
+
+def test_create_partitions_needs_alter_on_the_topic(world):
+    from brokers.server.handlers.create_partitions import handle_create_partitions
+    response = call(world, handle_create_partitions, 37, 3, topics=[dict(name="t", count=9, assignments=None)],
+                    timeout=1000, validate_only=True)
+    assert response.results[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_elections_and_reassignments_need_alter_or_describe_on_the_cluster(world):
+    from brokers.server.handlers.elect_leaders import handle_elect_leaders
+    from brokers.server.handlers.reassignments import (
+        handle_alter_partition_reassignments,
+        handle_list_partition_reassignments,
+    )
+    elected = call(world, handle_elect_leaders, 43, 2, election_type=0, timeout=1000,
+                   topic_partitions=[dict(topic="t", partitions=[0, 1])])
+    assert elected.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert {p.error_code for r in elected.replica_election_results for p in r.partition_result} == {
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+    altered = call(world, handle_alter_partition_reassignments, 45, 0, timeout=1000,
+                   topics=[dict(name="t", partitions=[dict(partition_index=0, replicas=[1, 2])])])
+    assert altered.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    listed = call(world, handle_list_partition_reassignments, 46, 0, timeout=1000, topics=None)
+    assert listed.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    grant(world.context.authorizer, acl.CLUSTER, acl.CLUSTER_NAME, ace(acl.ALTER))  # Alter implies Describe
+    listed = call(world, handle_list_partition_reassignments, 46, 0, timeout=1000, topics=None)
+    assert listed.error_code == ErrorCode.NOT_CONTROLLER  # authorized: on to the (absent) controller
