@@ -100,62 +100,63 @@ def _by_topic(results: dict[TopicPartition, Any], entry) -> list[dict]:
     return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
 
 
+def _commit_denied(context: Any, group_id: str, partitions: Any) -> dict[TopicPartition, ErrorCode]:
+    """Kafka 2.8: Read on the group (else every partition is GROUP_AUTHORIZATION_FAILED), then Read on
+    each topic (TOPIC_AUTHORIZATION_FAILED); empty without an authorizer."""
+    if context.authorizer is None:
+        return {}
+    if _group_denied(context, group_id):
+        return dict.fromkeys(partitions, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    readable = context.authorize(READ, TOPIC, {tp.topic for tp in partitions})
+    return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions if tp.topic not in readable}
+
+
 async def handle_offset_commit(context: Any, header: RequestHeader, request: Any) -> Any:
     offsets = {TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
                for t in request.topics for p in t.partitions}
-    if context.authorizer is not None:  # Read on the group, then Read on each topic
-        if _group_denied(context, request.group_id):
-            denied = dict.fromkeys(offsets, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        else:
-            readable = context.authorize(READ, TOPIC, {tp.topic for tp in offsets})
-            denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in offsets if tp.topic not in readable}
-        if denied:
-            results = dict(denied)
-            allowed = {tp: v for tp, v in offsets.items() if tp not in denied}
-            if allowed:
-                results.update(await context.group_coordinator.commit_offsets(
-                    request.group_id, request.generation_id_or_member_epoch, request.member_id,
-                    getattr(request, "group_instance_id", None), allowed))
-            return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
-    results = await context.group_coordinator.commit_offsets(
-        request.group_id, request.generation_id_or_member_epoch, request.member_id,
-        getattr(request, "group_instance_id", None), offsets)
+    denied = _commit_denied(context, request.group_id, offsets)
+    allowed = {tp: v for tp, v in offsets.items() if tp not in denied} if denied else offsets
+    results: dict[TopicPartition, Any] = dict(denied)
+    if allowed or not denied:
+        results.update(await context.group_coordinator.commit_offsets(
+            request.group_id, request.generation_id_or_member_epoch, request.member_id,
+            getattr(request, "group_instance_id", None), allowed))
     return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
+
+
+_DENIED = object()  # an OffsetFetch partition of a topic the principal may not describe
+
+
+def _fetch_visible(context: Any, offsets: dict, all_offsets: bool) -> dict:
+    """Kafka 2.8: Describe on each topic; for "all offsets" the others are left out, for named partitions
+    they answer TOPIC_AUTHORIZATION_FAILED (marked ``_DENIED``)."""
+    topics = {tp.topic for tp in offsets}
+    denied = topics - context.authorize(DESCRIBE, TOPIC, topics)
+    if all_offsets:
+        return {tp: v for tp, v in offsets.items() if tp.topic not in denied}
+    return {tp: _DENIED if tp.topic in denied else v for tp, v in offsets.items()}
 
 
 async def handle_offset_fetch(context: Any, header: RequestHeader, request: Any) -> Any:
     partitions = None if request.topics is None else [
         TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
     if _group_denied(context, request.group_id):
-        error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, dict.fromkeys(partitions or [])
+        error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
     else:
         error, offsets = context.group_coordinator.fetch_offsets(request.group_id, partitions)
     if error != ErrorCode.NONE:
         offsets = dict.fromkeys(partitions or [])
+    elif context.authorizer is not None:
+        offsets = _fetch_visible(context, offsets, partitions is None)
     partition_error = error if header.api_version < 2 else ErrorCode.NONE
-    denied: set[str] = set()
-    if context.authorizer is not None and error == ErrorCode.NONE:  # Describe on each topic (Kafka 2.8)
-        topics = {tp.topic for tp in offsets}
-        denied = topics - context.authorize(DESCRIBE, TOPIC, topics)
-        if partitions is None:  # all of the group's offsets: the topics it may not see are left out
-            offsets = {tp: v for tp, v in offsets.items() if tp.topic not in denied}
-            denied = set()
 
     def entry(partition: int, committed: Any) -> dict:
+        if committed is _DENIED:
+            return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1,
+                    "metadata": "", "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
         return {"partition_index": partition, "committed_offset": -1 if committed is None else committed.offset,
                 "committed_leader_epoch": -1, "metadata": "" if committed is None else committed.metadata,
                 "error_code": partition_error}
-
-    def checked(tp: TopicPartition, committed: Any) -> dict:
-        if tp.topic in denied:
-            return {"partition_index": tp.partition, "committed_offset": -1, "committed_leader_epoch": -1,
-                    "metadata": "", "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
-        return entry(tp.partition, committed)
-    if denied:
-        topics: dict[str, list] = {}
-        for tp, value in offsets.items():
-            topics.setdefault(tp.topic, []).append(checked(tp, value))
-        return _response(header, error_code=error, topics=[{"name": n, "partitions": ps} for n, ps in topics.items()])
     return _response(header, error_code=error, topics=_by_topic(offsets, entry))
 
 

@@ -12,6 +12,7 @@ import pytest
 from brokers import authorizer as acl
 from brokers.acl_store import AclAuthorizer
 from brokers.authorizer import ALLOW, DENY, AclEntry, ResourcePattern
+from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
@@ -318,3 +319,24 @@ def test_elections_and_reassignments_need_alter_or_describe_on_the_cluster(world
     grant(world.context.authorizer, acl.CLUSTER, acl.CLUSTER_NAME, ace(acl.ALTER))  # Alter implies Describe
     listed = call(world, handle_list_partition_reassignments, 46, 0, timeout=1000, topics=None)
     assert listed.error_code == ErrorCode.NOT_CONTROLLER  # authorized: on to the (absent) controller
+
+
+def test_offset_fetch_needs_read_on_the_group_and_describe_on_the_topics(world):
+    from consumer_group.coordinator.handlers import handle_offset_fetch
+    committed = {TopicPartition("t", 0): SimpleNamespace(offset=5, metadata=""),
+                 TopicPartition("u", 0): SimpleNamespace(offset=7, metadata="")}
+    world.context.group_coordinator = SimpleNamespace(
+        fetch_offsets=lambda group, partitions: (ErrorCode.NONE, committed if partitions is None
+                                                 else {tp: committed.get(tp) for tp in partitions}))
+
+    def fetch(topics, version=5):
+        response = call(world, handle_offset_fetch, 9, version, group_id="g", topics=topics)
+        return response.error_code, {(t.name, p.partition_index): (p.committed_offset, p.error_code)
+                                     for t in response.topics for p in t.partitions}
+    named = [dict(name="t", partition_indexes=[0]), dict(name="u", partition_indexes=[0])]
+    assert fetch(named)[0] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    grant(world.context.authorizer, acl.GROUP, "g", ace(acl.READ))
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.DESCRIBE))
+    assert fetch(named) == (ErrorCode.NONE, {("t", 0): (5, ErrorCode.NONE),
+                                             ("u", 0): (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)})
+    assert fetch(None) == (ErrorCode.NONE, {("t", 0): (5, ErrorCode.NONE)})  # all offsets: "u" left out
