@@ -125,16 +125,26 @@ def _matches(acl: AclEntry, principal: str, host: str, operations: frozenset[int
 
 def decide(applicable: Iterable[AclEntry], principal: str, host: str, operation: int, *,
            super_users: frozenset[str] = frozenset(), allow_if_no_acl: bool = False) -> bool:
-    """Kafka's authorizeAction over the ACLs that apply to one resource."""
+    """Kafka's authorizeAction over the ACLs that apply to one resource (one pass: any matching DENY of
+    the operation or ALL denies; else a matching ALLOW of the operation, an operation implying it, or ALL)."""
     if principal in super_users:
         return True
-    entries = list(applicable)
+    entries = applicable if isinstance(applicable, list) else list(applicable)
     if not entries:
         return allow_if_no_acl
-    if any(_matches(acl, principal, host, frozenset({operation}), DENY) for acl in entries):
-        return False
-    allowed_by = IMPLIED_BY.get(operation, frozenset({operation}))
-    return any(_matches(acl, principal, host, allowed_by, ALLOW) for acl in entries)
+    allowed_by = IMPLIED_BY.get(operation) or (operation,)
+    allowed = False
+    for entry in entries:
+        if entry.principal != principal and entry.principal != WILDCARD_PRINCIPAL:
+            continue
+        if entry.host != host and entry.host != WILDCARD:
+            continue
+        if entry.permission == DENY:
+            if entry.operation == operation or entry.operation == ALL:
+                return False
+        elif entry.permission == ALLOW and (entry.operation == ALL or entry.operation in allowed_by):
+            allowed = True
+    return allowed
 
 
 def decide_any(acls: Acls, resource_type: int, principal: str, host: str, operation: int, *,
