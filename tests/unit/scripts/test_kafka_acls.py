@@ -89,3 +89,49 @@ def test_bad_role_flags(argv, flag, capsys):
     with pytest.raises(SystemExit) as exit_:
         kafka_acls.main([*B, *argv])
     assert exit_.value.code == 2 and flag in capsys.readouterr().err
+
+
+class Done:
+    def __init__(self, value=None):
+        self.value = value
+
+    def result(self, timeout=None):
+        return self.value
+
+
+class FakeAdmin:
+    """confluent-kafka's AdminClient ACL calls, recorded."""
+
+    def __init__(self):
+        self.created, self.deleted = [], []
+
+    def create_acls(self, bindings):
+        self.created.extend(bindings)
+        return {b: Done() for b in bindings}
+
+    def delete_acls(self, filters):
+        self.deleted.extend(filters)
+        return {f: Done([]) for f in filters}
+
+
+def test_remove_asks_first_unless_forced():
+    admin, asked = FakeAdmin(), []
+    by_resource = {ResourcePattern(acl.TOPIC, "t"): []}
+    kafka_acls.remove_acls(admin, by_resource, False, lambda q: asked.append(q) or False)
+    assert admin.deleted == [] and asked == [
+        "Are you sure you want to delete all ACLs for resource filter "
+        "`ResourcePatternFilter(resourceType=TOPIC, name=t, patternType=LITERAL)`? (y/n)"]
+    kafka_acls.remove_acls(admin, by_resource, True, lambda q: pytest.fail("--force must not ask"))
+    (flt,) = admin.deleted
+    assert (flt.name, int(flt.operation.value), int(flt.permission_type.value), flt.principal) == ("t", acl.ANY,
+                                                                                                 acl.ANY, None)
+
+
+def test_add_prints_kafkas_heading_and_sends_every_binding():
+    admin, lines = FakeAdmin(), []
+    aces = [AclEntry("User:a", "*", acl.READ, acl.ALLOW), AclEntry("User:a", "*", acl.WRITE, acl.DENY)]
+    kafka_acls.add_acls(admin, {ResourcePattern(acl.TOPIC, "t", acl.PREFIXED): aces}, lines.append)
+    assert lines[0].startswith("Adding ACLs for resource "
+                               "`ResourcePattern(resourceType=TOPIC, name=t, patternType=PREFIXED)`: \n")
+    assert [(b.name, int(b.resource_pattern_type.value), int(b.operation.value), int(b.permission_type.value))
+            for b in admin.created] == [("t", acl.PREFIXED, acl.READ, acl.ALLOW), ("t", acl.PREFIXED, acl.WRITE, acl.DENY)]
