@@ -254,12 +254,14 @@ def test_kafka_acls_round_trip_in_kafkas_znodes(admin, cluster, zk):
     assert bad.returncode == 2 and "--operation" in bad.stderr
 
 
-def test_kafka_python_producer_gets_topic_authorization_failed(admin, cluster):
+def test_read_without_write_cannot_produce_with_either_client(admin, cluster):
     from kafka import KafkaProducer
     from kafka.errors import TopicAuthorizationFailedError
-    topic = new_topic(admin, cluster, "kp-denied-")
-    grant(admin, binding(topic, AclOperation.DESCRIBE))  # visible, but not writable
+    topic = new_topic(admin, cluster, "read-only-")
+    grant(admin, binding(topic, AclOperation.READ))  # visible (Read implies Describe), but not writable
     wait_for(lambda: topic in visible_topics(cluster), TIMEOUT, f"{topic} to become visible")
+    error = produce_one(cluster, topic)
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, error
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, retries=0, max_block_ms=10000)
     try:
         with pytest.raises(TopicAuthorizationFailedError):
