@@ -54,6 +54,7 @@ from brokers.authorizer import (
     DESCRIBE_CONFIGS,
     IDEMPOTENT_WRITE,
     TOPIC,
+    TRANSACTIONAL_ID,
     WRITE,
 )
 from brokers.config import SCHEMA
@@ -196,6 +197,8 @@ def _may_write_idempotently(context: ServerContext) -> bool:
 async def handle_init_producer_id(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     if request.transactional_id is not None:
         error = ErrorCode.INVALID_REQUEST if request.transactional_id == "" else ErrorCode.NOT_COORDINATOR
+        if error == ErrorCode.NOT_COORDINATOR and not context.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # Kafka: Write on the transactional id first
         return _response(header, error_code=error, producer_id=-1, producer_epoch=-1)
     if context.authorizer is not None and not _may_write_idempotently(context):
         return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)

@@ -340,3 +340,12 @@ def test_offset_fetch_needs_read_on_the_group_and_describe_on_the_topics(world):
     assert fetch(named) == (ErrorCode.NONE, {("t", 0): (5, ErrorCode.NONE),
                                              ("u", 0): (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)})
     assert fetch(None) == (ErrorCode.NONE, {("t", 0): (5, ErrorCode.NONE)})  # all offsets: "u" left out
+
+
+def test_init_producer_id_with_a_transactional_id_needs_write_on_it(world):
+    def init(transactional_id):
+        return call(world, handle_init_producer_id, 22, 0, transactional_id=transactional_id,
+                    transaction_timeout=1000).error_code
+    assert init("tx-1") == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    grant(world.context.authorizer, acl.TRANSACTIONAL_ID, "tx-", ace(acl.WRITE), pattern=acl.PREFIXED)
+    assert init("tx-1") == ErrorCode.NOT_COORDINATOR  # authorized; no transaction coordinator here
