@@ -1,6 +1,7 @@
 """The admin APIs: CreateTopics (19, v2-v4), DeleteTopics (20, v3), InitProducerId (22, v0) and
 DescribeConfigs (32, v1-v3). With an authorizer each checks Kafka 2.8's operation: Create on the cluster
-or the topic (CreateTopics), Delete on the topic (DeleteTopics), IdempotentWrite on the cluster or Write
+or the topic (CreateTopics), Delete on the topic (DeleteTopics; UNKNOWN_TOPIC_OR_PARTITION without Describe),
+IdempotentWrite on the cluster or Write
 on some topic (InitProducerId, else CLUSTER_AUTHORIZATION_FAILED), DescribeConfigs on the topic or the
 cluster (DescribeConfigs). The work itself is ``context.admin`` (``AdminOps``, ZooKeeper and the
 controller); these handlers validate the request and wait for the result as Kafka 2.8 does.
@@ -51,6 +52,7 @@ from brokers.authorizer import (
     CLUSTER_NAME,
     CREATE,
     DELETE,
+    DESCRIBE,
     DESCRIBE_CONFIGS,
     IDEMPOTENT_WRITE,
     TOPIC,
@@ -157,15 +159,17 @@ async def handle_delete_topics(context: ServerContext, header: RequestHeader, re
     counts = Counter(names)
     results = [dict(name=name, error_code=ErrorCode.NONE) for name in names]
     deleting: list[dict[str, Any]] = []
-    deletable = context.authorize(DELETE, TOPIC, names)
+    describable, deletable = context.authorize(DESCRIBE, TOPIC, names), context.authorize(DELETE, TOPIC, names)
     for result in results:
         name = result["name"]
         if counts[name] > 1:
             result["error_code"] = ErrorCode.INVALID_REQUEST
-        elif name not in deletable:
-            result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif not context.config["delete.topic.enable"]:
             result["error_code"] = ErrorCode.TOPIC_DELETION_DISABLED
+        elif name not in describable:  # Kafka 2.8: a topic it may not see does not exist for it
+            result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        elif name not in deletable:
+            result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif name not in context.metadata_cache.topics():
             result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:

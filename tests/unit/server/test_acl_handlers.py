@@ -191,10 +191,15 @@ def test_create_topics_needs_create_on_the_cluster_or_the_topic(world):
     assert {t.error_code for t in response.topics} == {ErrorCode.NONE}
 
 
-def test_delete_topics_needs_delete(world):
-    response = call(world, handle_delete_topics, 20, 3, topic_names=["t"], timeout=0)
-    assert response.responses[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+def test_delete_topics_needs_delete_and_hides_topics_without_describe(world):
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.DESCRIBE))
+    response = call(world, handle_delete_topics, 20, 3, topic_names=["t", "u"], timeout=0)
+    assert [(r.name, r.error_code) for r in response.responses] == [
+        ("t", ErrorCode.TOPIC_AUTHORIZATION_FAILED), ("u", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     assert world.admin.calls == []
+    grant(world.context.authorizer, acl.TOPIC, "u", ace(acl.DELETE))  # Delete implies Describe
+    response = call(world, handle_delete_topics, 20, 3, topic_names=["u"], timeout=0)
+    assert world.admin.calls == [("delete", "u")]
 
 
 def test_init_producer_id_needs_idempotent_write_or_write_on_some_topic(world):
