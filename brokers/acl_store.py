@@ -142,7 +142,7 @@ class AclAuthorizer:
 
     async def _changes(self, extended: bool, watch: bool = False) -> list[tuple[int, str]]:
         path = AclChangeNotificationZNode.EXTENDED_PATH if extended else AclChangeNotificationZNode.LITERAL_PATH
-        callback = (lambda event: self._on_watch(event, extended)) if watch else None
+        callback = (self._on_extended_watch if extended else self._on_literal_watch) if watch else None
         found = []
         for child in await self.zk.get_children(path, callback):
             try:
@@ -151,9 +151,19 @@ class AclAuthorizer:
                 continue
         return sorted(found)
 
-    def _on_watch(self, event: WatchEvent, extended: bool) -> None:
+    def _on_literal_watch(self, event: WatchEvent) -> None:
         if event.type != "NONE":
-            self._spawn(self._process(extended))
+            self._spawn(self._process(False))
+
+    def _on_extended_watch(self, event: WatchEvent) -> None:
+        if event.type != "NONE":
+            self._spawn(self._process(True))
+
+    async def sync(self) -> None:
+        """Apply every change notification already in ZooKeeper now (DescribeAcls and DeleteAcls call it,
+        so that a change made through another broker a moment ago is seen, not only once the watch fires)."""
+        await self._process(False)
+        await self._process(True)
 
     def _spawn(self, coro: Any) -> None:
         if self._closed:

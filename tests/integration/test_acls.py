@@ -166,8 +166,11 @@ def test_prefixed_acls_and_group_read_for_consumers(admin, cluster):
         finally:
             consumer.close()
 
-    value, error = consume()  # no ACL on the group: the consumer may not join it
-    assert value is None and error is not None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED, error
+    def refused() -> bool:  # no ACL on the group: the consumer may not join it, and never reads
+        value, error = consume()
+        assert value is None, "a consumer read without Read on its group"
+        return error is not None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    wait_for(refused, 60, "the consumer to be refused with GROUP_AUTHORIZATION_FAILED", interval=0)
     grant(admin, binding(group, AclOperation.READ, restype=ResourceType.GROUP))
     wait_for(lambda: consume()[0] == b"v", 60, "the consumer to read once it may join the group")
 

@@ -84,6 +84,7 @@ async def handle_describe_acls(context: ServerContext, header: RequestHeader, re
         flt = _filter(request)
     except ValueError as exc:
         return _response(header, error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), resources=[])
+    await context.authorizer.sync()  # what another broker wrote a moment ago is listed too
     grouped: dict[ResourcePattern, list[AclEntry]] = defaultdict(list)
     for pattern, entry in context.authorizer.describe(flt):
         grouped[pattern].append(entry)
@@ -114,6 +115,7 @@ async def handle_delete_acls(context: ServerContext, header: RequestHeader, requ
     if error != ErrorCode.NONE:
         return _response(header, filter_results=[dict(error_code=error, error_message=message, matching_acls=[])
                                                  for _ in request.filters])
+    await context.authorizer.sync()  # what another broker wrote a moment ago can be deleted too
     results = []
     for f in request.filters:
         try:

@@ -210,3 +210,20 @@ def test_the_writer_purges_notifications_older_than_15_minutes():
         await _settle()
         await authorizer.close()
     run(scenario())
+
+
+def test_sync_applies_notifications_before_the_watch_fires():
+    async def scenario():
+        zk = MemoryZk()
+        mine, other = AclAuthorizer(zk, frozenset(), False), AclAuthorizer(zk, frozenset(), False)
+        await mine.start()
+        await other.start()
+        zk.child_watches.clear()  # the watch has not fired yet (or its event is still on the way)
+        await other.update(ResourcePattern(TOPIC, "t", PREFIXED), add=frozenset({AclEntry(ALICE, "*", READ, ALLOW)}))
+        assert mine.acls == {}
+        await mine.sync()
+        assert mine.authorize(ALICE, "h", READ, TOPIC, "t1")
+        await _settle()
+        await mine.close()
+        await other.close()
+    run(scenario())
