@@ -12,8 +12,9 @@ that one znode; the writer then purges notifications older than 15 minutes (ZooK
 
 ``start()`` loads every ACL and arms child watches on both change paths; notifications present at
 start are not replayed (the load saw their effect). Each watch event runs one serialized pass over the
-children above the last processed sequence. After a new session, ``on_new_session()`` reloads all and
-re-arms the watches. Decisions (``authorize``) read only memory: ``brokers.authorizer.decide``.
+children above the last processed sequence; ``sync()`` runs the same pass on demand (DescribeAcls and
+DeleteAcls, so that they see what another broker wrote just before). After a new session,
+``on_new_session()`` reloads all and re-arms the watches. Decisions (``authorize``) read only memory: ``brokers.authorizer.decide``.
 """
 from __future__ import annotations
 
