@@ -86,7 +86,8 @@ class BrokerServer:
         self.cluster_id: str | None = None
         self.broker_epoch = -1
         self.zk = ZkGateway(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms,
-                            connection_timeout_ms=config.zookeeper_connection_timeout_ms)
+                            connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+                            digest=config["zookeeper.digest.credentials"], secure_acls=config["zookeeper.set.acl"])
         self.kzc = KafkaZkClient(self.zk)
         self.config_listener = ConfigChangeListener(self.kzc, {"topics": self._on_topic_config_change,
                                                                "brokers": self._on_broker_config_change})

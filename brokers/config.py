@@ -40,6 +40,13 @@ def _map(text: str) -> dict[str, str]:
     return out
 
 
+def is_sensitive(key: str) -> bool:
+    """Kafka's PASSWORD-typed configs: DescribeConfigs answers them with a null value and is_sensitive."""
+    return key in SENSITIVE_KEYS or key.endswith((".password", ".sasl.jaas.config")) or key == "sasl.jaas.config"
+
+
+SENSITIVE_KEYS = frozenset({"zookeeper.digest.credentials"})
+
 _PARSERS: dict[str, Callable[[str], Any]] = {"int": int, "bool": _bool, "str": str.strip, "list": _list,
                                             "double": float, "map": _map}
 
@@ -54,6 +61,9 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "zookeeper.session.timeout.ms": ("int", 18000),
     "zookeeper.connection.timeout.ms": ("int", None),
     "zookeeper.max.in.flight.requests": ("int", 10),
+    "zookeeper.set.acl": ("bool", False),
+    # ZooKeeper digest credentials ("user:password"; Kafka takes its ZooKeeper identity from JAAS's Client section)
+    "zookeeper.digest.credentials": ("str", None),
     "listeners": ("list", ["PLAINTEXT://:9092"]),
     "advertised.listeners": ("list", None),
     "listener.security.protocol.map": ("map", None),
@@ -218,6 +228,12 @@ class BrokerConfig:
     def validate(self) -> None:
         if not self.values["zookeeper.connect"]:
             raise ConfigError(f"{self.source}: zookeeper.connect is required (e.g. zookeeper.connect=127.0.0.1:2181)")
+        credentials = self.values["zookeeper.digest.credentials"]
+        if credentials is not None and ":" not in credentials[1:]:
+            raise ConfigError(f"{self.source}: zookeeper.digest.credentials must be user:password")
+        if self.values["zookeeper.set.acl"] and not credentials:
+            raise ConfigError(f"{self.source}: zookeeper.set.acl=true needs zookeeper.digest.credentials=user:password "
+                              "(the identity that owns the brokers' znodes; Kafka takes it from JAAS's Client section)")
         for key in ("zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
                     "min.insync.replicas", "offsets.topic.num.partitions", "offsets.topic.replication.factor"):
             if self.values[key] <= 0:

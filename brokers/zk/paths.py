@@ -438,3 +438,16 @@ PERSISTENT_ROOTS = (
     BrokerSequenceIdZNode.PATH, IsrChangeNotificationZNode.PATH, ProducerIdBlockZNode.PATH,
     "/log_dir_event_notification", *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
 )
+
+
+# -- znode ACLs (zookeeper.set.acl) ------------------------------------------------------------------
+SENSITIVE_ROOTS = ("/config/users", "/delegation_token")
+"""Kafka's ``ZkData.sensitiveRootPaths``: secrets live below them (SCRAM credentials, token keys), so with
+``zookeeper.set.acl`` nobody but the brokers' identity may even read them."""
+
+
+def world_readable(path: str) -> bool:
+    """Kafka's ``ZkData.defaultAcls`` with ``zookeeper.set.acl=true``: every znode the brokers create gets
+    CREATOR_ALL (the brokers' authenticated identity may do anything) plus world READ, except below the
+    sensitive roots, which get CREATOR_ALL only."""
+    return not any(path == root or path.startswith(root + "/") for root in SENSITIVE_ROOTS)

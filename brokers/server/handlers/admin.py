@@ -43,7 +43,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.config import SCHEMA
+from brokers.config import SCHEMA, is_sensitive
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
@@ -246,9 +246,11 @@ async def _describe(context: ServerContext, resource: Any, synonyms: bool) -> di
     wanted = sorted(entries) if keys is None else [key for key in dict.fromkeys(keys) if key in entries]
     for key in wanted:
         value, source, read_only, entry_synonyms = entries[key]
+        secret = is_sensitive(key)
         result["configs"].append(dict(
-            name=key, value=value, read_only=read_only, config_source=source, is_sensitive=False,
-            synonyms=[dict(name=n, value=v, source=s) for n, v, s in entry_synonyms] if synonyms else [],
+            name=key, value=None if secret else value, read_only=read_only, config_source=source, is_sensitive=secret,
+            synonyms=[dict(name=n, value=None if secret else v, source=s) for n, v, s in entry_synonyms]
+            if synonyms else [],
             config_type=0, documentation=None))
     return result
 
