@@ -43,7 +43,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.config import SCHEMA
+from brokers.config import SCHEMA, SENSITIVE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
@@ -219,6 +219,7 @@ def _broker_entries(context: ServerContext, name: str) -> dict[str, Entry]:
             continue
         default = SCHEMA.get(key, (None, None))[1]
         text, source = _config_text(value), DEFAULT_CONFIG if value == default else STATIC_BROKER_CONFIG
+        text = None if key in SENSITIVE else text  # a password is never shown (Kafka: value null, sensitive)
         entries[key] = (text, source, True, [(key, text, source)])
     if name == "":  # the cluster default: only its dynamic overrides
         entries = {}
@@ -247,7 +248,7 @@ async def _describe(context: ServerContext, resource: Any, synonyms: bool) -> di
     for key in wanted:
         value, source, read_only, entry_synonyms = entries[key]
         result["configs"].append(dict(
-            name=key, value=value, read_only=read_only, config_source=source, is_sensitive=False,
+            name=key, value=value, read_only=read_only, config_source=source, is_sensitive=key in SENSITIVE,
             synonyms=[dict(name=n, value=v, source=s) for n, v, s in entry_synonyms] if synonyms else [],
             config_type=0, documentation=None))
     return result
