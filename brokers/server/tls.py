@@ -80,7 +80,7 @@ def _versions(settings: TlsSettings) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
     versions = sorted(VERSIONS[p] for p in settings.enabled_protocols)
     highest = min(versions[-1], PROTOCOLS[settings.protocol])
     if highest < versions[0]:
-        raise ConfigError(f"{settings.key('ssl.protocol')}={settings.protocol} excludes every protocol of "
+        raise ConfigError(f"{settings.key('ssl.protocol')}: {settings.protocol} excludes every protocol of "
                           f"ssl.enabled.protocols ({', '.join(settings.enabled_protocols)})")
     return versions[0], highest
 
@@ -93,7 +93,7 @@ def _load_keystore(context: ssl.SSLContext, settings: TlsSettings, required: boo
                               f"private key and certificate chain")
         return
     if settings.keystore_type != "PEM":
-        raise ConfigError(f"{settings.key('ssl.keystore.type')}={settings.keystore_type} is not supported for "
+        raise ConfigError(f"{settings.key('ssl.keystore.type')}: {settings.keystore_type} is not supported for "
                           f"{location}: zkafka reads PEM keystores (ssl.keystore.type=PEM, KIP-651)")
     _readable("ssl.keystore.location", location, settings)
     try:
@@ -109,7 +109,7 @@ def _load_truststore(context: ssl.SSLContext, settings: TlsSettings, purpose: ss
         context.load_default_certs(purpose)
         return
     if settings.truststore_type != "PEM":
-        raise ConfigError(f"{settings.key('ssl.truststore.type')}={settings.truststore_type} is not supported for "
+        raise ConfigError(f"{settings.key('ssl.truststore.type')}: {settings.truststore_type} is not supported for "
                           f"{location}: zkafka reads PEM truststores (ssl.truststore.type=PEM)")
     _readable("ssl.truststore.location", location, settings)
     try:
