@@ -13,6 +13,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 
 from scripts.cluster import Cluster, ClusterSpec
+from scripts.zookeeper import find_free_base_port
 from tests.certs import make_pki
 from tests.integration.conditions import wait_for
 
@@ -140,3 +141,36 @@ def test_required_client_auth_refuses_clients_without_a_trusted_certificate(clus
     with pytest.raises(KafkaException):
         admin.list_topics(timeout=5)
     assert end_offset(cluster, pki, topic) == 0
+
+
+def test_a_plaintext_and_an_ssl_listener_side_by_side(tmp_path, pki):
+    """One broker, INTERNAL (PLAINTEXT) and EXTERNAL (SSL) listeners; ``listener.name.external.ssl.*``
+    sets EXTERNAL's TLS alone, with ``ssl.client.auth=requested``: a client without a certificate is
+    ``User:ANONYMOUS``, one with a trusted certificate is its DN, and PLAINTEXT works as before."""
+    spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000)
+    internal = spec.kafka_port_base
+    taken = (internal, spec.zookeeper_port, spec.http_port_base)
+    external = wait_for(lambda: (port := find_free_base_port(1)) not in taken and port, 10, "a free port for EXTERNAL")
+    spec.properties = {
+        "listeners": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SSL", "inter.broker.listener.name": "INTERNAL",
+        "listener.name.external.ssl.keystore.type": "PEM",
+        "listener.name.external.ssl.keystore.location": str(pki.server_keystore),
+        "listener.name.external.ssl.truststore.type": "PEM",
+        "listener.name.external.ssl.truststore.location": str(pki.ca),
+        "listener.name.external.ssl.client.auth": "requested", "offsets.topic.num.partitions": "1"}
+    cluster = Cluster(tmp_path / "cluster", spec)
+    cluster.up(timeout=TIMEOUT)
+    try:
+        clients = {"anonymous": {"bootstrap.servers": f"127.0.0.1:{external}", **tls(pki)},
+                   "alice": {"bootstrap.servers": f"127.0.0.1:{external}", **tls(pki, pki.client_cert, pki.client_key)},
+                   "plaintext": {"bootstrap.servers": f"127.0.0.1:{internal}"}}
+        admins = {name: AdminClient(config) for name, config in clients.items()}
+        for admin in admins.values():
+            assert [b.port for b in admin.list_topics(timeout=TIMEOUT).brokers.values()] in ([external], [internal])
+        connections = (cluster.health(1) or {}).get("connections", {})
+        assert connections.get("EXTERNAL", {}).get("User:ANONYMOUS", 0) >= 1, connections
+        assert connections.get("EXTERNAL", {}).get(ALICE, 0) >= 1, connections
+        assert set(connections.get("INTERNAL", {})) == {"User:ANONYMOUS"}, connections
+    finally:
+        cluster.down()
