@@ -96,9 +96,12 @@ def test_confluent_kafka_over_tls_at_rf3_with_mebibyte_fetches(cluster, pki):
 
         wait_for(read_all, TIMEOUT, f"{count} records consumed over TLS", interval=0)
         assert got == [value[:-8] + b"%08d" % i for i in range(count)]
-        connections = {b: (cluster.health(b) or {}).get("connections", {}).get("SSL", {}) for b in cluster.broker_ids}
-        assert any(c.get(ALICE) for c in connections.values()), connections  # the client's certificate DN
-        assert sum(c.get(BROKER, 0) for c in connections.values()) >= 2, connections  # followers' fetchers
+
+        def principals() -> bool:  # the client's certificate DN, and the followers' fetchers' (the broker's)
+            connections = [(cluster.health(b) or {}).get("connections", {}).get("SSL", {}) for b in cluster.broker_ids]
+            return any(c.get(ALICE) for c in connections) and sum(c.get(BROKER, 0) for c in connections) >= 2
+
+        wait_for(principals, TIMEOUT, "alice's and the fetchers' principals in /healthz")
     finally:
         consumer.close()
 
@@ -166,11 +169,16 @@ def test_a_plaintext_and_an_ssl_listener_side_by_side(tmp_path, pki):
                    "alice": {"bootstrap.servers": f"127.0.0.1:{external}", **tls(pki, pki.client_cert, pki.client_key)},
                    "plaintext": {"bootstrap.servers": f"127.0.0.1:{internal}"}}
         admins = {name: AdminClient(config) for name, config in clients.items()}
-        for admin in admins.values():
-            assert [b.port for b in admin.list_topics(timeout=TIMEOUT).brokers.values()] in ([external], [internal])
-        connections = (cluster.health(1) or {}).get("connections", {})
-        assert connections.get("EXTERNAL", {}).get("User:ANONYMOUS", 0) >= 1, connections
-        assert connections.get("EXTERNAL", {}).get(ALICE, 0) >= 1, connections
-        assert set(connections.get("INTERNAL", {})) == {"User:ANONYMOUS"}, connections
+        for name, admin in admins.items():  # each listener advertises its own port
+            ports = [b.port for b in admin.list_topics(timeout=TIMEOUT).brokers.values()]
+            assert ports == [internal if name == "plaintext" else external]
+
+        def principals() -> dict:  # the clients (re)connect on their own threads: wait until all are in
+            connections = (cluster.health(1) or {}).get("connections", {})
+            return connections if ({"User:ANONYMOUS", ALICE} <= set(connections.get("EXTERNAL", {}))
+                                   and connections.get("INTERNAL")) else {}
+
+        connections = wait_for(principals, TIMEOUT, "the clients' connections with their principals in /healthz")
+        assert set(connections["INTERNAL"]) == {"User:ANONYMOUS"}, connections
     finally:
         cluster.down()
