@@ -153,3 +153,56 @@ def test_a_per_listener_keystore_is_named_with_its_listener(pki):
     c = ssl_config(pki, **{"listener.name.ssl.ssl.keystore.location": "/no/such/internal.pem"})
     with pytest.raises(ConfigError, match=r"ssl.keystore.location \(listener SSL\): cannot read /no/such/internal.pem"):
         listener_contexts(c)
+
+
+# -- the listener's write path on a TLS connection -------------------------------------------------
+class FakeTransport:
+    """What Connection needs of a transport; ``ssl_object`` set = a TLS transport (whose ``socket``
+    extra is the raw socket under the TLS stream, as asyncio's and uvloop's are)."""
+
+    def __init__(self, tls: bool, peercert: dict | None = None):
+        self.written: list[bytes] = []
+        self.extra = {"peername": ("127.0.0.1", 5555), "socket": object()}
+        if tls:
+            self.extra["ssl_object"] = type("SslObject", (), {"getpeercert": lambda self: peercert})()
+
+    def get_extra_info(self, name, default=None):
+        return self.extra.get(name, default)
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def writelines(self, parts) -> None:
+        self.written.extend(bytes(p) for p in parts)
+
+
+def test_a_tls_connection_never_uses_sendfile_and_takes_the_certificate_principal(tmp_path, monkeypatch):
+    """A file range of at least SENDFILE_MIN_BYTES goes out with pread through the TLS transport;
+    os.sendfile would write plaintext onto the socket under the TLS stream."""
+    from brokers.server import listener
+
+    def no_sendfile(*_args):
+        raise AssertionError("os.sendfile on a TLS connection")
+
+    monkeypatch.setattr(listener.os, "sendfile", no_sendfile)
+    data = bytes(range(256)) * (3 * listener.SENDFILE_MIN_BYTES // 256 + 1)
+    (tmp_path / "segment.log").write_bytes(data)
+    subject = ((("commonName", "alice"),),)
+    with open(tmp_path / "segment.log", "rb") as f:
+        file_range = type("FileRange", (), {"fileno": lambda self: f.fileno(), "position": 10,
+                                             "size": 2 * listener.SENDFILE_MIN_BYTES})()
+        for protocol, seen in (("SSL", "User:CN=alice"), ("SASL_SSL", ANONYMOUS)):
+            connection = listener.Connection(None, 1 << 20, set(), "L", protocol)
+            transport = FakeTransport(tls=True, peercert={"subject": subject})
+            connection.connection_made(transport)
+            assert connection.tls and connection.principal == seen  # SASL_SSL: the SASL layer's to set
+            connection._write([b"head", file_range, b"tail"])
+            assert b"".join(transport.written) == b"head" + data[10:10 + file_range.size] + b"tail"
+
+
+def test_a_plaintext_connection_is_anonymous_and_not_tls():
+    from brokers.server import listener
+
+    connection = listener.Connection(None, 1 << 20, set())
+    connection.connection_made(FakeTransport(tls=False))
+    assert not connection.tls and connection.principal == ANONYMOUS
