@@ -8,6 +8,9 @@ one ``writelines`` (no writer task to wake per response).
 A request that needs no answer (Produce with acks=0) yields ``None`` and is skipped. A malformed
 frame, an oversized size prefix or an unknown API key closes that connection only, logged once
 with the peer.
+An SSL / SASL_SSL listener gets its ``ssl.SSLContext`` (brokers/server/tls.py): the transport does the
+handshake before ``connection_made``, where an SSL connection takes its principal from the client
+certificate; file ranges then always go through the transport (no sendfile under TLS).
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ import ssl
 from typing import Any, Awaitable, Callable
 
 from brokers.protocol.framing import FrameDecoder, ProtocolError
-from brokers.server.tls import ANONYMOUS, peer_principal
+from brokers.server.tls import peer_principal
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +31,8 @@ MAX_IN_FLIGHT = 200  # pause reading beyond this many unanswered requests on one
 # File ranges this large are sent with sendfile; 0 turns sendfile off (ZKAFKA_SENDFILE_MIN_BYTES).
 SENDFILE_MIN_BYTES = int(os.environ.get("ZKAFKA_SENDFILE_MIN_BYTES", str(1 << 20)))
 
-# ANONYMOUS (brokers.server.tls): Kafka's KafkaPrincipal.ANONYMOUS: PLAINTEXT clients, before authentication
+
+ANONYMOUS = "User:ANONYMOUS"  # Kafka's KafkaPrincipal.ANONYMOUS: PLAINTEXT clients, before authentication
 
 
 class Connection(asyncio.Protocol):

@@ -30,7 +30,7 @@ from typing import Any
 from brokers.config import BrokerConfig, ConfigError
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
-ANONYMOUS = "User:ANONYMOUS"
+ANONYMOUS = "User:ANONYMOUS"  # brokers.server.listener.ANONYMOUS too (the listener imports this module)
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 PROTOCOLS = {"TLS": ssl.TLSVersion.TLSv1_3, "TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
