@@ -37,7 +37,8 @@ def _ca(d: Path, name: str) -> None:
              "-subj", f"/CN={name}", cwd=d)
 
 
-def _signed(d: Path, name: str, subject: str, ca: str, extensions: str = "", dates: tuple[str, str] | None = None) -> None:
+def _signed(d: Path, name: str, subject: str, ca: str, extensions: str = "",
+            dates: tuple[str, str] | None = None) -> None:
     _openssl("req", "-new", *EC, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=d)
     if dates is None:
         ext = ["-extfile", f"{name}.ext"] if extensions else []

@@ -125,7 +125,8 @@ def test_an_encrypted_key_needs_ssl_key_password(pki):
     ({"ssl.client.auth": "sometimes"}, "ssl.client.auth .*'sometimes'"),
     ({"ssl.enabled.protocols": "TLSv1.1"}, "ssl.enabled.protocols .*TLSv1.1"),
     ({"ssl.protocol": "SSLv3"}, "ssl.protocol .*SSLv3"),
-    ({"ssl.enabled.protocols": "TLSv1.3", "ssl.protocol": "TLSv1.2"}, r"ssl.protocol \(listener SSL\): TLSv1.2 excludes"),
+    ({"ssl.enabled.protocols": "TLSv1.3", "ssl.protocol": "TLSv1.2"},
+     r"ssl.protocol \(listener SSL\): TLSv1.2 excludes"),
 ])
 def test_bad_settings_name_the_key_and_the_file(pki, props, message):
     with pytest.raises(ConfigError, match=message):
