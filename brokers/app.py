@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from typing import Any
 
 from brokers.admin import ZkAdmin
@@ -36,6 +37,7 @@ from brokers.replication.replica_manager import IsrConflictError, ReplicaManager
 from brokers.server.apis import KafkaApis
 from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
+from brokers.server.tls import inter_broker_context, listener_contexts
 from brokers.stats import BrokerStats
 from brokers.storage.checkpoints import read_meta_properties, write_meta_properties
 from brokers.storage.log_config import InvalidConfigError, LogConfig
@@ -83,6 +85,8 @@ class BrokerServer:
             self.default_log_config = self.dynamic_config.default_log_config()
         except InvalidConfigError as exc:
             raise ConfigError(f"{config.source}: {exc}") from None
+        self.tls_contexts = listener_contexts(config)  # SSL / SASL_SSL listeners; bad files stop start-up here
+        self.inter_broker_tls = inter_broker_context(config)  # the replica fetchers' TLS client side
         self.cluster_id: str | None = None
         self.broker_epoch = -1
         self.zk = ZkGateway(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms,
@@ -144,7 +148,8 @@ class BrokerServer:
                                     elect_leaders=self._elect_leaders)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"], listener_name=listener.listener,
-                                           security_protocol=listener.security_protocol)
+                                           security_protocol=listener.security_protocol,
+                                           ssl_context=self.tls_contexts.get(listener.listener))
             await kafka_listener.start()
             self.kafka_listeners.append(kafka_listener)
         await self.http.start()
@@ -174,7 +179,7 @@ class BrokerServer:
                              min_bytes=c["replica.fetch.min.bytes"], max_bytes=c["replica.fetch.max.bytes"],
                              response_max_bytes=c["replica.fetch.response.max.bytes"],
                              backoff_ms=c["replica.fetch.backoff.ms"],
-                             socket_timeout_ms=c["replica.socket.timeout.ms"])
+                             socket_timeout_ms=c["replica.socket.timeout.ms"], ssl_context=self.inter_broker_tls)
 
     def _log_manager_config(self) -> LogManagerConfig:
         c = self.config
@@ -356,7 +361,9 @@ class BrokerServer:
                 "rejected_requests": len(self.replica_manager.rejected) if self.replica_manager else 0,
                 "metadata": self.metadata_cache.snapshot(),
                 "partitions": self.replica_manager.describe() if self.replica_manager else {},
-                "dynamic_config": self._dynamic_config_view()}
+                "dynamic_config": self._dynamic_config_view(),
+                "connections": {listener.listener_name: dict(Counter(c.principal for c in listener.connections))
+                                for listener in self.kafka_listeners}}  # listener -> principal -> open connections
 
     def _dynamic_config_view(self) -> dict:
         """The dynamic broker config as applied (``/healthz``): overrides and the live throttle rates."""

@@ -8,7 +8,7 @@ that ``brokers.app`` can build the storage layer's LogConfig without this module
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -69,6 +69,16 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "listener.security.protocol.map": ("map", None),
     "inter.broker.listener.name": ("str", None),
     "http.port": ("int", 8080),
+    # TLS (brokers/server/tls.py): each also as listener.name.<listener lower case>.<key>
+    "ssl.keystore.type": ("str", "JKS"),
+    "ssl.keystore.location": ("str", None),
+    "ssl.key.password": ("str", None),
+    "ssl.truststore.type": ("str", "JKS"),
+    "ssl.truststore.location": ("str", None),
+    "ssl.client.auth": ("str", "none"),
+    "ssl.enabled.protocols": ("list", ["TLSv1.2", "TLSv1.3"]),
+    "ssl.protocol": ("str", "TLSv1.3"),
+    "ssl.endpoint.identification.algorithm": ("str", "https"),
     "log.dirs": ("list", None),
     "log.dir": ("str", "/tmp/kafka-logs"),
     "num.partitions": ("int", 1),
@@ -122,6 +132,9 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "transaction.state.log.min.isr": ("int", 2),
 }
 
+# keys a listener may override with listener.name.<listener lower case>.<key>
+PER_LISTENER = re.compile(r"listener\.name\.([^.]+)\.(ssl\..+)$")
+
 # broker key -> topic key (LogConfig), in order of precedence where several map to one topic key
 LOG_KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
     "log.segment.bytes": ("segment.bytes", str),
@@ -152,11 +165,16 @@ class BrokerConfig:
     values: dict[str, Any]
     log_defaults: dict[str, str]
     source: str = "<properties>"
+    listener_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # lower-case listener -> key -> value
 
     def __getitem__(self, key: str) -> Any:
         if key not in SCHEMA:
             raise KeyError(f"unknown broker config {key!r}")
         return self.values[key]
+
+    def listener_value(self, listener: str, key: str) -> Any:
+        """``listener.name.<listener>.<key>`` if set, else the broker-wide ``key``."""
+        return self.listener_overrides.get(listener.lower(), {}).get(key, self[key])
 
     @property
     def broker_id(self) -> int:
@@ -209,7 +227,13 @@ class BrokerConfig:
         values = {key: default for key, (_, default) in SCHEMA.items()}
         log_defaults: dict[str, str] = {}
         precedence: dict[str, int] = {}
+        listener_overrides: dict[str, dict[str, Any]] = {}
         for key, raw in props.items():
+            if (match := PER_LISTENER.match(key)) and match.group(2) in SCHEMA:
+                kind = SCHEMA[match.group(2)][0]
+                listener_overrides.setdefault(match.group(1).lower(), {})[match.group(2)] = _convert(
+                    key, raw, _PARSERS[kind], source)
+                continue
             if key in LOG_KEYS:
                 topic_key, convert = LOG_KEYS[key]
                 rank = list(LOG_KEYS).index(key)
@@ -221,7 +245,7 @@ class BrokerConfig:
                 raise ConfigError(f"{source}: unknown broker config {key!r}")
             kind = SCHEMA[key][0]
             values[key] = _convert(key, raw, _PARSERS[kind], source)
-        config = cls(values, log_defaults, source)
+        config = cls(values, log_defaults, source, listener_overrides)
         config.validate()
         return config
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections import deque
 from typing import Any
 
@@ -50,8 +51,9 @@ class _ResponseReader(asyncio.Protocol):
 
 
 class KafkaConnection:
-    def __init__(self, host: str, port: int, client_id: str):
+    def __init__(self, host: str, port: int, client_id: str, ssl_context: ssl.SSLContext | None = None):
         self.host, self.port, self.client_id = host, port, client_id
+        self.ssl_context = ssl_context  # TLS to an SSL listener (its server name checked if the context says so)
         self._transport: asyncio.Transport | None = None
         self._pending: deque[tuple[int, int, int, asyncio.Future]] = deque()
         self._correlation_id = 0
@@ -64,7 +66,8 @@ class KafkaConnection:
     async def connect(self, timeout: float) -> None:
         loop = asyncio.get_running_loop()
         self._transport, _ = await asyncio.wait_for(
-            loop.create_connection(lambda: _ResponseReader(self), self.host, self.port), timeout)
+            loop.create_connection(lambda: _ResponseReader(self), self.host, self.port, ssl=self.ssl_context,
+                                   server_hostname=self.host if self.ssl_context else None), timeout)
         self._closed_error = None
 
     async def request(self, api_key: int, api_version: int, body: Any, timeout: float) -> Any:

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from brokers.client.connection import KafkaConnection
 from brokers.model import EndPoint, TopicPartition
@@ -57,6 +57,7 @@ class FetcherConfig:
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
+    ssl_context: Any = None  # an ssl.SSLContext for leaders' SSL / SASL_SSL inter-broker listeners
 
 
 @dataclass
@@ -154,8 +155,12 @@ class ReplicaFetcher:
 
     async def _connect(self) -> KafkaConnection:
         if self._connection is None or not self._connection.connected:
+            tls = self.endpoint.security_protocol in ("SSL", "SASL_SSL")
+            if tls and self.config.ssl_context is None:
+                raise ConnectionError(f"{self.endpoint} is a TLS listener, but this broker has no TLS client config")
             connection = KafkaConnection(self.endpoint.host, self.endpoint.port,
-                                         f"broker-{self.config.broker_id}-fetcher-{self.source}")
+                                         f"broker-{self.config.broker_id}-fetcher-{self.source}",
+                                         self.config.ssl_context if tls else None)
             await connection.connect(self.config.socket_timeout_ms / 1000)
             self._connection = connection
         return self._connection

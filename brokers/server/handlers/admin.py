@@ -219,6 +219,7 @@ def _broker_entries(context: ServerContext, name: str) -> dict[str, Entry]:
             continue
         default = SCHEMA.get(key, (None, None))[1]
         text, source = _config_text(value), DEFAULT_CONFIG if value == default else STATIC_BROKER_CONFIG
+        text = None if is_sensitive(key) else text  # a password is never shown (Kafka: value null, sensitive)
         entries[key] = (text, source, True, [(key, text, source)])
     if name == "":  # the cluster default: only its dynamic overrides
         entries = {}

@@ -611,3 +611,13 @@ def test_describe_broker_configs_never_shows_a_secret(tmp_path):
         assert (configs["zookeeper.set.acl"].value, configs["zookeeper.set.acl"].is_sensitive) == ("true", False)
     finally:
         world.log_manager.shutdown()
+
+
+def test_describe_broker_configs_never_shows_a_password(tmp_path):
+    w = World(tmp_path, **{"ssl.key.password": "s3cret", "ssl.keystore.type": "PEM"})
+    try:
+        (result,) = describe(w, [(4, "1", ["ssl.key.password", "ssl.keystore.type"])], synonyms=True)
+    finally:
+        w.log_manager.shutdown()
+    configs = {c.name: (c.value, c.is_sensitive, [s.value for s in c.synonyms]) for c in result.configs}
+    assert configs == {"ssl.key.password": (None, True, [None]), "ssl.keystore.type": ("PEM", False, ["PEM"])}
