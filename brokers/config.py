@@ -8,7 +8,7 @@ that ``brokers.app`` can build the storage layer's LogConfig without this module
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,6 +17,10 @@ from brokers.model import EndPoint
 
 class ConfigError(ValueError):
     pass
+
+
+# Kafka's broker-side JAAS config: listener.name.<listener>.<sasl mechanism>.sasl.jaas.config
+SASL_JAAS_KEY = re.compile(r"listener\.name\.[a-z0-9_\-]+\.[a-z0-9\-]+\.sasl\.jaas\.config")
 
 
 def _bool(text: str) -> bool:
@@ -58,6 +62,10 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "advertised.listeners": ("list", None),
     "listener.security.protocol.map": ("map", None),
     "inter.broker.listener.name": ("str", None),
+    # SASL (brokers.server.sasl). Kafka's default is GSSAPI, which zkafka does not speak: here every
+    # supported mechanism is enabled unless the list says otherwise.
+    "sasl.enabled.mechanisms": ("list", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
+    "sasl.mechanism.inter.broker.protocol": ("str", "GSSAPI"),
     "http.port": ("int", 8080),
     "log.dirs": ("list", None),
     "log.dir": ("str", "/tmp/kafka-logs"),
@@ -142,6 +150,7 @@ class BrokerConfig:
     values: dict[str, Any]
     log_defaults: dict[str, str]
     source: str = "<properties>"
+    sasl_jaas: dict[str, str] = field(default_factory=dict)  # listener.name.<l>.<mech>.sasl.jaas.config
 
     def __getitem__(self, key: str) -> Any:
         if key not in SCHEMA:
@@ -180,6 +189,10 @@ class BrokerConfig:
                     for e in self.listeners]
         return [EndPoint.parse(text, self.values["listener.security.protocol.map"]) for text in texts]
 
+    def sasl_jaas_config(self, listener: str, mechanism: str) -> str | None:
+        """``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (both lower case, as in Kafka)."""
+        return self.sasl_jaas.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")
+
     @property
     def http_port(self) -> int:
         return self.values["http.port"]
@@ -199,6 +212,7 @@ class BrokerConfig:
         values = {key: default for key, (_, default) in SCHEMA.items()}
         log_defaults: dict[str, str] = {}
         precedence: dict[str, int] = {}
+        jaas: dict[str, str] = {}
         for key, raw in props.items():
             if key in LOG_KEYS:
                 topic_key, convert = LOG_KEYS[key]
@@ -207,11 +221,14 @@ class BrokerConfig:
                     log_defaults[topic_key] = _convert(key, raw, convert, source)
                     precedence[topic_key] = rank
                 continue
+            if SASL_JAAS_KEY.fullmatch(key):  # secrets: kept apart from values (DescribeConfigs lists those)
+                jaas[key] = raw.strip()
+                continue
             if key not in SCHEMA:
                 raise ConfigError(f"{source}: unknown broker config {key!r}")
             kind = SCHEMA[key][0]
             values[key] = _convert(key, raw, _PARSERS[kind], source)
-        config = cls(values, log_defaults, source)
+        config = cls(values, log_defaults, source, jaas)
         config.validate()
         return config
 

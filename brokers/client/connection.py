@@ -22,6 +22,8 @@ from typing import Any
 
 from brokers.protocol import codec
 from brokers.protocol.framing import MIN_RESPONSE_FRAME_BYTES, FrameDecoder, ProtocolError
+from brokers.protocol.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslClient, SaslClientConfig
+from brokers.protocol.scram import ScramError
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +52,12 @@ class _ResponseReader(asyncio.Protocol):
 
 
 class KafkaConnection:
-    def __init__(self, host: str, port: int, client_id: str):
+    """``sasl``: authenticate right after connecting (SaslHandshake v1, then SaslAuthenticate rounds),
+    for a SASL_PLAINTEXT / SASL_SSL listener; a refusal is a ConnectionError like any other."""
+
+    def __init__(self, host: str, port: int, client_id: str, sasl: SaslClientConfig | None = None):
         self.host, self.port, self.client_id = host, port, client_id
+        self.sasl = sasl
         self._transport: asyncio.Transport | None = None
         self._pending: deque[tuple[int, int, int, asyncio.Future]] = deque()
         self._correlation_id = 0
@@ -66,6 +72,29 @@ class KafkaConnection:
         self._transport, _ = await asyncio.wait_for(
             loop.create_connection(lambda: _ResponseReader(self), self.host, self.port), timeout)
         self._closed_error = None
+        if self.sasl is not None:
+            await self._authenticate(self.sasl, timeout)
+
+    async def _authenticate(self, config: SaslClientConfig, timeout: float) -> None:
+        handshake = await self.request(SASL_HANDSHAKE, 1, codec.build(codec.request_class(SASL_HANDSHAKE, 1),
+                                                                       mechanism=config.mechanism), timeout)
+        if handshake.error_code != 0:
+            self.close(ConnectionError(f"{self.host}:{self.port} refused SASL mechanism {config.mechanism} "
+                                       f"(error {int(handshake.error_code)}; enabled: {list(handshake.mechanisms)})"))
+            raise self._closed_error
+        client = SaslClient(config)
+        token: bytes | None = client.first()
+        try:
+            while token is not None:
+                body = codec.build(codec.request_class(SASL_AUTHENTICATE, 1), auth_bytes=token)
+                response = await self.request(SASL_AUTHENTICATE, 1, body, timeout)
+                if response.error_code != 0:
+                    raise ScramError(f"error {int(response.error_code)}: {response.error_message}")
+                token = client.respond(response.auth_bytes)
+        except ScramError as exc:
+            self.close(ConnectionError(f"SASL {config.mechanism} authentication with {self.host}:{self.port} "
+                                       f"failed: {exc}"))
+            raise self._closed_error from None
 
     async def request(self, api_key: int, api_version: int, body: Any, timeout: float) -> Any:
         """Send ``body`` and wait for its response body; ConnectionError (and the connection closed)

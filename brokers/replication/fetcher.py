@@ -32,6 +32,7 @@ from brokers.model import EndPoint, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.records import batch_size_at
+from brokers.protocol.sasl import SASL_PROTOCOLS, SaslClientConfig
 from brokers.replication import isr as decide
 from brokers.replication.partition import Partition
 from brokers.replication.quota import LONG_MAX, ReplicationQuota, is_throttled, should_throttle
@@ -57,6 +58,7 @@ class FetcherConfig:
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
+    sasl: SaslClientConfig | None = None  # the broker's credentials on a SASL inter-broker listener
 
 
 @dataclass
@@ -154,8 +156,9 @@ class ReplicaFetcher:
 
     async def _connect(self) -> KafkaConnection:
         if self._connection is None or not self._connection.connected:
+            sasl = self.config.sasl if self.endpoint.security_protocol in SASL_PROTOCOLS else None
             connection = KafkaConnection(self.endpoint.host, self.endpoint.port,
-                                         f"broker-{self.config.broker_id}-fetcher-{self.source}")
+                                         f"broker-{self.config.broker_id}-fetcher-{self.source}", sasl=sasl)
             await connection.connect(self.config.socket_timeout_ms / 1000)
             self._connection = connection
         return self._connection
