@@ -35,8 +35,9 @@ from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import ConfigChangeNotificationZNode
+from scripts import kafka_configs_users as users
 
-ENTITY_TYPES = ("topics", "brokers")
+ENTITY_TYPES = ("topics", "brokers", "users")
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"  # Kafka's: a separator not inside [...]
 
 
@@ -97,6 +98,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error("--zookeeper: --entity-name or --entity-default is required")
     if args.all and not args.describe:
         parser.error("--all is only valid with --describe")
+    if args.entity_type == "users" and not args.zookeeper:
+        parser.error("--entity-type users: only with --zookeeper (SCRAM credentials in /config/users)")
     if args.entity_type == "brokers" and args.entity_name is not None and not args.entity_name.isdigit():
         parser.error(f"--entity-name: the entity name for brokers must be a broker id, got {args.entity_name!r}")
     for flag, parse in (("--add-config", parse_add_config), ("--delete-config", parse_delete_config)):
@@ -116,6 +119,8 @@ async def _zookeeper(args: argparse.Namespace) -> int:
     await zk.start()
     kzc = KafkaZkClient(zk)
     try:
+        if args.entity_type == "users":
+            return await _zookeeper_user(kzc, args)
         if args.entity_type == "topics" and entity not in await kzc.get_all_topics():
             raise ConfigCommandError(f"Topic {entity!r} does not exist")
         current = await kzc.get_entity_config(args.entity_type, entity)
@@ -140,6 +145,19 @@ async def _zookeeper(args: argparse.Namespace) -> int:
         await zk.close()
 
 
+async def _zookeeper_user(kzc: KafkaZkClient, args: argparse.Namespace) -> int:
+    name = users.entity_name(args.entity_name)
+    current = await kzc.get_entity_config("users", name)
+    if args.describe:
+        print("\n".join(users.describe_lines(args.entity_name, current)))
+        return 0
+    config = users.apply_changes(current, parse_add_config(args.add_config) if args.add_config else {},
+                                 parse_delete_config(args.delete_config) if args.delete_config else [])
+    await kzc.change_entity_config("users", name, config)
+    print(f"Completed updating config for entity: user-principal '{args.entity_name}'.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -149,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             from scripts import kafka_configs_admin
             return kafka_configs_admin.run(args)
         return asyncio.run(_zookeeper(args))
-    except (ConfigCommandError, InvalidConfigError) as exc:
+    except (ConfigCommandError, InvalidConfigError, users.UserConfigError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
     except ZkError as exc:
