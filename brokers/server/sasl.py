@@ -146,7 +146,7 @@ async def _authenticate(config: SaslServerConfig | None, session: SaslSession, c
     else:
         session.move(SaslEvent.AUTHENTICATED)
         connection.principal = f"User:{user}"
-        log.info("authenticated %s as User:%s (SASL %s)", getattr(connection, "peer", "?"), user, mechanism)
+        log.debug("authenticated %s as User:%s (SASL %s)", getattr(connection, "peer", "?"), user, mechanism)
     return codec.build(cls, error_code=ErrorCode.NONE, auth_bytes=challenge)
 
 
