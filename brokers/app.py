@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import urllib.parse
 from typing import Any
 
 from brokers.admin import ZkAdmin
@@ -143,7 +144,7 @@ class BrokerServer:
                                     group_coordinator=self.group_coordinator, stats=self.stats,
                                     reassignments=self,
                                     elect_leaders=self._elect_leaders,
-                                    sasl=self._sasl_listener_config(listener))
+                                    sasl=self._sasl_listener_config(listener), user_configs=self)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"], listener_name=listener.listener,
                                            security_protocol=listener.security_protocol)
@@ -191,6 +192,16 @@ class BrokerServer:
                                         self._scram_credential)
         except ValueError as exc:
             raise ConfigError(f"{self.config.source}: {exc}") from None
+
+    # -- /config/users for Describe/AlterUserScramCredentials (handlers.scram_credentials.UserConfigs) --
+    async def user_config(self, user: str) -> dict[str, str]:
+        return await self.kzc.get_entity_config("users", sanitize_user(user))
+
+    async def set_user_config(self, user: str, config: dict[str, str]) -> None:
+        await self.kzc.change_entity_config("users", sanitize_user(user), config)
+
+    async def user_names(self) -> list[str]:
+        return [urllib.parse.unquote(name) for name in await self.kzc.get_entity_names("users")]
 
     async def _scram_credential(self, user: str, mechanism: str) -> str | None:
         """The user's stored SCRAM credential (``/config/users/<user>``), read at each authentication."""

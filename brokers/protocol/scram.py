@@ -239,3 +239,11 @@ class ScramClient:
 def sanitize(user: str) -> str:
     """The znode name of a user's entity (``/config/users/<name>``): Kafka's Sanitizer, URL encoding."""
     return urllib.parse.quote(user, safe="").replace("~", "%7E")
+
+
+def credential_from_salted_password(mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
+    """AlterUserScramCredentials sends SaltedPassword (the client hashed it): derive the stored keys."""
+    algorithm = HASHES[mechanism]
+    client_key = _hmac(algorithm, salted, b"Client Key")
+    return ScramCredential(salt, hashlib.new(algorithm, client_key).digest(), _hmac(algorithm, salted, b"Server Key"),
+                           iterations)

@@ -32,6 +32,7 @@ from brokers.server.handlers import (
     offsets_for_leader_epoch,
     produce,
     reassignments,
+    scram_credentials,
 )
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ HANDLERS: dict[int, Handler] = {
     43: elect_leaders.handle_elect_leaders,
     17: sasl.handle_illegal_state,  # SASL connections still authenticating are served by brokers.server.sasl
     36: sasl.handle_illegal_state,
+    50: scram_credentials.handle_describe_user_scram_credentials,
+    51: scram_credentials.handle_alter_user_scram_credentials,
 }
 assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 
