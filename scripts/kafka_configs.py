@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2]", help="configs to set")
     parser.add_argument("--delete-config", metavar="k1,k2", help="configs to remove")
     parser.add_argument("--all", action="store_true", help="with --describe: every config, not only the dynamic ones")
+    parser.add_argument("--command-config", metavar="FILE", help="client properties (security.protocol, sasl.*)")
     return parser
 
 
@@ -98,8 +99,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error("--zookeeper: --entity-name or --entity-default is required")
     if args.all and not args.describe:
         parser.error("--all is only valid with --describe")
-    if args.entity_type == "users" and not args.zookeeper:
-        parser.error("--entity-type users: only with --zookeeper (SCRAM credentials in /config/users)")
+    if args.entity_type == "users" and args.all:
+        parser.error("--all is not valid with --entity-type users")
     if args.entity_type == "brokers" and args.entity_name is not None and not args.entity_name.isdigit():
         parser.error(f"--entity-name: the entity name for brokers must be a broker id, got {args.entity_name!r}")
     for flag, parse in (("--add-config", parse_add_config), ("--delete-config", parse_delete_config)):
@@ -163,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_args(parser, args)
     try:
+        if args.bootstrap_server and args.entity_type == "users":
+            from scripts import kafka_configs_users_admin
+            return kafka_configs_users_admin.run(args)
         if args.bootstrap_server:
             from scripts import kafka_configs_admin
             return kafka_configs_admin.run(args)
