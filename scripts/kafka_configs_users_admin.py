@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     except KafkaException as exc:
         err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-        if err is not None and err.code() == KafkaError.RESOURCE_NOT_FOUND:
+        if args.describe and err is not None and err.code() == KafkaError.RESOURCE_NOT_FOUND:
             return 0  # a user without credentials: nothing to describe
         detail = f"{err.name()}: {err.str()}" if err else str(exc)
         print(f"Error while executing config command: {detail}", file=sys.stderr)

@@ -198,3 +198,24 @@ def test_kafka_configs_describes_users_without_secrets(cluster, capsys):
     refused.produce("carol", b"no")
     assert "Authentication failed" in authentication_error(refused, errors).str()
     refused.flush(1)
+
+
+def test_kafka_configs_over_the_brokers_manages_scram_users(cluster, tmp_path, capsys):
+    """AlterUserScramCredentials / DescribeUserScramCredentials through confluent-kafka, authenticated as
+    admin with Kafka's --command-config; the new user then authenticates."""
+    client = tmp_path / "client.properties"
+    client.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={SCRAM_JAAS}\n")
+    common = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", str(client),
+              "--entity-type", "users", "--entity-name", "dave"]
+    assert kafka_configs.main([*common, "--alter", "--add-config",
+                               "SCRAM-SHA-512=[iterations=8192,password=dave-secret],SCRAM-SHA-256=[password=x]"]) == 0
+    assert kafka_configs.main([*common, "--alter", "--delete-config", "SCRAM-SHA-256"]) == 0
+    assert kafka_configs.main([*common, "--describe"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "SCRAM credential configs for user-principal 'dave' are SCRAM-SHA-512=iterations=8192")
+    assert kafka_configs.main([*common, "--alter", "--delete-config", "SCRAM-SHA-256"]) == 1  # no longer there
+    assert "RESOURCE_NOT_FOUND" in capsys.readouterr().err
+    create_topic(cluster, "dave")
+    producer = Producer(confluent(cluster, "SCRAM-SHA-512", "dave", "dave-secret"))
+    producer.produce("dave", b"hi")
+    assert producer.flush(30) == 0
