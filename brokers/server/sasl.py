@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from brokers.protocol import codec
+from brokers.protocol.api_versions import API_VERSIONS_KEY, api_name
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader
 from brokers.protocol.sasl import (
@@ -42,7 +43,6 @@ from brokers.protocol.sasl import (
     next_state,
     parse_jaas,
 )
-from brokers.protocol.api_versions import API_VERSIONS_KEY, api_name
 from brokers.protocol.scram import ScramCredential, ScramError, ScramServer
 
 log = logging.getLogger(__name__)

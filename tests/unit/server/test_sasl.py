@@ -11,6 +11,8 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from brokers.client.connection import KafkaConnection
+from brokers.config import BrokerConfig
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError
@@ -31,6 +33,7 @@ from brokers.protocol.sasl import (
 from brokers.protocol.scram import make_credential
 from brokers.server import sasl as server_sasl
 from brokers.server.apis import KafkaApis
+from brokers.server.listener import KafkaListener
 from brokers.stats import BrokerStats
 
 HANDSHAKE, AUTHENTICATE, API_VERSIONS, METADATA = 17, 36, 18, 3
@@ -240,3 +243,53 @@ def test_fuzzed_tokens_never_authenticate(mechanism, tokens):
         assert connection.principal == "User:ANONYMOUS"
         assert connection.sasl.state is not SaslState.COMPLETE
     asyncio.run(run())
+
+
+# -- the broker's own client side and its config ------------------------------------------------------
+@sync
+async def test_kafka_connection_authenticates_over_a_real_sasl_listener():
+    listener = KafkaListener(apis().handle, "127.0.0.1", 0, listener_name="SASL_PLAINTEXT",
+                             security_protocol="SASL_PLAINTEXT")
+    await listener.start()
+    try:
+        for mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"):
+            good = KafkaConnection("127.0.0.1", listener.port, "t", sasl=SaslClientConfig(mechanism, "alice", "alice-secret"))
+            await good.connect(5)
+            await good.request(METADATA, 4, codec.build(codec.request_class(METADATA, 4), topics=None), 5)
+            assert {c.principal for c in listener.connections} == {"User:alice"}
+            good.close()
+            await asyncio.sleep(0.05)
+        bad = KafkaConnection("127.0.0.1", listener.port, "t", sasl=SaslClientConfig("SCRAM-SHA-512", "alice", "x"))
+        with pytest.raises(ConnectionError, match="Authentication failed"):
+            await bad.connect(5)
+        anonymous = KafkaConnection("127.0.0.1", listener.port, "t")  # no SASL: Metadata closes the connection
+        await anonymous.connect(5)
+        with pytest.raises(ConnectionError):
+            await anonymous.request(METADATA, 4, codec.build(codec.request_class(METADATA, 4), topics=None), 5)
+    finally:
+        await listener.stop()
+
+
+def broker_config(**props):
+    base = {"zookeeper.connect": "z:2181", "listeners": "INTERNAL://:9092,EXTERNAL://:9093",
+            "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL"}
+    return BrokerConfig.from_properties({**base, **props})
+
+
+def test_inter_broker_credentials_from_the_listener_jaas_config():
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="s";'
+    config = broker_config(**{"sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+                              "listener.name.internal.scram-sha-512.sasl.jaas.config": jaas})
+    assert server_sasl.inter_broker_client_config(config) == SaslClientConfig("SCRAM-SHA-512", "admin", "s")
+    assert "jaas" not in str(config.values)  # kept apart: DescribeConfigs lists values
+    with pytest.raises(ValueError, match="sasl.mechanism.inter.broker.protocol: GSSAPI is not supported"):
+        server_sasl.inter_broker_client_config(broker_config())
+    with pytest.raises(ValueError, match="listener.name.internal.plain.sasl.jaas.config is required"):
+        server_sasl.inter_broker_client_config(broker_config(**{"sasl.mechanism.inter.broker.protocol": "PLAIN"}))
+    plaintext = broker_config(**{"inter.broker.listener.name": "EXTERNAL"})
+    assert server_sasl.inter_broker_client_config(plaintext) is None
+    assert server_sasl.listener_config(plaintext, "EXTERNAL", "PLAINTEXT", None) is None
+    with pytest.raises(ValueError, match="listener INTERNAL: sasl.enabled.mechanisms: GSSAPI"):
+        server_sasl.listener_config(broker_config(**{"sasl.enabled.mechanisms": "GSSAPI"}), "INTERNAL",
+                                    "SASL_PLAINTEXT", None)
