@@ -4,7 +4,7 @@
 start in arrival order): on a SASL connection it creates the connection's ``SaslSession`` on first use
 and raises ProtocolError (the listener closes the connection, Kafka's "Unexpected Kafka request of type
 ... during SASL handshake") for any request the session's state does not admit. PLAINTEXT connections
-carry no session and pay one attribute lookup.
+carry no session and pay one attribute lookup and a tuple test.
 
 SaslHandshake and SaslAuthenticate of a session run one at a time, in order (the session's lock: a
 SCRAM client-first awaits its credential from ZooKeeper). A failed handshake or authentication is
@@ -92,10 +92,10 @@ class SaslSession:
 def admit(connection: Any, api_key: int) -> SaslSession | None:
     """The connection's session if it is a SASL connection (None otherwise); ProtocolError if the
     request may not run in its state."""
+    if getattr(connection, "security_protocol", "PLAINTEXT") not in SASL_PROTOCOLS:
+        return None
     session = getattr(connection, "sasl", None)
     if session is None:
-        if getattr(connection, "security_protocol", "PLAINTEXT") not in SASL_PROTOCOLS:
-            return None
         session = connection.sasl = SaslSession()
     if not admits(session.state, api_key):
         raise ProtocolError(f"Unexpected Kafka request of type {api_name(api_key)} during SASL handshake "

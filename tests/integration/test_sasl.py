@@ -146,6 +146,9 @@ def test_bad_credentials_are_refused_and_write_nothing(cluster, mechanism, user,
     assert "Authentication failed" in failure.str() and user not in failure.str().split("error:")[-1]
     producer.flush(5)
     assert end_offset(cluster, "refused") == before
+    line = f"failed authentication with SASL mechanism {mechanism}"  # one line per refusal: peer and mechanism
+    wait_for(lambda: any(line in (cluster.broker_dir(b) / "broker.log").read_text() for b in cluster.broker_ids),
+             10, f"the broker log line {line!r}")
 
 
 
