@@ -5,6 +5,11 @@ ConfigCommand, 2.8 flags and output).
     kafka-configs --bootstrap-server H:P --entity-type brokers (--entity-name ID | --entity-default) \\
         --alter [--add-config 'k1=v1,k2=[a,b]'] [--delete-config k1,k2]
     kafka-configs --zookeeper H:P[/chroot] --entity-type topics --entity-name T --alter --add-config ...
+    kafka-configs (--zookeeper H:P | --bootstrap-server H:P [--command-config F]) --entity-type users \\
+        --entity-name U (--describe | --alter --add-config 'SCRAM-SHA-512=[iterations=8192,password=P]')
+
+Users (SCRAM credentials) are ``scripts.kafka_configs_users`` (``--zookeeper``) and
+``scripts.kafka_configs_users_admin`` (``--bootstrap-server``, AlterUserScramCredentials).
 
 ``--bootstrap-server`` goes through the brokers (``scripts.kafka_configs_admin``): confluent-kafka's
 AdminClient sends IncrementalAlterConfigs with SET for each ``--add-config`` pair and DELETE for each

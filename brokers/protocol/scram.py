@@ -17,8 +17,8 @@ Messages (no channel binding, GS2 header ``n,,``; Kafka allows ``a=`` authzid eq
     client-final  c=biws,r=<nonce>,p=<b64 ClientProof>
     server-final  v=<b64 ServerSignature>          (or e=<error>)
 
-The server never tells whether a user exists: an unknown user gets a server-first built from a random
-credential and fails at the proof, like a wrong password.
+The server never tells whether a user exists: an unknown user gets a server-first built from a decoy
+credential (its salt stable per user name) and fails at the proof, like a wrong password.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_ITERATIONS = 4096  # Kafka's ScramMechanism.minIterations
 MAX_ITERATIONS = 16384  # Kafka's ScramMechanism.maxIterations (the broker refuses more)
 DEFAULT_ITERATIONS = 4096
+_DECOY_KEY = secrets.token_bytes(32)  # per process: decoy salts for unknown users
 
 
 class ScramError(ValueError):
@@ -148,11 +149,17 @@ class ScramServer:
         if self.username is None:
             raise ScramError("server-first before client-first")
         self._credential = credential  # None: the exchange goes on against a decoy and fails at the proof
-        credential = credential or make_credential(self.mechanism, secrets.token_hex(16))
+        credential = credential or self._decoy()
         self._stored = credential
         self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
                               f"i={credential.iterations}")
         return self._server_first.encode()
+
+    def _decoy(self) -> ScramCredential:
+        """A stand-in for a user without a credential: its salt is stable per user name (for this
+        process), as a real user's is, so asking twice tells nothing; its keys match no password."""
+        salt = _hmac("sha256", _DECOY_KEY, f"{self.mechanism}/{self.username}".encode())
+        return ScramCredential(salt, secrets.token_bytes(64), secrets.token_bytes(64), DEFAULT_ITERATIONS)
 
     def client_final(self, message: bytes) -> bytes:
         if not self._server_first:

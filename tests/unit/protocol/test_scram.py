@@ -68,6 +68,9 @@ def test_unknown_user_gets_a_plausible_server_first():
     server.client_first(b"n,,n=nobody,r=abc")
     first = server.server_first(None).decode()
     assert first.startswith("r=abc") and ",s=" in first and first.endswith(",i=4096")
+    again = ScramServer("SCRAM-SHA-512")
+    again.client_first(b"n,,n=nobody,r=xyz")
+    assert again.server_first(None).decode().split(",")[1] == first.split(",")[1]  # the same salt each time
 
 
 def test_saslname_escapes():
