@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+import urllib.parse
 from typing import Any
 
 from brokers.admin import ZkAdmin
@@ -34,6 +35,8 @@ from brokers.protocol.errors import ErrorCode
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.fetcher import FetcherConfig
 from brokers.replication.replica_manager import IsrConflictError, ReplicaManager
+from brokers.protocol.scram import sanitize as sanitize_user
+from brokers.server import sasl
 from brokers.server.apis import KafkaApis
 from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
@@ -145,7 +148,8 @@ class BrokerServer:
                                     coordinator_partition=self.group_coordinator.partition_for,
                                     group_coordinator=self.group_coordinator, stats=self.stats,
                                     reassignments=self,
-                                    elect_leaders=self._elect_leaders)
+                                    elect_leaders=self._elect_leaders,
+                                    sasl=self._sasl_listener_config(listener), user_configs=self)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"], listener_name=listener.listener,
                                            security_protocol=listener.security_protocol,
@@ -179,7 +183,39 @@ class BrokerServer:
                              min_bytes=c["replica.fetch.min.bytes"], max_bytes=c["replica.fetch.max.bytes"],
                              response_max_bytes=c["replica.fetch.response.max.bytes"],
                              backoff_ms=c["replica.fetch.backoff.ms"],
-                             socket_timeout_ms=c["replica.socket.timeout.ms"], ssl_context=self.inter_broker_tls)
+                             socket_timeout_ms=c["replica.socket.timeout.ms"], ssl_context=self.inter_broker_tls,
+                             sasl=self._sasl_client_config())
+
+    def _sasl_client_config(self):
+        try:
+            return sasl.inter_broker_client_config(self.config)
+        except ValueError as exc:
+            raise ConfigError(f"{self.config.source}: {exc}") from None
+
+    def _sasl_listener_config(self, listener):
+        try:
+            return sasl.listener_config(self.config, listener.listener, listener.security_protocol,
+                                        self._scram_credential)
+        except ValueError as exc:
+            raise ConfigError(f"{self.config.source}: {exc}") from None
+
+    # -- /config/users for Describe/AlterUserScramCredentials (handlers.scram_credentials.UserConfigs) --
+    async def user_config(self, user: str) -> dict[str, str]:
+        return await self.kzc.get_entity_config("users", sanitize_user(user))
+
+    async def set_user_config(self, user: str, config: dict[str, str]) -> None:
+        await self.kzc.change_entity_config("users", sanitize_user(user), config)
+
+    async def user_names(self) -> list[str]:
+        return [urllib.parse.unquote(name) for name in await self.kzc.get_entity_names("users")]
+
+    async def _scram_credential(self, user: str, mechanism: str) -> str | None:
+        """The user's stored SCRAM credential (``/config/users/<user>``), read at each authentication."""
+        try:
+            return (await self.kzc.get_entity_config("users", sanitize_user(user))).get(mechanism)
+        except ZkError as exc:
+            log.warning("cannot read the SCRAM credentials of a user: %s", exc)
+            return None
 
     def _log_manager_config(self) -> LogManagerConfig:
         c = self.config

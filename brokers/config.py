@@ -19,6 +19,10 @@ class ConfigError(ValueError):
     pass
 
 
+# Kafka's broker-side JAAS config: listener.name.<listener>.<sasl mechanism>.sasl.jaas.config
+SASL_JAAS_KEY = re.compile(r"listener\.name\.[a-z0-9_\-]+\.[a-z0-9\-]+\.sasl\.jaas\.config")
+
+
 def _bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false"):
@@ -68,6 +72,10 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "advertised.listeners": ("list", None),
     "listener.security.protocol.map": ("map", None),
     "inter.broker.listener.name": ("str", None),
+    # SASL (brokers.server.sasl). Kafka's default is GSSAPI, which zkafka does not speak: here every
+    # supported mechanism is enabled unless the list says otherwise.
+    "sasl.enabled.mechanisms": ("list", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
+    "sasl.mechanism.inter.broker.protocol": ("str", "GSSAPI"),
     "http.port": ("int", 8080),
     # TLS (brokers/server/tls.py): each also as listener.name.<listener lower case>.<key>
     "ssl.keystore.type": ("str", "JKS"),
@@ -166,6 +174,7 @@ class BrokerConfig:
     log_defaults: dict[str, str]
     source: str = "<properties>"
     listener_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # lower-case listener -> key -> value
+    sasl_jaas: dict[str, str] = field(default_factory=dict)  # listener.name.<l>.<mech>.sasl.jaas.config
 
     def __getitem__(self, key: str) -> Any:
         if key not in SCHEMA:
@@ -208,6 +217,10 @@ class BrokerConfig:
                     for e in self.listeners]
         return [EndPoint.parse(text, self.values["listener.security.protocol.map"]) for text in texts]
 
+    def sasl_jaas_config(self, listener: str, mechanism: str) -> str | None:
+        """``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (both lower case, as in Kafka)."""
+        return self.sasl_jaas.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")
+
     @property
     def http_port(self) -> int:
         return self.values["http.port"]
@@ -228,6 +241,7 @@ class BrokerConfig:
         log_defaults: dict[str, str] = {}
         precedence: dict[str, int] = {}
         listener_overrides: dict[str, dict[str, Any]] = {}
+        jaas: dict[str, str] = {}
         for key, raw in props.items():
             if (match := PER_LISTENER.match(key)) and match.group(2) in SCHEMA:
                 kind = SCHEMA[match.group(2)][0]
@@ -241,11 +255,14 @@ class BrokerConfig:
                     log_defaults[topic_key] = _convert(key, raw, convert, source)
                     precedence[topic_key] = rank
                 continue
+            if SASL_JAAS_KEY.fullmatch(key):  # secrets: kept apart from values (DescribeConfigs lists those)
+                jaas[key] = raw.strip()
+                continue
             if key not in SCHEMA:
                 raise ConfigError(f"{source}: unknown broker config {key!r}")
             kind = SCHEMA[key][0]
             values[key] = _convert(key, raw, _PARSERS[kind], source)
-        config = cls(values, log_defaults, source, listener_overrides)
+        config = cls(values, log_defaults, source, listener_overrides, jaas)
         config.validate()
         return config
 

@@ -66,6 +66,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     47: (0, 0),  # OffsetDelete
     45: (0, 0),  # AlterPartitionReassignments (KIP-455; v1 is Kafka 4's allow_replication_factor_change)
     46: (0, 0),  # ListPartitionReassignments
+    17: (1, 1),  # SaslHandshake: v1 only (tokens in SaslAuthenticate); v0's raw tokens are not spoken
+    36: (0, 2),  # SaslAuthenticate: librdkafka 2.16 sends 1, kafka-python 3.0 sends 2 (flexible)
+    50: (0, 0),  # DescribeUserScramCredentials (KIP-554, flexible)
+    51: (0, 0),  # AlterUserScramCredentials (KIP-554, flexible)
 }
 
 API_NAMES: dict[int, str] = {
@@ -96,6 +100,10 @@ API_NAMES: dict[int, str] = {
     47: "OffsetDelete",
     45: "AlterPartitionReassignments",
     46: "ListPartitionReassignments",
+    17: "SaslHandshake",
+    36: "SaslAuthenticate",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
 }
 
 NEVER_FLEXIBLE = 1 << 15  # OffsetDelete's "flexibleVersions": "none"
@@ -129,6 +137,10 @@ FLEXIBLE_FROM: dict[int, int] = {
     47: NEVER_FLEXIBLE,
     45: 0,
     46: 0,
+    17: NEVER_FLEXIBLE,
+    36: 2,
+    50: 0,
+    51: 0,
 }
 
 assert SUPPORTED.keys() == API_NAMES.keys() == FLEXIBLE_FROM.keys()

@@ -70,6 +70,11 @@ REQUESTS = {
     42: dict(groups_names=["g"]),
     47: dict(group_id="g", topics=[dict(name="t", partitions=[dict(partition_index=0)])]),
     43: dict(election_type=0, topic_partitions=[dict(topic="t", partitions=[0, 1])], timeout=60000),
+    17: dict(mechanism="SCRAM-SHA-512"),
+    36: dict(auth_bytes=b"n,,n=alice,r=abc"),
+    50: dict(users=[dict(name="alice")]),
+    51: dict(deletions=[dict(name="bob", mechanism=2)], upsertions=[dict(
+        name="alice", mechanism=1, iterations=8192, salt=b"salt", salted_password=b"x" * 32)]),
 }
 
 DECODABLE = [(k, v) for k, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1) if not (k == 0 and v < 3)]
