@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
+import urllib.parse
 from typing import Any
 
 from brokers.acl_store import AclAuthorizer
@@ -35,9 +37,12 @@ from brokers.protocol.errors import ErrorCode
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.fetcher import FetcherConfig
 from brokers.replication.replica_manager import IsrConflictError, ReplicaManager
+from brokers.protocol.scram import sanitize as sanitize_user
+from brokers.server import sasl
 from brokers.server.apis import KafkaApis
 from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
+from brokers.server.tls import inter_broker_context, listener_contexts
 from brokers.stats import BrokerStats
 from brokers.storage.checkpoints import read_meta_properties, write_meta_properties
 from brokers.storage.log_config import InvalidConfigError, LogConfig
@@ -85,10 +90,13 @@ class BrokerServer:
             self.default_log_config = self.dynamic_config.default_log_config()
         except InvalidConfigError as exc:
             raise ConfigError(f"{config.source}: {exc}") from None
+        self.tls_contexts = listener_contexts(config)  # SSL / SASL_SSL listeners; bad files stop start-up here
+        self.inter_broker_tls = inter_broker_context(config)  # the replica fetchers' TLS client side
         self.cluster_id: str | None = None
         self.broker_epoch = -1
         self.zk = ZkGateway(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms,
-                            connection_timeout_ms=config.zookeeper_connection_timeout_ms)
+                            connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+                            digest=config["zookeeper.digest.credentials"], secure_acls=config["zookeeper.set.acl"])
         self.kzc = KafkaZkClient(self.zk)
         self.config_listener = ConfigChangeListener(self.kzc, {"topics": self._on_topic_config_change,
                                                                "brokers": self._on_broker_config_change})
@@ -147,10 +155,12 @@ class BrokerServer:
                                     coordinator_partition=self.group_coordinator.partition_for,
                                     group_coordinator=self.group_coordinator, stats=self.stats,
                                     reassignments=self,
-                                    elect_leaders=self._elect_leaders, authorizer=self.authorizer)
+                                    elect_leaders=self._elect_leaders, authorizer=self.authorizer,
+                                    sasl=self._sasl_listener_config(listener), user_configs=self)
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"], listener_name=listener.listener,
-                                           security_protocol=listener.security_protocol)
+                                           security_protocol=listener.security_protocol,
+                                           ssl_context=self.tls_contexts.get(listener.listener))
             await kafka_listener.start()
             self.kafka_listeners.append(kafka_listener)
         await self.http.start()
@@ -180,7 +190,39 @@ class BrokerServer:
                              min_bytes=c["replica.fetch.min.bytes"], max_bytes=c["replica.fetch.max.bytes"],
                              response_max_bytes=c["replica.fetch.response.max.bytes"],
                              backoff_ms=c["replica.fetch.backoff.ms"],
-                             socket_timeout_ms=c["replica.socket.timeout.ms"])
+                             socket_timeout_ms=c["replica.socket.timeout.ms"], ssl_context=self.inter_broker_tls,
+                             sasl=self._sasl_client_config())
+
+    def _sasl_client_config(self):
+        try:
+            return sasl.inter_broker_client_config(self.config)
+        except ValueError as exc:
+            raise ConfigError(f"{self.config.source}: {exc}") from None
+
+    def _sasl_listener_config(self, listener):
+        try:
+            return sasl.listener_config(self.config, listener.listener, listener.security_protocol,
+                                        self._scram_credential)
+        except ValueError as exc:
+            raise ConfigError(f"{self.config.source}: {exc}") from None
+
+    # -- /config/users for Describe/AlterUserScramCredentials (handlers.scram_credentials.UserConfigs) --
+    async def user_config(self, user: str) -> dict[str, str]:
+        return await self.kzc.get_entity_config("users", sanitize_user(user))
+
+    async def set_user_config(self, user: str, config: dict[str, str]) -> None:
+        await self.kzc.change_entity_config("users", sanitize_user(user), config)
+
+    async def user_names(self) -> list[str]:
+        return [urllib.parse.unquote(name) for name in await self.kzc.get_entity_names("users")]
+
+    async def _scram_credential(self, user: str, mechanism: str) -> str | None:
+        """The user's stored SCRAM credential (``/config/users/<user>``), read at each authentication."""
+        try:
+            return (await self.kzc.get_entity_config("users", sanitize_user(user))).get(mechanism)
+        except ZkError as exc:
+            log.warning("cannot read the SCRAM credentials of a user: %s", exc)
+            return None
 
     def _log_manager_config(self) -> LogManagerConfig:
         c = self.config
@@ -364,7 +406,9 @@ class BrokerServer:
                 "rejected_requests": len(self.replica_manager.rejected) if self.replica_manager else 0,
                 "metadata": self.metadata_cache.snapshot(),
                 "partitions": self.replica_manager.describe() if self.replica_manager else {},
-                "dynamic_config": self._dynamic_config_view()}
+                "dynamic_config": self._dynamic_config_view(),
+                "connections": {listener.listener_name: dict(Counter(c.principal for c in listener.connections))
+                                for listener in self.kafka_listeners}}  # listener -> principal -> open connections
 
     def _dynamic_config_view(self) -> dict:
         """The dynamic broker config as applied (``/healthz``): overrides and the live throttle rates."""

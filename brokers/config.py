@@ -8,7 +8,7 @@ that ``brokers.app`` can build the storage layer's LogConfig without this module
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,6 +21,10 @@ ACL_AUTHORIZER_CLASSES = ("kafka.security.authorizer.AclAuthorizer", "kafka.secu
 
 class ConfigError(ValueError):
     pass
+
+
+# Kafka's broker-side JAAS config: listener.name.<listener>.<sasl mechanism>.sasl.jaas.config
+SASL_JAAS_KEY = re.compile(r"listener\.name\.[a-z0-9_\-]+\.[a-z0-9\-]+\.sasl\.jaas\.config")
 
 
 def _bool(text: str) -> bool:
@@ -44,6 +48,13 @@ def _map(text: str) -> dict[str, str]:
     return out
 
 
+def is_sensitive(key: str) -> bool:
+    """Kafka's PASSWORD-typed configs: DescribeConfigs answers them with a null value and is_sensitive."""
+    return key in SENSITIVE_KEYS or key.endswith((".password", ".sasl.jaas.config")) or key == "sasl.jaas.config"
+
+
+SENSITIVE_KEYS = frozenset({"zookeeper.digest.credentials"})
+
 _PARSERS: dict[str, Callable[[str], Any]] = {"int": int, "bool": _bool, "str": str.strip, "list": _list,
                                             "double": float, "map": _map}
 
@@ -58,14 +69,31 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "zookeeper.session.timeout.ms": ("int", 18000),
     "zookeeper.connection.timeout.ms": ("int", None),
     "zookeeper.max.in.flight.requests": ("int", 10),
+    "zookeeper.set.acl": ("bool", False),
+    # ZooKeeper digest credentials ("user:password"; Kafka takes its ZooKeeper identity from JAAS's Client section)
+    "zookeeper.digest.credentials": ("str", None),
     "listeners": ("list", ["PLAINTEXT://:9092"]),
     "advertised.listeners": ("list", None),
     "listener.security.protocol.map": ("map", None),
     "inter.broker.listener.name": ("str", None),
+    # SASL (brokers.server.sasl). Kafka's default is GSSAPI, which zkafka does not speak: here every
+    # supported mechanism is enabled unless the list says otherwise.
+    "sasl.enabled.mechanisms": ("list", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
+    "sasl.mechanism.inter.broker.protocol": ("str", "GSSAPI"),
     "http.port": ("int", 8080),
     "authorizer.class.name": ("str", ""),  # kafka.security.authorizer.AclAuthorizer enables ACLs
     "allow.everyone.if.no.acl.found": ("bool", False),
     "super.users": ("str", None),  # principals separated by ';' (User:admin;User:broker)
+    # TLS (brokers/server/tls.py): each also as listener.name.<listener lower case>.<key>
+    "ssl.keystore.type": ("str", "JKS"),
+    "ssl.keystore.location": ("str", None),
+    "ssl.key.password": ("str", None),
+    "ssl.truststore.type": ("str", "JKS"),
+    "ssl.truststore.location": ("str", None),
+    "ssl.client.auth": ("str", "none"),
+    "ssl.enabled.protocols": ("list", ["TLSv1.2", "TLSv1.3"]),
+    "ssl.protocol": ("str", "TLSv1.3"),
+    "ssl.endpoint.identification.algorithm": ("str", "https"),
     "log.dirs": ("list", None),
     "log.dir": ("str", "/tmp/kafka-logs"),
     "num.partitions": ("int", 1),
@@ -119,6 +147,9 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "transaction.state.log.min.isr": ("int", 2),
 }
 
+# keys a listener may override with listener.name.<listener lower case>.<key>
+PER_LISTENER = re.compile(r"listener\.name\.([^.]+)\.(ssl\..+)$")
+
 # broker key -> topic key (LogConfig), in order of precedence where several map to one topic key
 LOG_KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
     "log.segment.bytes": ("segment.bytes", str),
@@ -149,11 +180,17 @@ class BrokerConfig:
     values: dict[str, Any]
     log_defaults: dict[str, str]
     source: str = "<properties>"
+    listener_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # lower-case listener -> key -> value
+    sasl_jaas: dict[str, str] = field(default_factory=dict)  # listener.name.<l>.<mech>.sasl.jaas.config
 
     def __getitem__(self, key: str) -> Any:
         if key not in SCHEMA:
             raise KeyError(f"unknown broker config {key!r}")
         return self.values[key]
+
+    def listener_value(self, listener: str, key: str) -> Any:
+        """``listener.name.<listener>.<key>`` if set, else the broker-wide ``key``."""
+        return self.listener_overrides.get(listener.lower(), {}).get(key, self[key])
 
     @property
     def broker_id(self) -> int:
@@ -187,6 +224,10 @@ class BrokerConfig:
                     for e in self.listeners]
         return [EndPoint.parse(text, self.values["listener.security.protocol.map"]) for text in texts]
 
+    def sasl_jaas_config(self, listener: str, mechanism: str) -> str | None:
+        """``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (both lower case, as in Kafka)."""
+        return self.sasl_jaas.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")
+
     @property
     def http_port(self) -> int:
         return self.values["http.port"]
@@ -206,7 +247,14 @@ class BrokerConfig:
         values = {key: default for key, (_, default) in SCHEMA.items()}
         log_defaults: dict[str, str] = {}
         precedence: dict[str, int] = {}
+        listener_overrides: dict[str, dict[str, Any]] = {}
+        jaas: dict[str, str] = {}
         for key, raw in props.items():
+            if (match := PER_LISTENER.match(key)) and match.group(2) in SCHEMA:
+                kind = SCHEMA[match.group(2)][0]
+                listener_overrides.setdefault(match.group(1).lower(), {})[match.group(2)] = _convert(
+                    key, raw, _PARSERS[kind], source)
+                continue
             if key in LOG_KEYS:
                 topic_key, convert = LOG_KEYS[key]
                 rank = list(LOG_KEYS).index(key)
@@ -214,17 +262,26 @@ class BrokerConfig:
                     log_defaults[topic_key] = _convert(key, raw, convert, source)
                     precedence[topic_key] = rank
                 continue
+            if SASL_JAAS_KEY.fullmatch(key):  # secrets: kept apart from values (DescribeConfigs lists those)
+                jaas[key] = raw.strip()
+                continue
             if key not in SCHEMA:
                 raise ConfigError(f"{source}: unknown broker config {key!r}")
             kind = SCHEMA[key][0]
             values[key] = _convert(key, raw, _PARSERS[kind], source)
-        config = cls(values, log_defaults, source)
+        config = cls(values, log_defaults, source, listener_overrides, jaas)
         config.validate()
         return config
 
     def validate(self) -> None:
         if not self.values["zookeeper.connect"]:
             raise ConfigError(f"{self.source}: zookeeper.connect is required (e.g. zookeeper.connect=127.0.0.1:2181)")
+        credentials = self.values["zookeeper.digest.credentials"]
+        if credentials is not None and ":" not in credentials[1:]:
+            raise ConfigError(f"{self.source}: zookeeper.digest.credentials must be user:password")
+        if self.values["zookeeper.set.acl"] and not credentials:
+            raise ConfigError(f"{self.source}: zookeeper.set.acl=true needs zookeeper.digest.credentials=user:password "
+                              "(the identity that owns the brokers' znodes; Kafka takes it from JAAS's Client section)")
         for key in ("zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
                     "min.insync.replicas", "offsets.topic.num.partitions", "offsets.topic.replication.factor"):
             if self.values[key] <= 0:

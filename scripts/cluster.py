@@ -45,6 +45,7 @@ class ClusterSpec:
     tick_time: int = 2000
     session_timeout_ms: int = 18000
     properties: dict[str, str] = field(default_factory=dict)
+    kafka_listener: str = "PLAINTEXT"  # the listener (and protocol) on each kafka port: PLAINTEXT or SSL
 
     @classmethod
     def on_free_ports(cls, brokers: int, **settings) -> "ClusterSpec":
@@ -117,13 +118,14 @@ class Cluster:
             "zookeeper.connect": self.zookeeper_connect,
             "zookeeper.session.timeout.ms": str(self.spec.session_timeout_ms),
             "log.dirs": str(self.log_dir(broker_id)),
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.kafka_port(broker_id)}",
+            "listeners": f"{self.spec.kafka_listener}://127.0.0.1:{self.kafka_port(broker_id)}",
             "http.port": str(self.http_port(broker_id)),
             "offsets.topic.replication.factor": str(min(3, self.spec.brokers)),
             "default.replication.factor": str(min(3, self.spec.brokers)),
             # a local cluster's last broker has nobody to hand leadership to: don't wait 3 x 5 s for that
             "controlled.shutdown.retry.backoff.ms": "500",
-            **self.spec.properties,
+            # "{kafka_port}" in a value is this broker's port (listeners of other security protocols)
+            **{k: v.replace("{kafka_port}", str(self.kafka_port(broker_id))) for k, v in self.spec.properties.items()},
         }
         path = self.broker_dir(broker_id) / "server.properties"
         path.parent.mkdir(parents=True, exist_ok=True)

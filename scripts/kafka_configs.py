@@ -5,6 +5,11 @@ ConfigCommand, 2.8 flags and output).
     kafka-configs --bootstrap-server H:P --entity-type brokers (--entity-name ID | --entity-default) \\
         --alter [--add-config 'k1=v1,k2=[a,b]'] [--delete-config k1,k2]
     kafka-configs --zookeeper H:P[/chroot] --entity-type topics --entity-name T --alter --add-config ...
+    kafka-configs (--zookeeper H:P | --bootstrap-server H:P [--command-config F]) --entity-type users \\
+        --entity-name U (--describe | --alter --add-config 'SCRAM-SHA-512=[iterations=8192,password=P]')
+
+Users (SCRAM credentials) are ``scripts.kafka_configs_users`` (``--zookeeper``) and
+``scripts.kafka_configs_users_admin`` (``--bootstrap-server``, AlterUserScramCredentials).
 
 ``--bootstrap-server`` goes through the brokers (``scripts.kafka_configs_admin``): confluent-kafka's
 AdminClient sends IncrementalAlterConfigs with SET for each ``--add-config`` pair and DELETE for each
@@ -35,8 +40,9 @@ from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import ConfigChangeNotificationZNode
+from scripts import kafka_configs_users as users
 
-ENTITY_TYPES = ("topics", "brokers")
+ENTITY_TYPES = ("topics", "brokers", "users")
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"  # Kafka's: a separator not inside [...]
 
 
@@ -80,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2]", help="configs to set")
     parser.add_argument("--delete-config", metavar="k1,k2", help="configs to remove")
     parser.add_argument("--all", action="store_true", help="with --describe: every config, not only the dynamic ones")
+    parser.add_argument("--command-config", metavar="FILE", help="client properties (security.protocol, sasl.*)")
     return parser
 
 
@@ -97,6 +104,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error("--zookeeper: --entity-name or --entity-default is required")
     if args.all and not args.describe:
         parser.error("--all is only valid with --describe")
+    if args.entity_type == "users" and args.all:
+        parser.error("--all is not valid with --entity-type users")
     if args.entity_type == "brokers" and args.entity_name is not None and not args.entity_name.isdigit():
         parser.error(f"--entity-name: the entity name for brokers must be a broker id, got {args.entity_name!r}")
     for flag, parse in (("--add-config", parse_add_config), ("--delete-config", parse_delete_config)):
@@ -116,6 +125,8 @@ async def _zookeeper(args: argparse.Namespace) -> int:
     await zk.start()
     kzc = KafkaZkClient(zk)
     try:
+        if args.entity_type == "users":
+            return await _zookeeper_user(kzc, args)
         if args.entity_type == "topics" and entity not in await kzc.get_all_topics():
             raise ConfigCommandError(f"Topic {entity!r} does not exist")
         current = await kzc.get_entity_config(args.entity_type, entity)
@@ -140,16 +151,32 @@ async def _zookeeper(args: argparse.Namespace) -> int:
         await zk.close()
 
 
+async def _zookeeper_user(kzc: KafkaZkClient, args: argparse.Namespace) -> int:
+    name = users.entity_name(args.entity_name)
+    current = await kzc.get_entity_config("users", name)
+    if args.describe:
+        print("\n".join(users.describe_lines(args.entity_name, current)))
+        return 0
+    config = users.apply_changes(current, parse_add_config(args.add_config) if args.add_config else {},
+                                 parse_delete_config(args.delete_config) if args.delete_config else [])
+    await kzc.change_entity_config("users", name, config)
+    print(f"Completed updating config for entity: user-principal '{args.entity_name}'.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
     try:
+        if args.bootstrap_server and args.entity_type == "users":
+            from scripts import kafka_configs_users_admin
+            return kafka_configs_users_admin.run(args)
         if args.bootstrap_server:
             from scripts import kafka_configs_admin
             return kafka_configs_admin.run(args)
         return asyncio.run(_zookeeper(args))
-    except (ConfigCommandError, InvalidConfigError) as exc:
+    except (ConfigCommandError, InvalidConfigError, users.UserConfigError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
     except ZkError as exc:

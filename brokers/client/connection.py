@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections import deque
 from typing import Any
 
 from brokers.protocol import codec
 from brokers.protocol.framing import MIN_RESPONSE_FRAME_BYTES, FrameDecoder, ProtocolError
+from brokers.protocol.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslClient, SaslClientConfig
+from brokers.protocol.scram import ScramError
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +53,15 @@ class _ResponseReader(asyncio.Protocol):
 
 
 class KafkaConnection:
-    def __init__(self, host: str, port: int, client_id: str):
+    """``ssl_context``: TLS to an SSL / SASL_SSL listener (its server name checked if the context says so).
+    ``sasl``: authenticate right after connecting (SaslHandshake v1, then SaslAuthenticate rounds), for a
+    SASL_PLAINTEXT / SASL_SSL listener; a refusal is a ConnectionError like any other."""
+
+    def __init__(self, host: str, port: int, client_id: str, ssl_context: ssl.SSLContext | None = None,
+                 sasl: SaslClientConfig | None = None):
         self.host, self.port, self.client_id = host, port, client_id
+        self.ssl_context = ssl_context
+        self.sasl = sasl
         self._transport: asyncio.Transport | None = None
         self._pending: deque[tuple[int, int, int, asyncio.Future]] = deque()
         self._correlation_id = 0
@@ -64,8 +74,32 @@ class KafkaConnection:
     async def connect(self, timeout: float) -> None:
         loop = asyncio.get_running_loop()
         self._transport, _ = await asyncio.wait_for(
-            loop.create_connection(lambda: _ResponseReader(self), self.host, self.port), timeout)
+            loop.create_connection(lambda: _ResponseReader(self), self.host, self.port, ssl=self.ssl_context,
+                                   server_hostname=self.host if self.ssl_context else None), timeout)
         self._closed_error = None
+        if self.sasl is not None:
+            await self._authenticate(self.sasl, timeout)
+
+    async def _authenticate(self, config: SaslClientConfig, timeout: float) -> None:
+        handshake = await self.request(SASL_HANDSHAKE, 1, codec.build(codec.request_class(SASL_HANDSHAKE, 1),
+                                                                       mechanism=config.mechanism), timeout)
+        if handshake.error_code != 0:
+            self.close(ConnectionError(f"{self.host}:{self.port} refused SASL mechanism {config.mechanism} "
+                                       f"(error {int(handshake.error_code)}; enabled: {list(handshake.mechanisms)})"))
+            raise self._closed_error
+        client = SaslClient(config)
+        token: bytes | None = client.first()
+        try:
+            while token is not None:
+                body = codec.build(codec.request_class(SASL_AUTHENTICATE, 1), auth_bytes=token)
+                response = await self.request(SASL_AUTHENTICATE, 1, body, timeout)
+                if response.error_code != 0:
+                    raise ScramError(f"error {int(response.error_code)}: {response.error_message}")
+                token = client.respond(response.auth_bytes)
+        except ScramError as exc:
+            self.close(ConnectionError(f"SASL {config.mechanism} authentication with {self.host}:{self.port} "
+                                       f"failed: {exc}"))
+            raise self._closed_error from None
 
     async def request(self, api_key: int, api_version: int, body: Any, timeout: float) -> Any:
         """Send ``body`` and wait for its response body; ConnectionError (and the connection closed)

@@ -69,6 +69,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     29: (1, 3),  # DescribeAcls: kio starts at v1 (v0 has no pattern type); v2+ flexible
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls
+    17: (1, 1),  # SaslHandshake: v1 only (tokens in SaslAuthenticate); v0's raw tokens are not spoken
+    36: (0, 2),  # SaslAuthenticate: librdkafka 2.16 sends 1, kafka-python 3.0 sends 2 (flexible)
+    50: (0, 0),  # DescribeUserScramCredentials (KIP-554, flexible)
+    51: (0, 0),  # AlterUserScramCredentials (KIP-554, flexible)
 }
 
 API_NAMES: dict[int, str] = {
@@ -102,6 +106,10 @@ API_NAMES: dict[int, str] = {
     29: "DescribeAcls",
     30: "CreateAcls",
     31: "DeleteAcls",
+    17: "SaslHandshake",
+    36: "SaslAuthenticate",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
 }
 
 NEVER_FLEXIBLE = 1 << 15  # OffsetDelete's "flexibleVersions": "none"
@@ -138,6 +146,10 @@ FLEXIBLE_FROM: dict[int, int] = {
     29: 2,
     30: 2,
     31: 2,
+    17: NEVER_FLEXIBLE,
+    36: 2,
+    50: 0,
+    51: 0,
 }
 
 assert SUPPORTED.keys() == API_NAMES.keys() == FLEXIBLE_FROM.keys()

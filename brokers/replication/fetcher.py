@@ -25,13 +25,14 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from brokers.client.connection import KafkaConnection
 from brokers.model import EndPoint, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.records import batch_size_at
+from brokers.protocol.sasl import SASL_PROTOCOLS, SaslClientConfig
 from brokers.replication import isr as decide
 from brokers.replication.partition import Partition
 from brokers.replication.quota import LONG_MAX, ReplicationQuota, is_throttled, should_throttle
@@ -57,6 +58,8 @@ class FetcherConfig:
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
+    ssl_context: Any = None  # an ssl.SSLContext for leaders' SSL / SASL_SSL inter-broker listeners
+    sasl: SaslClientConfig | None = None  # the broker's credentials on a SASL inter-broker listener
 
 
 @dataclass
@@ -154,8 +157,13 @@ class ReplicaFetcher:
 
     async def _connect(self) -> KafkaConnection:
         if self._connection is None or not self._connection.connected:
+            tls = self.endpoint.security_protocol in ("SSL", "SASL_SSL")
+            if tls and self.config.ssl_context is None:
+                raise ConnectionError(f"{self.endpoint} is a TLS listener, but this broker has no TLS client config")
+            sasl = self.config.sasl if self.endpoint.security_protocol in SASL_PROTOCOLS else None
             connection = KafkaConnection(self.endpoint.host, self.endpoint.port,
-                                         f"broker-{self.config.broker_id}-fetcher-{self.source}")
+                                         f"broker-{self.config.broker_id}-fetcher-{self.source}",
+                                         self.config.ssl_context if tls else None, sasl=sasl)
             await connection.connect(self.config.socket_timeout_ms / 1000)
             self._connection = connection
         return self._connection

@@ -18,6 +18,7 @@ from brokers.protocol import codec
 from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name, api_versions_response, is_flexible, is_supported
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
+from brokers.server import sasl
 from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
 from brokers.server.handlers import (
     acls,
@@ -32,6 +33,7 @@ from brokers.server.handlers import (
     offsets_for_leader_epoch,
     produce,
     reassignments,
+    scram_credentials,
 )
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,10 @@ HANDLERS: dict[int, Handler] = {
     29: acls.handle_describe_acls,
     30: acls.handle_create_acls,
     31: acls.handle_delete_acls,
+    17: sasl.handle_illegal_state,  # SASL connections still authenticating are served by brokers.server.sasl
+    36: sasl.handle_illegal_state,
+    50: scram_credentials.handle_describe_user_scram_credentials,
+    51: scram_credentials.handle_alter_user_scram_credentials,
 }
 assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 
@@ -75,6 +81,7 @@ class KafkaApis:
         api_key, api_version = _KEY_AND_VERSION.unpack_from(frame)
         if api_key not in SUPPORTED:
             raise ProtocolError(f"unknown API key {api_key}")
+        session = sasl.admit(connection, api_key)  # SASL listeners: only the handshake before authentication
         if api_key == API_VERSIONS_KEY:  # any version: the header's fixed prefix is all we need
             header = parse_request_header(frame, flexible=api_version >= 3)
             return [api_versions_response(header.correlation_id, api_version)]
@@ -83,6 +90,9 @@ class KafkaApis:
         if handler is None or not is_supported(api_key, api_version):
             return [self._unsupported_version(header)]
         request = codec.decode_request(header, frame)
+        if session is not None and session.state is not sasl.SaslState.COMPLETE:
+            return [codec.encode_response(api_key, api_version, header.correlation_id,
+                                          await sasl.handle(self.context.sasl, session, connection, header, request))]
         CLIENT_HOST.set("/" + getattr(connection, "peer", "?").rsplit(":", 1)[0])
         PRINCIPAL.set(getattr(connection, "principal", "User:ANONYMOUS"))
         started = time.perf_counter()

@@ -104,6 +104,8 @@ class ServerContext:
     stats: BrokerStats = field(default_factory=BrokerStats)  # request latencies and per-topic traffic
     reassignments: ReassignmentOps | None = None  # the controller's reassignment calls (brokers.app wires them)
     elect_leaders: ElectLeaders | None = None  # the controller's elections (brokers.app wires it)
+    sasl: Any = None  # brokers.server.sasl.SaslServerConfig of a SASL_PLAINTEXT / SASL_SSL listener
+    user_configs: Any = None  # handlers.scram_credentials.UserConfigs: /config/users (brokers.app wires it)
     # brokers.acl_store.AclAuthorizer when authorizer.class.name is set; None: everything is allowed.
     authorizer: Any = None
 

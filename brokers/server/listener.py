@@ -8,6 +8,9 @@ one ``writelines`` (no writer task to wake per response).
 A request that needs no answer (Produce with acks=0) yields ``None`` and is skipped. A malformed
 frame, an oversized size prefix or an unknown API key closes that connection only, logged once
 with the peer.
+An SSL / SASL_SSL listener gets its ``ssl.SSLContext`` (brokers/server/tls.py): the transport does the
+handshake before ``connection_made``, where an SSL connection takes its principal from the client
+certificate; file ranges then always go through the transport (no sendfile under TLS).
 """
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ import asyncio
 import collections
 import logging
 import os
+import ssl
 from typing import Any, Awaitable, Callable
 
 from brokers.protocol.framing import FrameDecoder, ProtocolError
+from brokers.server.tls import peer_principal
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +52,17 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.closed = False
+        self.tls = False  # a TLS transport: bytes must go through it, never os.sendfile to its socket
 
     # -- asyncio.Protocol ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.tls = transport.get_extra_info("ssl_object") is not None  # the handshake is done by now
+        if self.tls and self.security_protocol == "SSL":  # SASL_SSL: the SASL layer says who it is
+            self.principal = peer_principal(transport)
+            log.debug("TLS connection from %s on %s: principal %s", self.peer, self.listener_name, self.principal)
         self._connections.add(self)
 
     def data_received(self, data: bytes) -> None:
@@ -104,7 +114,9 @@ class Connection(asyncio.Protocol):
         """Bytes and file ranges in order, synchronously. A range of at least SENDFILE_MIN_BYTES meeting
         an empty write buffer goes to the socket with ``os.sendfile`` (zero copy) for as much as the
         socket takes now; the rest of it, and smaller ranges, are read with pread (faster than sendfile
-        on loopback, wire-protocol.md §5) and joined into one ``writelines``. Nothing awaits, so
+        on loopback, wire-protocol.md §5) and joined into one ``writelines``. Over TLS there is no zero
+        copy: every range is read with pread and encrypted by the transport (``os.sendfile`` would put
+        plaintext on the socket, under the TLS stream). Nothing awaits, so
         nothing else can write between two parts of one answer (this works on any event loop: uvloop
         has no ``loop.sendfile``)."""
         if not segments or self.closed:
@@ -115,7 +127,7 @@ class Connection(asyncio.Protocol):
                 out.append(segment)
                 continue
             sent = 0
-            if SENDFILE_MIN_BYTES and segment.size >= SENDFILE_MIN_BYTES:
+            if SENDFILE_MIN_BYTES and segment.size >= SENDFILE_MIN_BYTES and not self.tls:
                 if out:
                     self.transport.writelines(out)
                     out = []
@@ -128,8 +140,8 @@ class Connection(asyncio.Protocol):
     def _sendfile_now(self, segment) -> int:
         """Bytes of ``segment`` sent straight from the page cache, 0 if the transport still buffers
         earlier bytes (they must go first) or the socket is full."""
-        sock = self.transport.get_extra_info("socket")
-        if sock is None or self.transport.get_write_buffer_size():
+        sock = self.transport.get_extra_info("socket")  # a TLS transport's is the raw socket: never for TLS
+        if sock is None or self.tls or self.transport.get_write_buffer_size():
             return 0
         try:
             return os.sendfile(sock.fileno(), segment.fileno(), segment.position, segment.size)
@@ -149,8 +161,10 @@ class Connection(asyncio.Protocol):
 
 class KafkaListener:
     def __init__(self, handle: Handler, host: str, port: int, max_request_bytes: int = 104857600, *,
-                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT"):
+                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
+                 ssl_context: ssl.SSLContext | None = None):
         self.listener_name, self.security_protocol = listener_name, security_protocol
+        self.ssl_context = ssl_context  # SSL / SASL_SSL listeners: the handshake happens before connection_made
         self._handle = handle
         self.host = host or "0.0.0.0"
         self.requested_port = port
@@ -169,8 +183,8 @@ class KafkaListener:
         self._server = await loop.create_server(
             lambda: Connection(self._handle, self.max_request_bytes, self.connections, self.listener_name,
                                self.security_protocol),
-            self.host, self.requested_port, reuse_address=True)
-        log.info("Kafka listener on %s:%d", self.host, self.port)
+            self.host, self.requested_port, reuse_address=True, ssl=self.ssl_context)
+        log.info("Kafka listener %s (%s) on %s:%d", self.listener_name, self.security_protocol, self.host, self.port)
 
     async def stop(self) -> None:
         if self._server is None:

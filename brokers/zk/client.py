@@ -348,6 +348,10 @@ class KafkaZkClient:
             return {}
         return ConfigEntityZNode.decode(data)
 
+    async def get_entity_names(self, entity_type: str) -> list[str]:
+        """The entities of a type with a config znode (``/config/<type>`` children), sanitized names."""
+        return await self._children_or_empty(ConfigEntityZNode.type_path(entity_type))
+
     async def change_entity_config(self, entity_type: str, name: str, config: dict[str, str]) -> None:
         """Write the entity's whole override set (last writer wins), then a ``config_change_`` notification
         so that every broker re-reads it; then purge notifications 15 minutes older than this one."""

@@ -22,6 +22,10 @@ class NotEmptyError(ZkError):
     pass
 
 
+class NoAuthError(ZkError):
+    """The znode's ACL does not let this session do that (``zookeeper.set.acl`` and no credentials)."""
+
+
 class ConnectionLossError(ZkError):
     """The connection dropped; the operation may or may not have been applied."""
 

@@ -22,6 +22,7 @@ from kazoo.exceptions import (
     BadVersionError as KazooBadVersion,
     ConnectionLoss,
     KazooException,
+    NoAuthError as KazooNoAuth,
     NodeExistsError as KazooNodeExists,
     NoNodeError as KazooNoNode,
     NotEmptyError as KazooNotEmpty,
@@ -29,12 +30,14 @@ from kazoo.exceptions import (
     SessionExpiredError as KazooSessionExpired,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
 
 from brokers.zk.errors import (
     BadVersionError,
     ConnectionLossError,
     ControllerMovedError,
     MultiOpError,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -42,7 +45,7 @@ from brokers.zk.errors import (
     ZkError,
 )
 from brokers.stats import ZOOKEEPER_BUCKETS, LatencyHistogram
-from brokers.zk.paths import ControllerEpochZNode
+from brokers.zk.paths import ControllerEpochZNode, world_readable
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +104,7 @@ Op = CreateOp | SetDataOp | DeleteOp | CheckOp
 _TRANSLATE: tuple[tuple[type[BaseException], type[ZkError]], ...] = (
     (KazooNoNode, NoNodeError), (KazooNodeExists, NodeExistsError), (KazooBadVersion, BadVersionError),
     (KazooNotEmpty, NotEmptyError), (KazooSessionExpired, SessionExpiredError), (ConnectionLoss, ConnectionLossError),
-    (KazooTimeoutError, ConnectionLossError),
+    (KazooTimeoutError, ConnectionLossError), (KazooNoAuth, NoAuthError),
 )
 
 
@@ -117,8 +120,15 @@ def _stat(stat: Any) -> ZnodeStat:
 
 
 class ZkGateway:
+    """``digest``: ``user:password`` to authenticate with (ZooKeeper's digest scheme, ``addauth digest``);
+    ``secure_acls``: ``zookeeper.set.acl`` -- every znode created through this gateway gets Kafka's secure
+    ACLs (``paths.world_readable``), so a client without the credentials cannot change cluster state."""
+
     def __init__(self, connect: str, *, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None,
-                 loop: asyncio.AbstractEventLoop | None = None):
+                 loop: asyncio.AbstractEventLoop | None = None, digest: str | None = None, secure_acls: bool = False):
+        if secure_acls and not digest:
+            raise ValueError("secure ZooKeeper ACLs need credentials to own them")
+        self.secure_acls = secure_acls
         self.connect_string = connect
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
@@ -127,7 +137,8 @@ class ZkGateway:
         self.session_state: SessionState | None = None  # None until the first connection (set on kazoo's thread)
         self.latency = LatencyHistogram(ZOOKEEPER_BUCKETS)  # every ZooKeeper round trip, seconds
         self._client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000, connection_retry={"max_tries": -1, "max_delay": 1},
-                                   command_retry={"max_tries": 0})
+                                   command_retry={"max_tries": 0},
+                                   auth_data=[("digest", digest)] if digest else None)
         self._client.add_listener(self._on_state)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -232,10 +243,17 @@ class ZkGateway:
         return _stat(stat) if stat is not None else None
 
     # -- writes --------------------------------------------------------------------------------
+    def _acl(self, path: str) -> list | None:
+        """The ACL a created znode gets: ZooKeeper's open ACL (None: kazoo's default), or with
+        ``zookeeper.set.acl`` the creator's identity only, plus world READ outside the sensitive roots."""
+        if not self.secure_acls:
+            return None
+        return [CREATOR_ALL_ACL[0], READ_ACL_UNSAFE[0]] if world_readable(path) else list(CREATOR_ALL_ACL)
+
     async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False,
                      makepath: bool = False) -> str:
-        return await self._call(self._client.create, path, data, ephemeral=ephemeral, sequence=sequential,
-                                makepath=makepath)
+        return await self._call(self._client.create, path, data, acl=self._acl(path), ephemeral=ephemeral,
+                                sequence=sequential, makepath=makepath)
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         return _stat(await self._call(self._client.set, path, data, version=version))
@@ -244,7 +262,7 @@ class ZkGateway:
         await self._call(self._client.delete, path, version=version, recursive=recursive)
 
     async def ensure_path(self, path: str) -> None:
-        await self._call(self._client.ensure_path, path)
+        await self._call(self._client.ensure_path, path, acl=self._acl(path))
 
     async def multi(self, ops: list[Op]) -> list[Any]:
         """Run ``ops`` atomically; results are created paths / ZnodeStats / True in op order.
@@ -261,7 +279,8 @@ class ZkGateway:
         transaction = self._client.transaction()
         for op in ops:
             if isinstance(op, CreateOp):
-                transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+                transaction.create(op.path, op.data, acl=self._acl(op.path), ephemeral=op.ephemeral,
+                                   sequence=op.sequential)
             elif isinstance(op, SetDataOp):
                 transaction.set_data(op.path, op.data, version=op.version)
             elif isinstance(op, DeleteOp):

@@ -517,3 +517,16 @@ class AclChangeNotificationZNode:
         if not child.startswith(AclChangeNotificationZNode.PREFIX):
             raise ValueError(f"not an acl change notification: {child!r}")
         return int(child[len(AclChangeNotificationZNode.PREFIX):])
+
+
+# -- znode ACLs (zookeeper.set.acl) ------------------------------------------------------------------
+SENSITIVE_ROOTS = ("/config/users", "/delegation_token")
+"""Kafka's ``ZkData.sensitiveRootPaths``: secrets live below them (SCRAM credentials, token keys), so with
+``zookeeper.set.acl`` nobody but the brokers' identity may even read them."""
+
+
+def world_readable(path: str) -> bool:
+    """Kafka's ``ZkData.defaultAcls`` with ``zookeeper.set.acl=true``: every znode the brokers create gets
+    CREATOR_ALL (the brokers' authenticated identity may do anything) plus world READ, except below the
+    sensitive roots, which get CREATOR_ALL only."""
+    return not any(path == root or path.startswith(root + "/") for root in SENSITIVE_ROOTS)

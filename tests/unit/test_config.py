@@ -64,6 +64,8 @@ def test_kafka_defaults():
     ({"zookeeper.connect": "x", "num.partitions": "0"}, "num.partitions"),
     ({"num.partitions": "1"}, "zookeeper.connect"),
     ({"zookeeper.connect": "x", "http.port": "70000"}, "http.port"),
+    ({"zookeeper.connect": "x", "zookeeper.set.acl": "true"}, "zookeeper.digest.credentials"),
+    ({"zookeeper.connect": "x", "zookeeper.digest.credentials": "nocolon"}, "zookeeper.digest.credentials"),
 ])
 def test_bad_keys_and_values_are_named(props, named):
     with pytest.raises(ConfigError, match=named.replace(".", r"\.")):

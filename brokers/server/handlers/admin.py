@@ -59,7 +59,7 @@ from brokers.authorizer import (
     TRANSACTIONAL_ID,
     WRITE,
 )
-from brokers.config import SCHEMA
+from brokers.config import SCHEMA, is_sensitive
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
@@ -256,6 +256,7 @@ def _broker_entries(context: ServerContext, name: str) -> dict[str, Entry]:
             continue
         default = SCHEMA.get(key, (None, None))[1]
         text, source = _config_text(value), DEFAULT_CONFIG if value == default else STATIC_BROKER_CONFIG
+        text = None if is_sensitive(key) else text  # a password is never shown (Kafka: value null, sensitive)
         entries[key] = (text, source, True, [(key, text, source)])
     if name == "":  # the cluster default: only its dynamic overrides
         entries = {}
@@ -283,9 +284,11 @@ async def _describe(context: ServerContext, resource: Any, synonyms: bool) -> di
     wanted = sorted(entries) if keys is None else [key for key in dict.fromkeys(keys) if key in entries]
     for key in wanted:
         value, source, read_only, entry_synonyms = entries[key]
+        secret = is_sensitive(key)
         result["configs"].append(dict(
-            name=key, value=value, read_only=read_only, config_source=source, is_sensitive=False,
-            synonyms=[dict(name=n, value=v, source=s) for n, v, s in entry_synonyms] if synonyms else [],
+            name=key, value=None if secret else value, read_only=read_only, config_source=source, is_sensitive=secret,
+            synonyms=[dict(name=n, value=None if secret else v, source=s) for n, v, s in entry_synonyms]
+            if synonyms else [],
             config_type=0, documentation=None))
     return result
 

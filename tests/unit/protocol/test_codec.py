@@ -76,6 +76,11 @@ REQUESTS = {
                              host="*", operation=3, permission_type=3)]),
     31: dict(filters=[dict(resource_type_filter=3, resource_name_filter=None, pattern_type_filter=1,
                            principal_filter="User:bob", host_filter="*", operation=2, permission_type=2)]),
+    17: dict(mechanism="SCRAM-SHA-512"),
+    36: dict(auth_bytes=b"n,,n=alice,r=abc"),
+    50: dict(users=[dict(name="alice")]),
+    51: dict(deletions=[dict(name="bob", mechanism=2)], upsertions=[dict(
+        name="alice", mechanism=1, iterations=8192, salt=b"salt", salted_password=b"x" * 32)]),
 }
 
 DECODABLE = [(k, v) for k, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1) if not (k == 0 and v < 3)]

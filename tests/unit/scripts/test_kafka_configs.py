@@ -33,7 +33,7 @@ def test_delete_config_splits_on_commas():
 
 @pytest.mark.parametrize("argv, flag", [
     (["--entity-type", "topics", "--entity-name", "t", "--describe"], "--bootstrap-server"),
-    (["--bootstrap-server", "h:1", "--entity-type", "users", "--entity-name", "u", "--describe"], "--entity-type"),
+    (["--bootstrap-server", "h:1", "--entity-type", "clients", "--entity-name", "u", "--describe"], "--entity-type"),
     (["--bootstrap-server", "h:1", "--entity-type", "topics", "--entity-default", "--describe"], "--entity-default"),
     (["--bootstrap-server", "h:1", "--entity-type", "topics", "--entity-name", "t", "--alter"], "--add-config"),
     (["--bootstrap-server", "h:1", "--entity-type", "topics", "--alter", "--add-config", "a=1"], "--entity-name"),
@@ -44,6 +44,7 @@ def test_delete_config_splits_on_commas():
      "--delete-config"),
     (["--bootstrap-server", "h:1", "--entity-type", "topics", "--entity-name", "t", "--describe", "--bogus"], "--bogus"),
     (["--zookeeper", "h:1", "--entity-type", "topics", "--describe"], "--entity-name"),
+    (["--zookeeper", "h:1", "--entity-type", "users", "--entity-name", "u", "--describe", "--all"], "--all"),
 ])
 def test_bad_flags_exit_2_naming_the_flag(argv, flag, capsys):
     with pytest.raises(SystemExit) as exit_info:

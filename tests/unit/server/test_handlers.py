@@ -599,3 +599,25 @@ def test_describe_broker_configs(world):
     assert configs["delete.topic.enable"] == ("true", 5, True)  # DEFAULT_CONFIG
     assert configs["listeners"] == ("PLAINTEXT://:9092", 5, True)
     assert "broker.rack" not in configs  # unset keys are not listed
+
+
+def test_describe_broker_configs_never_shows_a_secret(tmp_path):
+    world = World(tmp_path, **{"zookeeper.digest.credentials": "kafka:zk-secret", "zookeeper.set.acl": "true"})
+    try:
+        (result,) = describe(world, [(4, "1", ["zookeeper.digest.credentials", "zookeeper.set.acl"])], synonyms=True)
+        configs = {c.name: c for c in result.configs}
+        secret = configs["zookeeper.digest.credentials"]
+        assert (secret.value, secret.is_sensitive, [s.value for s in secret.synonyms]) == (None, True, [None])
+        assert (configs["zookeeper.set.acl"].value, configs["zookeeper.set.acl"].is_sensitive) == ("true", False)
+    finally:
+        world.log_manager.shutdown()
+
+
+def test_describe_broker_configs_never_shows_a_password(tmp_path):
+    w = World(tmp_path, **{"ssl.key.password": "s3cret", "ssl.keystore.type": "PEM"})
+    try:
+        (result,) = describe(w, [(4, "1", ["ssl.key.password", "ssl.keystore.type"])], synonyms=True)
+    finally:
+        w.log_manager.shutdown()
+    configs = {c.name: (c.value, c.is_sensitive, [s.value for s in c.synonyms]) for c in result.configs}
+    assert configs == {"ssl.key.password": (None, True, [None]), "ssl.keystore.type": ("PEM", False, ["PEM"])}

@@ -118,3 +118,24 @@ def test_config_change_sequence_numbers():
     assert Notification.sequence("config_change_0000000042") == 42
     with pytest.raises(ValueError):
         Notification.sequence("isr_change_0000000001")
+
+
+def test_secure_acls_keep_the_sensitive_roots_unreadable():
+    from brokers.zk.paths import world_readable
+
+    assert world_readable("/brokers/topics/t") and world_readable("/controller") and world_readable("/config/topics/t")
+    assert not world_readable("/config/users") and not world_readable("/config/users/alice")
+    assert not world_readable("/delegation_token/keys") and world_readable("/config/usersx")
+
+
+def test_the_gateway_gives_creator_all_and_world_read_only_with_zookeeper_set_acl():
+    from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+
+    from brokers.zk.gateway import ZkGateway
+
+    assert ZkGateway("127.0.0.1:1")._acl("/brokers/topics/t") is None  # ZooKeeper's open default
+    secure = ZkGateway("127.0.0.1:1", digest="kafka:secret", secure_acls=True)
+    assert secure._acl("/brokers/topics/t") == [CREATOR_ALL_ACL[0], READ_ACL_UNSAFE[0]]
+    assert secure._acl("/config/users/alice") == list(CREATOR_ALL_ACL)
+    with pytest.raises(ValueError):
+        ZkGateway("127.0.0.1:1", secure_acls=True)

@@ -1,0 +1,206 @@
+"""TLS for SSL and SASL_SSL listeners: Kafka's ``ssl.*`` broker configs -> ``ssl.SSLContext``, and the
+principal a client certificate stands for.
+
+Settings (Kafka's names; ``listener.name.<listener lower case>.ssl.*`` overrides the global key for
+that listener, ``BrokerConfig.listener_value``):
+
+- ``ssl.keystore.type`` must be ``PEM`` (Kafka's default ``JKS`` is Java's own format);
+  ``ssl.keystore.location`` is a KIP-651 PEM keystore: one file holding the private key and the
+  certificate chain; ``ssl.key.password`` decrypts an encrypted key.
+- ``ssl.truststore.type`` ``PEM``; ``ssl.truststore.location`` a PEM CA bundle (the system's CAs when
+  unset, as Java falls back to its default truststore).
+- ``ssl.client.auth``: ``none`` (no client certificate asked for), ``requested`` (verified if sent),
+  ``required`` (a client without a trusted certificate fails the handshake).
+- ``ssl.enabled.protocols`` (``TLSv1.2,TLSv1.3``) bound the versions; ``ssl.protocol`` caps them.
+- ``ssl.endpoint.identification.algorithm`` (``https``): the inter-broker client checks the server
+  certificate's name; empty turns that off.
+
+Principal (Kafka's default principal builder, ``ssl.principal.mapping.rules=DEFAULT``): ``User:`` and
+the certificate's subject DN in RFC 2253 form, most specific RDN first (``User:CN=alice,OU=eng,O=zkafka``);
+``User:ANONYMOUS`` when the client presented no (verified) certificate.
+Any unreadable or wrong file raises ``ConfigError`` naming the key and the file.
+"""
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brokers.config import BrokerConfig, ConfigError
+
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+ANONYMOUS = "User:ANONYMOUS"  # brokers.server.listener.ANONYMOUS too (the listener imports this module)
+CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+PROTOCOLS = {"TLS": ssl.TLSVersion.TLSv1_3, "TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+# OpenSSL's attribute names (getpeercert) -> RFC 2253 keywords (Java's X500Principal.getName())
+RDN_KEYWORDS = {"commonName": "CN", "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
+                "organizationName": "O", "organizationalUnitName": "OU", "streetAddress": "STREET",
+                "domainComponent": "DC", "userId": "UID"}
+EMAIL_OID = "1.2.840.113549.1.9.1"
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    listener: str
+    keystore_type: str = "JKS"
+    keystore_location: str | None = None
+    key_password: str | None = None
+    truststore_type: str = "JKS"
+    truststore_location: str | None = None
+    client_auth: str = "none"
+    enabled_protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")
+    protocol: str = "TLSv1.3"
+    endpoint_identification: str = "https"
+
+    @classmethod
+    def for_listener(cls, config: BrokerConfig, listener: str) -> "TlsSettings":
+        def get(key: str) -> Any:
+            return config.listener_value(listener, key)
+
+        return cls(listener, get("ssl.keystore.type").upper(), get("ssl.keystore.location"), get("ssl.key.password"),
+                   get("ssl.truststore.type").upper(), get("ssl.truststore.location"),
+                   get("ssl.client.auth").lower(), tuple(get("ssl.enabled.protocols")), get("ssl.protocol"),
+                   get("ssl.endpoint.identification.algorithm").lower())
+
+    def key(self, name: str) -> str:
+        """The config key to name in an error: the per-listener one, as the user may have set either."""
+        return f"{name} (listener {self.listener})"
+
+
+def _versions(settings: TlsSettings) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    unknown = [p for p in settings.enabled_protocols if p not in VERSIONS]
+    if unknown or not settings.enabled_protocols:
+        raise ConfigError(f"{settings.key('ssl.enabled.protocols')}: {', '.join(unknown) or 'empty'} not supported "
+                          f"(expected some of {', '.join(VERSIONS)})")
+    if settings.protocol not in PROTOCOLS:
+        raise ConfigError(f"{settings.key('ssl.protocol')}: {settings.protocol!r} not supported "
+                          f"(expected one of {', '.join(PROTOCOLS)})")
+    versions = sorted(VERSIONS[p] for p in settings.enabled_protocols)
+    highest = min(versions[-1], PROTOCOLS[settings.protocol])
+    if highest < versions[0]:
+        raise ConfigError(f"{settings.key('ssl.protocol')}: {settings.protocol} excludes every protocol of "
+                          f"ssl.enabled.protocols ({', '.join(settings.enabled_protocols)})")
+    return versions[0], highest
+
+
+def _load_keystore(context: ssl.SSLContext, settings: TlsSettings, required: bool) -> None:
+    location = settings.keystore_location
+    if not location:
+        if required:
+            raise ConfigError(f"{settings.key('ssl.keystore.location')} is required: a PEM file with the broker's "
+                              f"private key and certificate chain")
+        return
+    if settings.keystore_type != "PEM":
+        raise ConfigError(f"{settings.key('ssl.keystore.type')}: {settings.keystore_type} is not supported for "
+                          f"{location}: zkafka reads PEM keystores (ssl.keystore.type=PEM, KIP-651)")
+    _readable("ssl.keystore.location", location, settings)
+    try:
+        context.load_cert_chain(location, password=settings.key_password)
+    except (ssl.SSLError, ValueError, TypeError) as exc:
+        raise ConfigError(f"{settings.key('ssl.keystore.location')}: {location} is not a PEM keystore with a "
+                          f"private key and certificate chain (or ssl.key.password is wrong): {exc}") from None
+
+
+def _load_truststore(context: ssl.SSLContext, settings: TlsSettings, purpose: ssl.Purpose) -> None:
+    location = settings.truststore_location
+    if not location:
+        context.load_default_certs(purpose)
+        return
+    if settings.truststore_type != "PEM":
+        raise ConfigError(f"{settings.key('ssl.truststore.type')}: {settings.truststore_type} is not supported for "
+                          f"{location}: zkafka reads PEM truststores (ssl.truststore.type=PEM)")
+    _readable("ssl.truststore.location", location, settings)
+    try:
+        context.load_verify_locations(cafile=location)
+    except ssl.SSLError as exc:
+        raise ConfigError(f"{settings.key('ssl.truststore.location')}: {location} holds no PEM certificate: "
+                          f"{exc}") from None
+
+
+def _readable(key: str, location: str, settings: TlsSettings) -> None:
+    try:
+        Path(location).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{settings.key(key)}: cannot read {location}: {exc.strerror}") from None
+
+
+def server_context(settings: TlsSettings) -> ssl.SSLContext:
+    """The listener's context: its keystore, and client certificates verified against the truststore
+    as ``ssl.client.auth`` says."""
+    if settings.client_auth not in CLIENT_AUTH:
+        raise ConfigError(f"{settings.key('ssl.client.auth')}: {settings.client_auth!r} is not one of "
+                          f"{', '.join(CLIENT_AUTH)}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version, context.maximum_version = _versions(settings)
+    _load_keystore(context, settings, required=True)
+    context.verify_mode = CLIENT_AUTH[settings.client_auth]
+    if context.verify_mode != ssl.CERT_NONE:
+        _load_truststore(context, settings, ssl.Purpose.CLIENT_AUTH)
+    return context
+
+
+def client_context(settings: TlsSettings) -> ssl.SSLContext:
+    """The inter-broker client's context: trusts the truststore, checks the server's name unless
+    ``ssl.endpoint.identification.algorithm`` is empty, presents the keystore's certificate if any."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version, context.maximum_version = _versions(settings)
+    context.check_hostname = settings.endpoint_identification == "https"
+    if settings.endpoint_identification not in ("", "https"):
+        raise ConfigError(f"{settings.key('ssl.endpoint.identification.algorithm')}: "
+                          f"{settings.endpoint_identification!r} is not https or empty")
+    _load_truststore(context, settings, ssl.Purpose.SERVER_AUTH)
+    _load_keystore(context, settings, required=False)
+    return context
+
+
+def principal(peercert: dict | None) -> str:
+    """``User:<subject DN, RFC 2253>`` of a verified peer certificate (``SSLObject.getpeercert()``),
+    ``User:ANONYMOUS`` without one."""
+    subject = (peercert or {}).get("subject")
+    return f"User:{rfc2253(subject)}" if subject else ANONYMOUS
+
+
+def rfc2253(subject: tuple) -> str:
+    """The DN as Java's ``X500Principal.getName()`` writes it: RDNs most specific first (the reverse of
+    the certificate's order), ``+`` inside a multi-valued RDN, RFC 2253 escaping."""
+    return ",".join("+".join(_attribute(name, value) for name, value in rdn) for rdn in reversed(subject))
+
+
+def _attribute(name: str, value: str) -> str:
+    if name == "emailAddress":  # no RFC 2253 keyword: the OID and the value's DER (IA5String), in hex
+        data = value.encode("ascii")
+        return f"{EMAIL_OID}=#16{len(data):02x}{data.hex()}" if len(data) < 128 else f"{EMAIL_OID}={_escape(value)}"
+    return f"{RDN_KEYWORDS.get(name, name)}={_escape(value)}"
+
+
+def _escape(value: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;' else c for c in value)
+    if out.startswith(("#", " ")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
+def peer_principal(transport: Any) -> str:
+    """The principal of a TLS transport's client, after the handshake (``connection_made``)."""
+    ssl_object = transport.get_extra_info("ssl_object")
+    return principal(ssl_object.getpeercert()) if ssl_object is not None else ANONYMOUS
+
+
+def listener_contexts(config: BrokerConfig) -> dict[str, ssl.SSLContext]:
+    """A server context per SSL / SASL_SSL listener, built at start-up (a bad file stops it there)."""
+    return {e.listener: server_context(TlsSettings.for_listener(config, e.listener))
+            for e in config.listeners if e.security_protocol in TLS_PROTOCOLS}
+
+
+def inter_broker_context(config: BrokerConfig) -> ssl.SSLContext | None:
+    """The replica fetchers' client context when the inter-broker listener (``inter.broker.listener.name``,
+    else the first advertised one, as the fetchers pick) is SSL / SASL_SSL; its ``ssl.*`` settings."""
+    name = config["inter.broker.listener.name"] or next((e.listener for e in config.advertised_listeners), None)
+    endpoint = next((e for e in config.advertised_listeners if e.listener == name), None)
+    if endpoint is None or endpoint.security_protocol not in TLS_PROTOCOLS:
+        return None
+    return client_context(TlsSettings.for_listener(config, name))

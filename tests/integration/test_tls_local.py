@@ -1,0 +1,126 @@
+"""TLS on a real KafkaListener in-process (no ZooKeeper; tests/integration/test_kafka_api_local.py's
+Broker): the handshake with ``ssl.client.auth=required`` (a trusted client certificate becomes the
+connection's principal; none, an untrusted or an expired one is refused before any request is handled),
+a Fetch of a >1 MiB file range over TLS (sendfile would have put plaintext under the TLS stream), and a
+broker whose SSL listener has a bad keystore exiting at start-up with the key and the file named."""
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from brokers.config import BrokerConfig
+from brokers.model import TopicPartition as TP
+from brokers.protocol import codec
+from brokers.protocol.record import Record, build_batch
+from brokers.server.apis import KafkaApis
+from brokers.server.listener import SENDFILE_MIN_BYTES, KafkaListener
+from brokers.server.tls import listener_contexts
+from tests.certs import make_pki
+from tests.integration.test_kafka_api_local import BASE_TS, TIMEOUT, Broker, fetch_request, read_frames
+
+ALICE = "User:CN=alice,OU=eng,O=zkafka"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory, pki):
+    """The local broker plus an SSL listener (client auth required) on the same KafkaApis; every
+    handled request's (api key, principal) is recorded."""
+    b = Broker(tmp_path_factory.mktemp("broker"))
+    config = BrokerConfig.from_properties({
+        "zookeeper.connect": "127.0.0.1:2181", "listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki.server_keystore), "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki.ca), "ssl.client.auth": "required"})
+    apis = KafkaApis(b.context)
+    b.handled = []
+
+    async def handle(frame, connection):
+        b.handled.append((int.from_bytes(frame[:2], "big"), connection.principal, connection.tls))
+        return await apis.handle(frame, connection)
+
+    async def start():
+        b.ssl_listener = KafkaListener(handle, "127.0.0.1", 0, listener_name="SSL", security_protocol="SSL",
+                                       ssl_context=listener_contexts(config)["SSL"])
+        await b.ssl_listener.start()
+
+    b.call(start())
+    yield b
+    b.call(b.ssl_listener.stop())
+    b.stop()
+
+
+def client(pki, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    if cert is not None:
+        context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+def api_versions_over(broker, context: ssl.SSLContext) -> socket.socket:
+    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", broker.ssl_listener.port), TIMEOUT),
+                               server_hostname="127.0.0.1")
+    sock.sendall(codec.encode_request(18, 0, 7, "tls-test", codec.build(codec.request_class(18, 0))))
+    return sock
+
+
+def test_a_trusted_client_certificate_is_the_principal(broker, pki):
+    before = len(broker.handled)
+    with api_versions_over(broker, client(pki, pki.client_cert, pki.client_key)) as sock:
+        (frame,) = read_frames(sock, 1)
+    correlation_id, body = codec.decode_response(18, 0, frame)
+    assert correlation_id == 7 and body.error_code == 0
+    assert broker.handled[before:] == [(18, ALICE, True)]
+
+
+@pytest.mark.parametrize("who", ["no certificate", "untrusted CA", "expired"])
+def test_required_client_auth_refuses_before_any_request_is_handled(broker, pki, who):
+    cert = {"no certificate": (None, None), "untrusted CA": (pki.untrusted_cert, pki.untrusted_key),
+            "expired": (pki.expired_cert, pki.expired_key)}[who]
+    before = len(broker.handled)
+    with pytest.raises((ssl.SSLError, ConnectionError, AssertionError)):
+        # TLS 1.3: the client's handshake ends before the server checks its certificate, so the
+        # refusal (an alert, then the close) arrives on the first read
+        with api_versions_over(broker, client(pki, *cert)) as sock:
+            read_frames(sock, 1)
+    assert broker.handled[before:] == []
+
+
+def test_a_fetch_of_more_than_a_mebibyte_over_tls_arrives_whole(broker, pki):
+    """A range >= SENDFILE_MIN_BYTES, which a PLAINTEXT connection sends with os.sendfile, is read
+    with pread and encrypted on a TLS one: the client gets the log's bytes exactly."""
+    broker.call(broker._lead("big-tls", 1))
+    partition = broker.replica_manager.partitions[TP("big-tls", 0)]
+    chunk = 1 << 18
+    for i in range(3 * SENDFILE_MIN_BYTES // chunk):
+        partition.log.append_as_leader(build_batch([Record(0, 0, None, bytes([i]) * chunk)], base_timestamp=BASE_TS), 0)
+    partition.log.update_high_watermark(partition.log.log_end_offset)
+    stored = partition.log.read(0, 1 << 30).records.read()
+    assert len(stored) > 2 * SENDFILE_MIN_BYTES
+    context = client(pki, pki.client_cert, pki.client_key)
+    with context.wrap_socket(socket.create_connection(("127.0.0.1", broker.ssl_listener.port), TIMEOUT),
+                             server_hostname="localhost") as sock:
+        sock.sendall(codec.encode_request(1, 11, 1, "tls-fetch", fetch_request("big-tls", 0, 0)))
+        (frame,) = read_frames(sock, 1)
+    correlation_id, body = codec.decode_response(1, 11, frame)
+    assert correlation_id == 1
+    assert bytes(body.responses[0].partitions[0].records) == stored
+
+
+def test_a_bad_keystore_stops_start_up_naming_the_key_and_the_file(tmp_path):
+    properties = tmp_path / "server.properties"
+    properties.write_text("broker.id=1\nzookeeper.connect=127.0.0.1:1\nlisteners=SSL://127.0.0.1:0\n"
+                          f"log.dirs={tmp_path / 'logs'}\nssl.keystore.type=PEM\n"
+                          f"ssl.keystore.location={tmp_path / 'missing.pem'}\n")
+    done = subprocess.run([sys.executable, "-m", "brokers", "--config", str(properties)], capture_output=True,
+                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 2
+    assert f"ssl.keystore.location (listener SSL): cannot read {tmp_path / 'missing.pem'}" in done.stderr
