@@ -5,18 +5,16 @@ TLS (RF 3, min.insync.replicas=3: an acknowledged write proves every follower au
 password is refused and writes nothing; a client that does not trust the brokers' CA never gets in."""
 from __future__ import annotations
 
-import time
-
 import kafka
 import kafka.errors
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts import kafka_configs
 from scripts.cluster import Cluster, ClusterSpec
 from tests.certs import make_pki
-from tests.integration.conditions import wait_for
+from tests.integration.test_sasl import consume_all
 
 SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
 
@@ -54,20 +52,6 @@ def confluent(cluster, pki, password="alice-secret", **extra) -> dict:
             "sasl.password": password, **extra}
 
 
-def consume(config: dict, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer({**config, "group.id": f"g-{time.monotonic_ns()}", "auto.offset.reset": "earliest"})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values, deadline = [], time.monotonic() + 30
-    try:
-        while len(values) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-    finally:
-        consumer.close()
-    return values
-
-
 def test_scram_over_tls_with_both_clients_at_rf3(cluster, pki):
     admin = AdminClient(confluent(cluster, pki))
     admin.create_topics([NewTopic("secure", 1, 3, config={"min.insync.replicas": "3"})])["secure"].result(30)
@@ -82,7 +66,7 @@ def test_scram_over_tls_with_both_clients_at_rf3(cluster, pki):
         python.send("secure", value=b"p%d" % n)
     python.flush(30)
     python.close()
-    values = consume(confluent(cluster, pki), "secure", 40)
+    values = consume_all(confluent(cluster, pki), "secure", 40)
     assert sorted(values) == sorted([b"c%d" % n for n in range(20)] + [b"p%d" % n for n in range(20)])
     consumer = kafka.KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers.split(","), security_protocol="SASL_SSL",
                                    ssl_cafile=str(pki.ca), sasl_mechanism="SCRAM-SHA-512",
@@ -109,4 +93,4 @@ def test_a_wrong_password_or_an_untrusted_broker_writes_nothing(cluster, pki):
     untrusted.produce("guarded", value=b"x", on_delivery=lambda err, msg: errors.append(err))
     untrusted.flush(15)
     assert errors and errors[0] is not None
-    assert consume(confluent(cluster, pki), "guarded", 1) == []
+    assert consume_all(confluent(cluster, pki), "guarded", 1) == []
