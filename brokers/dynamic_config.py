@@ -94,6 +94,7 @@ class DynamicBrokerConfig:
         self.cluster_default: dict[str, str] = {}
         self.per_broker: dict[str, str] = {}
         self.listeners: list[Callable[["DynamicBrokerConfig"], None]] = []
+        self._refresh_rates()
 
     # -- updates -------------------------------------------------------------------------------
     def update(self, entity: str, overrides: Mapping[str, str]) -> bool:
@@ -114,6 +115,7 @@ class DynamicBrokerConfig:
         else:
             return False
         if changed:
+            self._refresh_rates()
             log.info("dynamic broker config now: default %s, broker %d %s", self.cluster_default, self.broker_id,
                      self.per_broker)
             for listener in list(self.listeners):
@@ -159,10 +161,8 @@ class DynamicBrokerConfig:
     def overrides(self, per_broker: bool) -> dict[str, str]:
         return dict(self.per_broker if per_broker else self.cluster_default)
 
-    @property
-    def leader_replication_throttled_rate(self) -> int:
-        return int(self.value(LEADER_THROTTLED_RATE))
-
-    @property
-    def follower_replication_throttled_rate(self) -> int:
-        return int(self.value(FOLLOWER_THROTTLED_RATE))
+    def _refresh_rates(self) -> None:
+        """The throttle bounds as plain ints: the replication hot paths read them per fetch, so they are
+        resolved once per change, not through the synonym chain on every read."""
+        self.leader_replication_throttled_rate = int(self.value(LEADER_THROTTLED_RATE))
+        self.follower_replication_throttled_rate = int(self.value(FOLLOWER_THROTTLED_RATE))

@@ -143,8 +143,10 @@ class ReplicaFetcher:
         if truncating:
             await self._truncate(connection, truncating)
             return
-        now_ms = int(time.time() * 1000)
-        allowed = {tp: s for tp, s in ready.items() if not self._throttled(tp, s, now_ms)}
+        allowed = ready
+        if self.quota.enabled:
+            now_ms = int(time.time() * 1000)
+            allowed = {tp: s for tp, s in ready.items() if not self._throttled(tp, s, now_ms)}
         if not allowed:  # every partition is over the follower throttle: wait for the rate to drop
             await asyncio.sleep(THROTTLED_BACKOFF_S)
             return

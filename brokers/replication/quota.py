@@ -14,10 +14,9 @@ Pure: time comes in as an argument (milliseconds), nothing here sleeps or awaits
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Container
 
-LONG_MAX = 2**63 - 1
-ALL = "*"
+from brokers.storage.log_config import LONG_MAX
 
 
 class RateMeter:
@@ -75,15 +74,13 @@ class ReplicationQuota:
             self.throttled_bytes += size
 
 
-def is_throttled(throttled: Collection[tuple[int, int]] | str | object, partition: int, broker_id: int) -> bool:
-    """Whether the replica ``(partition, broker_id)`` is named by a throttled-replicas config value
-    (``ALL``/``*``-like marker objects whose ``str`` is ``*`` or ``ALL_REPLICAS`` mean every replica)."""
-    if isinstance(throttled, (set, frozenset, list, tuple)):
-        return (partition, broker_id) in throttled
-    return str(throttled) in (ALL, "ALL_REPLICAS")
+def is_throttled(throttled: Container[tuple[int, int]], partition: int, broker_id: int) -> bool:
+    """Whether the replica ``(partition, broker_id)`` is named by a parsed throttled-replicas config
+    (``LogConfig.leader_throttled_replicas``: a set of pairs, or ``ALL_REPLICAS``, which contains every one)."""
+    return (partition, broker_id) in throttled
 
 
-def should_throttle(quota: ReplicationQuota, throttled: object, partition: int, broker_id: int,
+def should_throttle(quota: ReplicationQuota, throttled: Container[tuple[int, int]], partition: int, broker_id: int,
                     replica_in_sync: bool, now_ms: int) -> bool:
     """Kafka's ``shouldLeaderThrottle`` / ``shouldFollowerThrottle``: not in the ISR, a throttled replica,
     and the quota exceeded."""

@@ -98,15 +98,14 @@ def _resolve(context: ServerContext, request: Any, allowed: set[str] | None) -> 
 class LeaderThrottle:
     """The leader side of KIP-73 for one follower's Fetch: a throttled replica that is not in the ISR gets
     no data while the leader's replication rate is over ``leader.replication.throttled.rate``; the bytes
-    sent to throttled replicas count towards that rate."""
+    sent to throttled replicas count towards that rate. Made only while a leader rate is set."""
 
     def __init__(self, context: ServerContext, replica_id: int):
         self.quota, self.broker_id, self.replica_id = context.replica_manager.leader_quota, context.broker_id, replica_id
         self.pending = 0  # bytes of throttled replicas in the read about to be sent
-        self.enabled = self.quota.enabled  # once per request: the rate is a live config read
 
     def _listed(self, partition: Partition) -> bool:
-        return (self.enabled and self.replica_id not in partition.isr
+        return (self.replica_id not in partition.isr
                 and is_throttled(partition.log.config.leader_throttled_replicas,
                                  partition.topic_partition.partition, self.broker_id))
 
@@ -206,7 +205,8 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     throttle = None
     if from_follower:
         _record_follower_fetch(context, replica_id, resolved)
-        throttle = LeaderThrottle(context, replica_id)
+        if context.replica_manager.leader_quota.enabled:
+            throttle = LeaderThrottle(context, replica_id)
     while True:
         led = [partition for _, _, partition in resolved if isinstance(partition, Partition)]
         wakeup = loop.create_future()  # registered before reading: what happens after the read wakes us

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from brokers.replication.quota import LONG_MAX, RateMeter, ReplicationQuota, is_throttled, should_throttle
+from brokers.storage.log_config import ALL_REPLICAS
 
 
 def test_the_rate_is_bytes_over_at_least_the_full_window_minus_one():
@@ -40,13 +41,13 @@ def test_a_quota_is_exceeded_while_the_rate_is_above_the_bound_and_recovers():
 def test_throttled_replica_lists_name_partition_and_broker_or_everything():
     assert is_throttled(frozenset({(0, 1), (1, 2)}), 0, 1)
     assert not is_throttled(frozenset({(0, 1), (1, 2)}), 0, 2)
-    assert is_throttled("*", 5, 9)
+    assert is_throttled(ALL_REPLICAS, 5, 9)
     assert not is_throttled(frozenset(), 0, 1)
 
 
 def test_in_sync_replicas_are_never_throttled():
     quota = ReplicationQuota(lambda: 1, RateMeter(num_samples=2, window_ms=1000))
     quota.record(10_000, 0)
-    assert should_throttle(quota, "*", 0, 3, replica_in_sync=False, now_ms=10)
-    assert not should_throttle(quota, "*", 0, 3, replica_in_sync=True, now_ms=10)
+    assert should_throttle(quota, ALL_REPLICAS, 0, 3, replica_in_sync=False, now_ms=10)
+    assert not should_throttle(quota, ALL_REPLICAS, 0, 3, replica_in_sync=True, now_ms=10)
     assert not should_throttle(quota, frozenset({(1, 3)}), 0, 3, replica_in_sync=False, now_ms=10)
