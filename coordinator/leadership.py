@@ -16,6 +16,7 @@ Every change queues LeaderAndIsr for the partition's live replicas (and so Updat
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Callable
 
 from brokers.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -114,28 +115,28 @@ class PartitionLeadership:
             log.warning("%s: UNCLEAN leader election of %d, outside the ISR %s (unclean.leader.election.enable): "
                         "committed records it lacks are lost", tp, result.leader, list(current.leader_and_isr.isr))
         new = current.leader_and_isr.new_leader_and_isr(result.leader, tuple(result.isr))
-        version = await self._write_or_reread(tp, new, retry)
-        if version is None:
+        if not await self._write(tp, new, retry):
             return await self._elect_one(tp, strategy, mark_offline_if_none, retry=False)
-        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(new.leader, new.leader_epoch, new.isr, version),
-                                                         ctx.epoch)
         self._transition(tp, PartitionState.Online)
         self.batch.add_leader_and_isr(replicas, tp)
         log.info("%s: leader %d epoch %d isr %s", tp, new.leader, new.leader_epoch, list(new.isr))
         return True
 
-    async def _write_or_reread(self, tp: TopicPartition, new: LeaderAndIsr, retry: bool) -> int | None:
-        """Compare-and-set the partition state; on a version conflict re-read it from ZooKeeper and
-        return None (the caller decides again, once), or raise when no retry is left."""
+    async def _write(self, tp: TopicPartition, new: LeaderAndIsr, retry: bool) -> bool:
+        """Compare-and-set the partition state and record it (with its new znode version) in the context.
+        On a version conflict re-read it from ZooKeeper and return False (the caller decides again,
+        once), or raise when no retry is left."""
         ctx = self.context
         try:
-            return await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
-                                                         LeaderIsrAndControllerEpoch(new, ctx.epoch))
+            version = await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
+                                                            LeaderIsrAndControllerEpoch(new, ctx.epoch))
         except MultiOpError as exc:
             if not isinstance(exc.cause, BadVersionError) or not retry:
                 raise
             ctx.leadership[tp] = await self.kzc.get_partition_state(tp)  # someone wrote first
-            return None
+            return False
+        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(replace(new, zk_version=version), ctx.epoch)
+        return True
 
     def _mark_offline(self, tp: TopicPartition) -> None:
         self._transition(tp, PartitionState.Offline)
@@ -162,11 +163,8 @@ class PartitionLeadership:
         if (leader, tuple(isr)) == (current.leader, current.isr):
             return
         new = current.new_leader_and_isr(leader, tuple(isr))
-        version = await self._write_or_reread(tp, new, retry)
-        if version is None:
+        if not await self._write(tp, new, retry):
             return await self._remove_from_isr(tp, broker, retry=False)
-        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, new.leader_epoch, tuple(isr), version),
-                                                         ctx.epoch)
         if leader < 0:
             self._mark_offline(tp)
         self.batch.add_leader_and_isr([b for b in ctx.assignments[tp] if b != broker], tp)
@@ -181,12 +179,8 @@ class PartitionLeadership:
         if current is None:
             return False
         lai = current.leader_and_isr
-        new = lai.new_leader_and_isr(lai.leader, lai.isr)
-        version = await self._write_or_reread(tp, new, retry)
-        if version is None:
+        if not await self._write(tp, lai.new_leader_and_isr(lai.leader, lai.isr), retry):
             return await self.bump_leader_epoch(tp, retry=False)
-        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(new.leader, new.leader_epoch, new.isr, version),
-                                                         ctx.epoch)
         self.batch.add_leader_and_isr(ctx.assignments[tp], tp)
         return True
 

@@ -72,18 +72,7 @@ class PartitionReassignments:
 
     async def on_api_request(self, targets: dict[TopicPartition, list[int] | None]) -> Result:
         """AlterPartitionReassignments (Kafka's ``processApiPartitionReassignment``)."""
-        results: Result = {}
-        moves: dict[TopicPartition, ReplicaAssignment] = {}
-        for tp, target in targets.items():
-            current = self.context.full_assignment(tp)
-            error = None if target is None else rules.validate_target(target, current, self.context.live_broker_ids)
-            move = rules.build_reassignment(current, target) if error is None else None
-            if error is not None:
-                results[tp] = error
-            elif move is None:
-                results[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"no reassignment of {tp} is in progress")
-            else:
-                moves[tp] = move
+        moves, results = self._plan(targets)
         await self._forget_zk_requests(set(moves))  # the latest request wins, whichever path it came by
         results.update(await self._trigger(moves))
         return results
@@ -96,14 +85,7 @@ class PartitionReassignments:
             if targets == {}:
                 await ctl.kzc.set_partition_reassignment(self.context.epoch_zk_version, {})
             return set()
-        moves, failed = {}, {}
-        for tp, target in targets.items():
-            current = self.context.full_assignment(tp)
-            error = rules.validate_target(target, current, self.context.live_broker_ids)
-            if error is None:
-                moves[tp] = rules.build_reassignment(current, target)
-            else:
-                failed[tp] = error
+        moves, failed = self._plan(targets)
         results = await self._trigger(moves)
         failed.update({tp: r for tp, r in results.items() if r[0] != ErrorCode.NONE})
         for tp, (code, message) in sorted(failed.items()):
@@ -111,6 +93,23 @@ class PartitionReassignments:
         if failed:
             await self._forget_zk_requests(set(failed))
         return set(moves) - set(failed)
+
+    def _plan(self, targets: dict[TopicPartition, list[int] | None]
+              ) -> tuple[dict[TopicPartition, ReplicaAssignment], Result]:
+        """The moves to start (a target, or None to cancel) and the refused requests with their errors."""
+        moves: dict[TopicPartition, ReplicaAssignment] = {}
+        refused: Result = {}
+        for tp, target in targets.items():
+            current = self.context.full_assignment(tp)
+            error = None if target is None else rules.validate_target(target, current, self.context.live_broker_ids)
+            move = rules.build_reassignment(current, target) if error is None else None
+            if error is not None:
+                refused[tp] = error
+            elif move is None:
+                refused[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"no reassignment of {tp} is in progress")
+            else:
+                moves[tp] = move
+        return moves, refused
 
     def list(self, partitions: list[TopicPartition] | None) -> dict[TopicPartition, ReplicaAssignment]:
         ctx = self.context
@@ -136,7 +135,7 @@ class PartitionReassignments:
         if move is None:
             return
         watch = self.controller._watch(ev.PartitionReassignmentIsrChange(tp.topic, tp.partition)) if rearm else None
-        state = await kzc.watch_partition_state(tp, watch) if rearm else await kzc.get_partition_state(tp)
+        state = await kzc.get_partition_state(tp, watch)
         if state is None:
             return
         ctx.leadership[tp] = state
@@ -158,7 +157,7 @@ class PartitionReassignments:
         ctx, kzc = self.context, self.controller.kzc
         await self._write_assignment(tp, move)
         watch = self.controller._watch(ev.PartitionReassignmentIsrChange(tp.topic, tp.partition))
-        state = await kzc.watch_partition_state(tp, watch)
+        state = await kzc.get_partition_state(tp, watch)
         if state is not None:
             ctx.leadership[tp] = state
         if state is None or not rules.is_complete(move, state.leader_and_isr.isr):

@@ -301,14 +301,6 @@ class KafkaZkClient:
               else DeleteOp(ReassignPartitionsZNode.PATH))
         await self.zk.fenced_multi(epoch_zk_version, [op])
 
-    async def watch_partition_state(self, tp: TopicPartition, watch: Watch) -> LeaderIsrAndControllerEpoch | None:
-        """The partition state, with a one-shot data watch (the controller follows reassigning ISRs)."""
-        try:
-            data, stat = await self.zk.get(TopicPartitionStateZNode.path(tp), watch)
-        except NoNodeError:
-            return None
-        return TopicPartitionStateZNode.decode(data, stat.version)
-
     async def create_topic(self, topic: str, assignment: dict[int, list[int]], config: dict[str, str]) -> None:
         """The admin path (CreateTopics / kafka-topics --zookeeper): config first, then assignment."""
         config_path = ConfigEntityZNode.path("topics", topic)
@@ -402,9 +394,11 @@ class KafkaZkClient:
         return ConfigChangeNotificationZNode.decode(data)
 
     # -- partition state -----------------------------------------------------------------------
-    async def get_partition_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+    async def get_partition_state(self, tp: TopicPartition, watch: Watch = None) -> LeaderIsrAndControllerEpoch | None:
+        """The partition state, or None; ``watch``: a one-shot data watch (the controller follows the ISR of
+        partitions under reassignment)."""
         try:
-            data, stat = await self.zk.get(TopicPartitionStateZNode.path(tp))
+            data, stat = await self.zk.get(TopicPartitionStateZNode.path(tp), watch)
         except NoNodeError:
             return None
         return TopicPartitionStateZNode.decode(data, stat.version)
