@@ -1,13 +1,24 @@
 """Fixtures shared by the integration tests. ``zk`` is a kazoo client on the ZooKeeper of whatever
-``cluster`` fixture the test module defines (each module starts the cluster it needs)."""
+``cluster`` fixture the test module defines (each module starts the cluster it needs); ``zookeeper`` a
+bare ZooKeeper server per module; ``make_cluster`` a factory of clusters torn down after the test."""
 from __future__ import annotations
 
 import pytest
 from kazoo.client import KazooClient
 
 from scripts.cluster import Cluster, ClusterError, ClusterSpec
+from scripts.zookeeper import ZooKeeperServer, find_free_base_port
 
 SESSION_MS = 4000
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory):
+    """A bare ZooKeeper server for the module (no brokers): the ZooKeeper-client tests."""
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zk"), find_free_base_port(1), tick_time=500)
+    server.start(60)
+    yield server
+    server.stop()
 
 
 @pytest.fixture

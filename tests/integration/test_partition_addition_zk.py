@@ -15,17 +15,8 @@ from brokers.zk.client import KafkaZkClient
 from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import TopicZNode
 from coordinator.partition_addition import add_partitions
-from scripts.zookeeper import ZooKeeperServer, find_free_base_port
 
 TOPIC_ID = "q0SAh6cFTjqTAXdPgYQVkA"
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zk"), find_free_base_port(1), tick_time=500)
-    server.start(60)
-    yield server
-    server.stop()
 
 
 async def client(zookeeper, chroot: str, brokers: tuple[int, ...] = (1, 2, 3)) -> KafkaZkClient:

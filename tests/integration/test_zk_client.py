@@ -11,15 +11,7 @@ from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndContro
 from brokers.zk.client import DuplicateBrokerIdError, KafkaZkClient
 from brokers.zk.errors import ControllerMovedError
 from brokers.zk.gateway import ZkGateway
-from scripts.zookeeper import ZooKeeperServer, find_free_base_port
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zk"), find_free_base_port(1), tick_time=500)
-    server.start(60)
-    yield server
-    server.stop()
+from scripts.zookeeper import find_free_base_port
 
 
 def run(coro):
