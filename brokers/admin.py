@@ -13,7 +13,14 @@ is ``/config/brokers/<default>``.
 from __future__ import annotations
 
 from brokers.config import BrokerConfig
-from brokers.config_ops import ConfigOp, InvalidRequestError, apply_incremental, replace_all
+from brokers.config_ops import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    ConfigOp,
+    InvalidRequestError,
+    apply_incremental,
+    replace_all,
+)
 from brokers.dynamic_config import (
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     DYNAMIC_KEYS,
@@ -33,8 +40,6 @@ from coordinator.partition_addition import add_partitions
 from coordinator.topics import create_topic
 
 PRODUCER_ID_BLOCK = 1000
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
 
 
 class ZkAdmin:

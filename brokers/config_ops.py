@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4  # Kafka's ConfigResource.Type codes in the config APIs
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 # List-typed keys (Kafka's ConfigDef.Type.LIST) among the topic and dynamic broker keys we accept.

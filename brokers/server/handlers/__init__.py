@@ -10,6 +10,8 @@ import asyncio
 import time
 from typing import Callable
 
+from brokers.authorizer import CLUSTER, CLUSTER_NAME, TOPIC
+from brokers.config_ops import TOPIC_RESOURCE
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.replication.partition import Partition
@@ -52,3 +54,16 @@ async def wait_for_metadata(condition: Callable[[], bool], timeout: float) -> bo
             return False
         await asyncio.sleep(min(METADATA_POLL_SECONDS, remaining))
     return True
+
+
+def config_resource_denied(context: ServerContext, operation: int, resource) -> ErrorCode | None:
+    """The config APIs' authorization (Kafka 2.8): ``operation`` (DescribeConfigs / AlterConfigs) on the topic,
+    or on the cluster for a broker resource. None when allowed (always, without an authorizer), else the
+    resource's error: TOPIC_ or CLUSTER_AUTHORIZATION_FAILED."""
+    if context.authorizer is None:
+        return None
+    if resource.resource_type == TOPIC_RESOURCE:
+        allowed = context.authorized(operation, TOPIC, resource.resource_name)
+        return None if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    allowed = context.authorized(operation, CLUSTER, CLUSTER_NAME)
+    return None if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED

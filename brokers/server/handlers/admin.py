@@ -60,18 +60,17 @@ from brokers.authorizer import (
     WRITE,
 )
 from brokers.config import SCHEMA, is_sensitive
+from brokers.config_ops import BROKER_RESOURCE, TOPIC_RESOURCE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
-from brokers.server.handlers import timeout_seconds, wait_for_metadata
+from brokers.server.handlers import config_resource_denied, timeout_seconds, wait_for_metadata
 
 log = logging.getLogger(__name__)
 
 NO_NUM_PARTITIONS = -1
 NO_REPLICATION_FACTOR = -1
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
@@ -293,24 +292,16 @@ async def _describe(context: ServerContext, resource: Any, synonyms: bool) -> di
     return result
 
 
-def _may_describe_configs(context: ServerContext, resource: Any) -> bool:
-    """DescribeConfigs on the topic, or on the cluster for a broker resource."""
-    if context.authorizer is None:
-        return True
-    if resource.resource_type == TOPIC_RESOURCE:
-        return context.authorized(DESCRIBE_CONFIGS, TOPIC, resource.resource_name)
-    return context.authorized(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_NAME)
-
-
-def _denied_config_result(resource: Any) -> dict[str, Any]:
-    error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if resource.resource_type == TOPIC_RESOURCE
-             else ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+def _denied_config_result(resource: Any, error: ErrorCode) -> dict[str, Any]:
     return dict(error_code=error, error_message=None, resource_type=resource.resource_type,
                 resource_name=resource.resource_name, configs=[])
 
 
 async def handle_describe_configs(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     synonyms = getattr(request, "include_synonyms", False)
-    results = [_denied_config_result(resource) if not _may_describe_configs(context, resource)
-               else await _describe(context, resource, synonyms) for resource in request.resources]
+    results = []
+    for resource in request.resources:
+        denied = config_resource_denied(context, DESCRIBE_CONFIGS, resource)
+        results.append(_denied_config_result(resource, denied) if denied is not None
+                       else await _describe(context, resource, synonyms))
     return _response(header, results=results)

@@ -17,28 +17,19 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.authorizer import ALTER_CONFIGS, CLUSTER, CLUSTER_NAME, TOPIC
+from brokers.authorizer import ALTER_CONFIGS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import ServerContext
+from brokers.server.handlers import config_resource_denied
 
 log = logging.getLogger(__name__)
-TOPIC_RESOURCE = 2
 
 
 def _result(resource: Any, code: int = ErrorCode.NONE, message: str | None = None) -> dict[str, Any]:
     return dict(error_code=code, error_message=message, resource_type=resource.resource_type,
                 resource_name=resource.resource_name)
-
-
-def _may_alter_configs(context: ServerContext, resource: Any) -> bool:
-    """Kafka: AlterConfigs on the topic, or on the cluster for a broker resource."""
-    if context.authorizer is None:
-        return True
-    if resource.resource_type == TOPIC_RESOURCE:
-        return context.authorized(ALTER_CONFIGS, TOPIC, resource.resource_name)
-    return context.authorized(ALTER_CONFIGS, CLUSTER, CLUSTER_NAME)
 
 
 async def _alter_each(context: ServerContext, header: RequestHeader, request: Any, alter: Any) -> Any:
@@ -50,9 +41,7 @@ async def _alter_each(context: ServerContext, header: RequestHeader, request: An
                                    f"Error due to duplicate resources: resource type {resource.resource_type}, "
                                    f"name {resource.resource_name!r} appears more than once"))
             continue
-        if not _may_alter_configs(context, resource):
-            denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED if resource.resource_type == TOPIC_RESOURCE else \
-                ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        if (denied := config_resource_denied(context, ALTER_CONFIGS, resource)) is not None:
             results.append(_result(resource, denied, None))
             continue
         try:
