@@ -163,8 +163,8 @@ class AclAuthorizer:
     async def sync(self) -> None:
         """Apply every change notification already in ZooKeeper now (DescribeAcls and DeleteAcls call it,
         so that a change made through another broker a moment ago is seen, not only once the watch fires)."""
-        await self._process(False)
-        await self._process(True)
+        await self._process(False, rearm=False)
+        await self._process(True, rearm=False)
 
     def _spawn(self, coro: Any) -> None:
         if self._closed:
@@ -174,10 +174,12 @@ class AclAuthorizer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _process(self, extended: bool) -> None:
+    async def _process(self, extended: bool, rearm: bool = True) -> None:
+        """Apply the notifications above the last one applied. ``rearm``: from a watch that fired (one-shot):
+        set it again; a read on demand (``sync``) must not, or every call would add one more watcher."""
         async with self._lock:
             try:
-                children = await self._changes(extended, watch=True)
+                children = await self._changes(extended, watch=rearm)
             except ZkError as exc:
                 log.warning("cannot read the ACL change notifications (%s); the next change or session retries", exc)
                 return

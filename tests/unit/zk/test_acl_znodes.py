@@ -227,3 +227,18 @@ def test_sync_applies_notifications_before_the_watch_fires():
         await mine.close()
         await other.close()
     run(scenario())
+
+
+def test_sync_sets_no_watch_of_its_own():
+    """DescribeAcls/DeleteAcls call sync(): each call must not add watchers (they would pile up forever and
+    every later ACL change would run one pass per leftover watcher)."""
+    async def scenario():
+        zk = MemoryZk()
+        authorizer = AclAuthorizer(zk, frozenset(), False)
+        await authorizer.start()
+        armed = {path: len(watches) for path, watches in zk.child_watches.items()}
+        for _ in range(3):
+            await authorizer.sync()
+        assert {path: len(watches) for path, watches in zk.child_watches.items()} == armed
+        await authorizer.close()
+    run(scenario())
