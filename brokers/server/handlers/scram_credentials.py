@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Protocol
 
+from brokers.authorizer import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
@@ -104,9 +105,16 @@ def describe(user: str, config: dict[str, str]) -> tuple[Result, list[tuple[int,
     return (ErrorCode.NONE, None), infos
 
 
+def _cluster_allowed(context: ServerContext, operation: int) -> bool:
+    """Kafka 2.8: Describe (resp. Alter) on the cluster for the SCRAM credential APIs."""
+    return context.authorizer is None or context.authorized(operation, CLUSTER, CLUSTER_NAME)
+
+
 async def handle_describe_user_scram_credentials(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     users: UserConfigs = context.user_configs
     cls = codec.response_class(header.api_key, header.api_version)
+    if not _cluster_allowed(context, DESCRIBE):
+        return codec.build(cls, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     names = [u.name for u in request.users or ()]
     results = []
     if not names:  # all users with credentials
@@ -131,6 +139,10 @@ def _infos(infos: list[tuple[int, int]]) -> list[dict[str, int]]:
 async def handle_alter_user_scram_credentials(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     users: UserConfigs = context.user_configs
     cls = codec.response_class(header.api_key, header.api_version)
+    if not _cluster_allowed(context, ALTER):
+        denied = dict.fromkeys(change.name for change in (*request.deletions, *request.upsertions))
+        return codec.build(cls, results=[dict(user=name, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                              error_message=None) for name in denied])
     names = {change.name for change in (*request.deletions, *request.upsertions) if change.name}
     current = {name: await users.user_config(name) for name in names}
     results, configs = plan_alterations(list(request.deletions), list(request.upsertions), current)

@@ -66,10 +66,13 @@ class Users:
         return list(self.configs)
 
 
-def run(handler, api_key, store, **fields):
+def run(handler, api_key, store, allowed=None, **fields):
+    """``allowed``: None = no authorizer; else whether the principal holds the cluster permission."""
     request = codec.build(codec.request_class(api_key, 0), **fields)
     header = RequestHeader(api_key, 0, 1, "test", 0)
-    response = asyncio.run(handler(SimpleNamespace(user_configs=store), header, request))
+    context = SimpleNamespace(user_configs=store, authorizer=None if allowed is None else object(),
+                              authorized=lambda *_: allowed)
+    response = asyncio.run(handler(context, header, request))
     frame = codec.encode_response(api_key, 0, 1, response)  # encodes: every field the schema needs is there
     return codec.decode_response(api_key, 0, frame[4:])[1]
 
@@ -98,3 +101,16 @@ def test_describe_twice_is_duplicate():
     users = Users()
     response = run(handle_describe_user_scram_credentials, 50, users, users=[dict(name="a"), dict(name="a")])
     assert [(r.user, r.error_code) for r in response.results] == [("a", ErrorCode.DUPLICATE_RESOURCE)]
+
+
+def test_without_cluster_permission_nothing_is_described_or_changed():
+    users = Users()
+    users.configs["alice"] = {"SCRAM-SHA-256": make_credential("SCRAM-SHA-256", "pw", 4096, b"0123456789abcdef").format()}
+    described = run(handle_describe_user_scram_credentials, 50, users, allowed=False, users=None)
+    assert described.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and list(described.results) == []
+    altered = run(handle_alter_user_scram_credentials, 51, users, allowed=False,
+                  deletions=[vars(delete("alice"))], upsertions=[vars(upsert("bob"))])
+    assert [(r.user, r.error_code) for r in altered.results] == [("alice", ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                                                                 ("bob", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]
+    assert set(users.configs) == {"alice"} and "SCRAM-SHA-256" in users.configs["alice"]
+    assert run(handle_describe_user_scram_credentials, 50, users, allowed=True, users=None).error_code == 0
