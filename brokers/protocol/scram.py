@@ -80,12 +80,9 @@ def make_credential(mechanism: str, password: str, iterations: int = DEFAULT_ITE
         raise ValueError(f"unknown SCRAM mechanism {mechanism!r} (expected one of {', '.join(HASHES)})")
     if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
         raise ValueError(f"iterations {iterations} for {mechanism} is outside {MIN_ITERATIONS}-{MAX_ITERATIONS}")
-    algorithm = HASHES[mechanism]
     salt = salt if salt is not None else secrets.token_bytes(32)
-    salted = salted_password(mechanism, password, salt, iterations)
-    client_key = _hmac(algorithm, salted, b"Client Key")
-    return ScramCredential(salt, hashlib.new(algorithm, client_key).digest(),
-                           _hmac(algorithm, salted, b"Server Key"), iterations)
+    return credential_from_salted_password(mechanism, salt, salted_password(mechanism, password, salt, iterations),
+                                           iterations)
 
 
 def _attributes(message: str, expected: str) -> dict[str, str]:
@@ -126,8 +123,9 @@ class ScramServer:
         self.mechanism, self.algorithm = mechanism, HASHES[mechanism]
         self._server_nonce = nonce or _nonce()
         self.username: str | None = None
-        self._client_first_bare = self._server_first = self._nonce = ""
-        self._credential: ScramCredential | None = None
+        self._client_first_bare = self._server_first = self._nonce = self._gs2_header = ""
+        self._credential: ScramCredential | None = None  # the user's, or None (unknown: a decoy is used)
+        self._stored: ScramCredential | None = None  # what the exchange runs against (credential or decoy)
 
     def client_first(self, message: bytes) -> str:
         text = message.decode("utf-8", errors="strict") if message else ""
@@ -142,6 +140,7 @@ class ScramServer:
         if authzid and _saslname(authzid[2:]) != self.username:
             raise ScramError("client-first: authorization id differs from the user name")
         self._client_first_bare, self._nonce = bare, attrs["r"] + self._server_nonce
+        self._gs2_header = f"{gs2},{authzid},"  # client-final's c= must be its base64
         return self.username
 
     def server_first(self, credential: ScramCredential | None) -> bytes:
@@ -168,7 +167,7 @@ class ScramServer:
         attrs = _attributes(text, "cr")
         if "p" not in attrs or list(attrs)[-1] != "p":
             raise ScramError("client-final: the proof must come last")
-        if attrs["c"] not in ("biws", base64.b64encode(b"n," + self._gs2_authzid() + b",").decode()):
+        if attrs["c"] != base64.b64encode(self._gs2_header.encode()).decode():
             raise ScramError("client-final: channel binding mismatch")
         if attrs["r"] != self._nonce:
             raise ScramError("client-final: nonce mismatch")
@@ -188,9 +187,6 @@ class ScramServer:
             raise ScramError("client-final: invalid credentials")
         server_signature = _hmac(self.algorithm, stored.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)
-
-    def _gs2_authzid(self) -> bytes:
-        return b""  # "n,," is what every Kafka client sends; "c=" must then be "biws"
 
 
 class ScramClient:
