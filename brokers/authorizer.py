@@ -27,7 +27,6 @@ ANY = 1
 TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN = 2, 3, 4, 5, 6
 RESOURCE_TYPE_NAMES = {TOPIC: "Topic", GROUP: "Group", CLUSTER: "Cluster", TRANSACTIONAL_ID: "TransactionalId",
                        DELEGATION_TOKEN: "DelegationToken"}
-RESOURCE_TYPES_BY_NAME = {name.lower(): code for code, name in RESOURCE_TYPE_NAMES.items()}
 ENUM_RESOURCE_TYPE = {TOPIC: "TOPIC", GROUP: "GROUP", CLUSTER: "CLUSTER", TRANSACTIONAL_ID: "TRANSACTIONAL_ID",
                       DELEGATION_TOKEN: "DELEGATION_TOKEN"}
 CLUSTER_NAME = "kafka-cluster"
@@ -55,9 +54,9 @@ PERMISSIONS_BY_NAME = {name.lower(): code for code, name in PERMISSION_NAMES.ite
 IMPLIED_BY = {DESCRIBE: frozenset({DESCRIBE, READ, WRITE, DELETE, ALTER}),
               DESCRIBE_CONFIGS: frozenset({DESCRIBE_CONFIGS, ALTER_CONFIGS})}
 
-AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
-# Kafka 1.x's class name, still common in server.properties files.
-LEGACY_AUTHORIZER_CLASS = "kafka.security.auth.SimpleAclAuthorizer"
+# authorizer.class.name values that turn ACLs on: Kafka 2.x's class, and 1.x's still common in server.properties
+AUTHORIZER_CLASSES = ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
+ANONYMOUS = "User:ANONYMOUS"  # Kafka's KafkaPrincipal.ANONYMOUS: PLAINTEXT clients, before authentication
 
 
 @dataclass(frozen=True, order=True)

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from brokers.authorizer import AUTHORIZER_CLASSES
 from brokers.model import EndPoint
 
 
 # The ZooKeeper ACL authorizer under Kafka 2.x's name and Kafka 1.x's (SimpleAclAuthorizer).
-ACL_AUTHORIZER_CLASSES = ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
 
 
 class ConfigError(ValueError):
@@ -224,6 +224,14 @@ class BrokerConfig:
                     for e in self.listeners]
         return [EndPoint.parse(text, self.values["listener.security.protocol.map"]) for text in texts]
 
+    @property
+    def inter_broker_endpoint(self) -> EndPoint | None:
+        """The advertised endpoint brokers reach each other on: ``inter.broker.listener.name``, else the
+        first advertised listener (what the replica fetchers pick); its security protocol decides TLS/SASL."""
+        advertised = self.advertised_listeners
+        name = self.values["inter.broker.listener.name"] or (advertised[0].listener if advertised else None)
+        return next((e for e in advertised if e.listener == name), None)
+
     def sasl_jaas_config(self, listener: str, mechanism: str) -> str | None:
         """``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (both lower case, as in Kafka)."""
         return self.sasl_jaas.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")
@@ -298,9 +306,9 @@ class BrokerConfig:
 
     def _validate_authorizer(self) -> None:
         name = self.values["authorizer.class.name"]
-        if name and name not in ACL_AUTHORIZER_CLASSES:
+        if name and name not in AUTHORIZER_CLASSES:
             raise ConfigError(f"{self.source}: authorizer.class.name {name!r} is not supported: the only authorizer "
-                              f"is {ACL_AUTHORIZER_CLASSES[0]} (or leave it empty for no authorization)")
+                              f"is {AUTHORIZER_CLASSES[0]} (or leave it empty for no authorization)")
 
     def _validate_listener_names(self) -> None:
         """Kafka's rules: listener names unique, every advertised one bound, the inter-broker one advertised."""

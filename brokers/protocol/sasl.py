@@ -25,14 +25,14 @@ import hmac
 import re
 from dataclasses import dataclass
 
+from brokers.protocol.api_versions import API_VERSIONS_KEY
 from brokers.protocol.scram import HASHES, ScramClient
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 PLAIN = "PLAIN"
 SUPPORTED_MECHANISMS = (PLAIN, *HASHES)  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
 class SaslState(enum.Enum):
@@ -66,8 +66,8 @@ TRANSITIONS: dict[tuple[SaslState, SaslEvent], SaslState] = {
 }
 # The requests each state lets through (COMPLETE: all of them).
 ADMITTED: dict[SaslState, frozenset[int]] = {
-    S.HANDSHAKE_OR_VERSIONS_REQUEST: frozenset({API_VERSIONS, SASL_HANDSHAKE}),
-    S.HANDSHAKE_REQUEST: frozenset({API_VERSIONS, SASL_HANDSHAKE}),
+    S.HANDSHAKE_OR_VERSIONS_REQUEST: frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE}),
+    S.HANDSHAKE_REQUEST: frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE}),
     S.AUTHENTICATE: frozenset({SASL_AUTHENTICATE}),
     S.FAILED: frozenset(),
 }
@@ -156,7 +156,7 @@ class SaslClientConfig:
 
 class SaslClient:
     """The client side of one exchange: ``first()`` -> token, then ``respond(challenge)`` -> token or
-    None when done (``done`` True once the server's last message is verified)."""
+    None once the server's last message is verified."""
 
     def __init__(self, config: SaslClientConfig, nonce: str | None = None):
         self.config = config

@@ -14,6 +14,7 @@ import struct
 import time
 from typing import Any, Awaitable, Callable
 
+from brokers.authorizer import ANONYMOUS
 from brokers.protocol import codec
 from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name, api_versions_response, is_flexible, is_supported
 from brokers.protocol.errors import ErrorCode
@@ -94,7 +95,7 @@ class KafkaApis:
             return [codec.encode_response(api_key, api_version, header.correlation_id,
                                           await sasl.handle(self.context.sasl, session, connection, header, request))]
         CLIENT_HOST.set("/" + getattr(connection, "peer", "?").rsplit(":", 1)[0])
-        PRINCIPAL.set(getattr(connection, "principal", "User:ANONYMOUS"))
+        PRINCIPAL.set(getattr(connection, "principal", ANONYMOUS))
         started = time.perf_counter()
         try:
             response = await handler(self.context, header, request)

@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
+from brokers.authorizer import ANONYMOUS
 from brokers.config import BrokerConfig
 from brokers.model import TopicPartition
 from brokers.replication.metadata_cache import MetadataCache
@@ -23,7 +24,7 @@ from brokers.stats import BrokerStats
 CLIENT_HOST: ContextVar[str] = ContextVar("client_host", default="")
 # The principal of the connection whose request is being handled ("User:alice"), set per request by
 # KafkaApis from the connection (TLS client certificate or SASL; "User:ANONYMOUS" otherwise).
-PRINCIPAL: ContextVar[str] = ContextVar("principal", default="User:ANONYMOUS")
+PRINCIPAL: ContextVar[str] = ContextVar("principal", default=ANONYMOUS)
 
 
 class AdminOps(Protocol):

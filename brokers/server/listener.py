@@ -21,6 +21,7 @@ import os
 import ssl
 from typing import Any, Awaitable, Callable
 
+from brokers.authorizer import ANONYMOUS
 from brokers.protocol.framing import FrameDecoder, ProtocolError
 from brokers.server.tls import peer_principal
 
@@ -32,7 +33,6 @@ MAX_IN_FLIGHT = 200  # pause reading beyond this many unanswered requests on one
 SENDFILE_MIN_BYTES = int(os.environ.get("ZKAFKA_SENDFILE_MIN_BYTES", str(1 << 20)))
 
 
-ANONYMOUS = "User:ANONYMOUS"  # Kafka's KafkaPrincipal.ANONYMOUS: PLAINTEXT clients, before authentication
 
 
 class Connection(asyncio.Protocol):

@@ -33,7 +33,6 @@ from brokers.protocol.sasl import (
     SASL_PROTOCOLS,
     SUPPORTED_MECHANISMS,
     AuthenticationFailed,
-    IllegalSaslState,
     SaslClientConfig,
     SaslEvent,
     SaslState,
@@ -203,11 +202,10 @@ def inter_broker_client_config(broker: Any) -> SaslClientConfig | None:
     """The broker's own credentials when ``inter.broker.listener.name`` is a SASL listener (None
     otherwise): ``username``/``password`` of that listener's JAAS config for
     ``sasl.mechanism.inter.broker.protocol``. ValueError naming the key if unusable."""
-    advertised = broker.advertised_listeners
-    name = broker["inter.broker.listener.name"] or (advertised[0].listener if advertised else None)
-    endpoint = next((e for e in advertised if e.listener == name), None)
+    endpoint = broker.inter_broker_endpoint
     if endpoint is None or endpoint.security_protocol not in SASL_PROTOCOLS:
         return None
+    name = endpoint.listener
     mechanism = broker["sasl.mechanism.inter.broker.protocol"]
     if mechanism not in SUPPORTED_MECHANISMS:
         raise ValueError(f"sasl.mechanism.inter.broker.protocol: {mechanism} is not supported "

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brokers.authorizer import ANONYMOUS
 from brokers.config import BrokerConfig, ConfigError
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
-ANONYMOUS = "User:ANONYMOUS"  # brokers.server.listener.ANONYMOUS too (the listener imports this module)
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 PROTOCOLS = {"TLS": ssl.TLSVersion.TLSv1_3, "TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -199,8 +199,7 @@ def listener_contexts(config: BrokerConfig) -> dict[str, ssl.SSLContext]:
 def inter_broker_context(config: BrokerConfig) -> ssl.SSLContext | None:
     """The replica fetchers' client context when the inter-broker listener (``inter.broker.listener.name``,
     else the first advertised one, as the fetchers pick) is SSL / SASL_SSL; its ``ssl.*`` settings."""
-    name = config["inter.broker.listener.name"] or next((e.listener for e in config.advertised_listeners), None)
-    endpoint = next((e for e in config.advertised_listeners if e.listener == name), None)
+    endpoint = config.inter_broker_endpoint
     if endpoint is None or endpoint.security_protocol not in TLS_PROTOCOLS:
         return None
-    return client_context(TlsSettings.for_listener(config, name))
+    return client_context(TlsSettings.for_listener(config, endpoint.listener))

@@ -28,7 +28,6 @@ from brokers.protocol.scram import (
 from brokers.server.context import ServerContext
 
 MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
-MECHANISM_TYPES = {name: byte for byte, name in MECHANISMS.items()}
 Result = tuple[int, str | None]
 
 
