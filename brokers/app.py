@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
 import urllib.parse
+from collections import Counter
 from typing import Any
 
 from brokers.acl_store import AclAuthorizer
@@ -219,7 +219,7 @@ class BrokerServer:
     async def _scram_credential(self, user: str, mechanism: str) -> str | None:
         """The user's stored SCRAM credential (``/config/users/<user>``), read at each authentication."""
         try:
-            return (await self.kzc.get_entity_config("users", sanitize_user(user))).get(mechanism)
+            return (await self.user_config(user)).get(mechanism)
         except ZkError as exc:
             log.warning("cannot read the SCRAM credentials of a user: %s", exc)
             return None

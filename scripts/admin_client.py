@@ -1,4 +1,5 @@
-"""ClusterAdmin: what the operator tools need that confluent-kafka's AdminClient lacks.
+"""ClusterAdmin: what the operator tools need that confluent-kafka's AdminClient lacks (one way for them to
+speak the broker's own protocol client: ``request_any`` for any API, KIP-455's reassignments to the controller).
 
 KIP-455's AlterPartitionReassignments and ListPartitionReassignments (librdkafka has neither) go to the
 controller over the broker's own protocol client (``brokers.client.KafkaConnection``, kio-encoded), found
@@ -19,7 +20,7 @@ from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 
 METADATA, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 3, 45, 46
-CLIENT_ID = "kafka-reassign-partitions"
+CLIENT_ID = "zkafka-admin"
 
 
 class ClusterAdminError(RuntimeError):
@@ -37,8 +38,8 @@ def _endpoints(bootstrap: str) -> list[tuple[str, int]]:
 
 
 class ClusterAdmin:
-    def __init__(self, bootstrap: str, timeout: float):
-        self.bootstrap, self.timeout = bootstrap, timeout
+    def __init__(self, bootstrap: str, timeout: float, client_id: str = CLIENT_ID):
+        self.bootstrap, self.timeout, self.client_id = bootstrap, timeout, client_id
         self._connections: dict[tuple[str, int], KafkaConnection] = {}
         self._configs: AdminClient | None = None
 
@@ -52,23 +53,27 @@ class ClusterAdmin:
     async def _connection(self, host: str, port: int) -> KafkaConnection:
         connection = self._connections.get((host, port))
         if connection is None or not connection.connected:
-            connection = KafkaConnection(host, port, CLIENT_ID)
+            connection = KafkaConnection(host, port, self.client_id)
             await connection.connect(self.timeout)
             self._connections[(host, port)] = connection
         return connection
+
+    async def request_any(self, api_key: int, version: int, body: Any) -> Any:
+        """``body`` to the first bootstrap broker that answers; ClusterAdminError naming each failure."""
+        errors = []
+        for host, port in _endpoints(self.bootstrap):
+            try:
+                connection = await self._connection(host, port)
+                return await connection.request(api_key, version, body, self.timeout)
+            except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+                errors.append(f"{host}:{port}: {exc}")
+        raise ClusterAdminError(f"no broker answered API key {api_key} ({'; '.join(errors)})")
 
     async def _metadata(self, topics: list[str] | None) -> Any:
         body = codec.build(codec.request_class(METADATA, 4),
                            topics=None if topics is None else [{"name": t} for t in topics],
                            allow_auto_topic_creation=False)
-        errors = []
-        for host, port in _endpoints(self.bootstrap):
-            try:
-                connection = await self._connection(host, port)
-                return await connection.request(METADATA, 4, body, self.timeout)
-            except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
-                errors.append(f"{host}:{port}: {exc}")
-        raise ClusterAdminError(f"no broker answered Metadata ({'; '.join(errors)})")
+        return await self.request_any(METADATA, 4, body)
 
     async def broker_ids(self) -> list[int]:
         return sorted(int(b.node_id) for b in (await self._metadata([])).brokers)

@@ -23,9 +23,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
 
-from brokers.client.connection import KafkaConnection
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
+from scripts.admin_client import ClusterAdmin, ClusterAdminError
 from scripts.kafka_configs import ConfigCommandError, parse_add_config, parse_delete_config
 
 TIMEOUT_S = 30.0
@@ -104,21 +104,15 @@ def _describe(admin: AdminClient, bootstrap: str, entity_type: str, name: str, d
 
 # -- the cluster-default broker entity, over the wire ------------------------------------------------
 def _call(bootstrap: str, api_key: int, version: int, **fields: Any) -> Any:
-    host, port = bootstrap.split(",")[0].strip().rsplit(":", 1)
-
     async def call() -> Any:
-        connection = KafkaConnection(host, int(port), "kafka-configs")
-        await connection.connect(TIMEOUT_S)
-        try:
-            return await connection.request(api_key, version, codec.build(codec.request_class(api_key, version),
-                                                                          **fields), TIMEOUT_S)
-        finally:
-            connection.close()
+        async with ClusterAdmin(bootstrap, TIMEOUT_S, "kafka-configs") as admin:
+            return await admin.request_any(api_key, version, codec.build(codec.request_class(api_key, version),
+                                                                         **fields))
 
     try:
         return asyncio.run(call())
-    except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
-        raise ConfigCommandError(f"Error while executing config command: cannot reach {host}:{port}: {exc}") from None
+    except ClusterAdminError as exc:
+        raise ConfigCommandError(f"Error while executing config command: {exc}") from None
 
 
 def _check(result: Any) -> None:

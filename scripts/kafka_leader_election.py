@@ -20,10 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
+
+from brokers.config import parse_properties
 
 RESULT_TIMEOUT_S = 65.0  # librdkafka's request timeout (socket.timeout.ms, 60 s) and a margin
 ERRORS_PACKAGE = "org.apache.kafka.common.errors."
@@ -105,14 +108,8 @@ def parse_election_json(text: str) -> list[tuple[str, int]]:
 
 
 def read_properties(path: str) -> dict[str, str]:
-    props = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith(("#", "!")):
-                sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=len(line))
-                props[line[:sep].strip()] = line[sep + 1:].strip()
-    return props
+    """``--admin.config`` / ``--command-config``: a Java properties file (``brokers.config.parse_properties``)."""
+    return parse_properties(Path(path).read_text(encoding="utf-8"), path)
 
 
 def java_exception(error: Any) -> str:

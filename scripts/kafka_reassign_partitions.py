@@ -154,7 +154,7 @@ async def _list(admin: ClusterAdmin) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    async with ClusterAdmin(args.bootstrap_server, args.timeout / 1000) as admin:
+    async with ClusterAdmin(args.bootstrap_server, args.timeout / 1000, "kafka-reassign-partitions") as admin:
         if args.generate:
             return await _generate(admin, args)
         if args.list:
