@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from brokers.authorizer import ANONYMOUS
@@ -92,15 +91,9 @@ def _load_keystore(context: ssl.SSLContext, settings: TlsSettings, required: boo
             raise ConfigError(f"{settings.key('ssl.keystore.location')} is required: a PEM file with the broker's "
                               f"private key and certificate chain")
         return
-    if settings.keystore_type != "PEM":
-        raise ConfigError(f"{settings.key('ssl.keystore.type')}: {settings.keystore_type} is not supported for "
-                          f"{location}: zkafka reads PEM keystores (ssl.keystore.type=PEM, KIP-651)")
-    _readable("ssl.keystore.location", location, settings)
-    try:
-        context.load_cert_chain(location, password=settings.key_password)
-    except (ssl.SSLError, ValueError, TypeError) as exc:
-        raise ConfigError(f"{settings.key('ssl.keystore.location')}: {location} is not a PEM keystore with a "
-                          f"private key and certificate chain (or ssl.key.password is wrong): {exc}") from None
+    _load_pem(settings, "keystore", settings.keystore_type, location,
+              lambda: context.load_cert_chain(location, password=settings.key_password),
+              "is not a PEM keystore with a private key and certificate chain (or ssl.key.password is wrong)")
 
 
 def _load_truststore(context: ssl.SSLContext, settings: TlsSettings, purpose: ssl.Purpose) -> None:
@@ -108,22 +101,26 @@ def _load_truststore(context: ssl.SSLContext, settings: TlsSettings, purpose: ss
     if not location:
         context.load_default_certs(purpose)
         return
-    if settings.truststore_type != "PEM":
-        raise ConfigError(f"{settings.key('ssl.truststore.type')}: {settings.truststore_type} is not supported for "
-                          f"{location}: zkafka reads PEM truststores (ssl.truststore.type=PEM)")
-    _readable("ssl.truststore.location", location, settings)
-    try:
-        context.load_verify_locations(cafile=location)
-    except ssl.SSLError as exc:
-        raise ConfigError(f"{settings.key('ssl.truststore.location')}: {location} holds no PEM certificate: "
-                          f"{exc}") from None
+    _load_pem(settings, "truststore", settings.truststore_type, location,
+              lambda: context.load_verify_locations(cafile=location), "holds no PEM certificate")
 
 
-def _readable(key: str, location: str, settings: TlsSettings) -> None:
+def _load_pem(settings: TlsSettings, store: str, store_type: str, location: str, load, not_pem: str) -> None:
+    """Load ``ssl.<store>.location`` (PEM only); a missing or unreadable file or bad content is a
+    ConfigError naming the key, the listener and the file."""
+    if store_type != "PEM":
+        raise ConfigError(f"{settings.key(f'ssl.{store}.type')}: {store_type} is not supported for "
+                          f"{location}: zkafka reads PEM {store}s (ssl.{store}.type=PEM"
+                          f"{', KIP-651' if store == 'keystore' else ''})")
+    key = settings.key(f"ssl.{store}.location")
     try:
-        Path(location).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{settings.key(key)}: cannot read {location}: {exc.strerror}") from None
+        load()
+    except OSError as exc:  # before SSLError: ssl.SSLError is an OSError too
+        if isinstance(exc, ssl.SSLError):
+            raise ConfigError(f"{key}: {location} {not_pem}: {exc}") from None
+        raise ConfigError(f"{key}: cannot read {location}: {exc.strerror}") from None
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{key}: {location} {not_pem}: {exc}") from None
 
 
 def server_context(settings: TlsSettings) -> ssl.SSLContext:
