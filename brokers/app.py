@@ -31,6 +31,7 @@ from brokers.control import (
     UpdateMetadataResponse,
 )
 from brokers.http.client import post_control
+from brokers.http.auth import HttpSecurity
 from brokers.http.server import HttpServer
 from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicPartition
 from brokers.protocol.errors import ErrorCode
@@ -108,7 +109,10 @@ class BrokerServer:
         self.log_manager: LogManager | None = None
         self.metadata_cache = MetadataCache(self.broker_id)
         self.replica_manager: ReplicaManager | None = None
-        self.http = HttpServer(self, _bind_host(config), config.http_port)
+        self.control_secret: bytes | None = config.control_plane_secret  # else ZooKeeper's, at start-up
+        self.http_security = HttpSecurity(basic_required=config["http.authentication.method"] == "BASIC",
+                                          scram_credential=self._scram_credential, authorizer=self.authorizer)
+        self.http = HttpServer(self, _bind_host(config), config.http_port, security=self.http_security)
         self.controller: KafkaController | None = None
         self.kafka_listeners: list[KafkaListener] = []
         self.group_coordinator = GroupCoordinator(self.broker_id, GroupConfig.from_broker(config), ZkOffsetStore(self.kzc))
@@ -123,6 +127,9 @@ class BrokerServer:
         self.zk.add_state_listener(self._on_session_state)
         await self.kzc.create_persistent_roots()
         self.cluster_id = await self.kzc.get_or_create_cluster_id()
+        if self.control_secret is None:
+            self.control_secret = await self.kzc.get_or_create_control_plane_secret()
+        self.http_security.control_secret = self.control_secret
         if self.broker_id < 0:
             self.broker_id = await self._resolve_broker_id()
             self.metadata_cache.broker_id = self.broker_id
@@ -166,7 +173,8 @@ class BrokerServer:
         await self.http.start()
         self.broker_epoch = await self.kzc.register_broker(self.broker_info())
         log.info("broker %d registered with epoch %d (cluster %s)", self.broker_id, self.broker_epoch, self.cluster_id)
-        self.controller = KafkaController(self.broker_id, self.kzc, ControllerConfig.from_broker(self.config))
+        self.controller = KafkaController(self.broker_id, self.kzc,
+                                          ControllerConfig.from_broker(self.config, self.control_secret))
         await self.controller.startup()
         self.dynamic_config.listeners.append(self._on_dynamic_broker_config)
         await self.config_listener.start(after=config_baseline)
@@ -451,7 +459,7 @@ class BrokerServer:
         info = self.metadata_cache.live_brokers.get(controller_id) or await self.kzc.get_broker(controller_id)
         if info is None:
             raise ConnectionError("no live controller is known")
-        return await post_control(info, request, timeout)
+        return await post_control(info, request, timeout, self.control_secret)
 
     async def shutdown(self) -> None:
         """Controlled shutdown first, then reverse order: controller, registration (session close),

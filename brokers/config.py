@@ -53,7 +53,9 @@ def is_sensitive(key: str) -> bool:
     return key in SENSITIVE_KEYS or key.endswith((".password", ".sasl.jaas.config")) or key == "sasl.jaas.config"
 
 
-SENSITIVE_KEYS = frozenset({"zookeeper.digest.credentials"})
+HTTP_AUTHENTICATION_METHODS = ("NONE", "BASIC")
+MIN_CONTROL_SECRET_CHARS = 16
+SENSITIVE_KEYS = frozenset({"zookeeper.digest.credentials", "control.plane.secret"})
 
 _PARSERS: dict[str, Callable[[str], Any]] = {"int": int, "bool": _bool, "str": str.strip, "list": _list,
                                             "double": float, "map": _map}
@@ -81,6 +83,11 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "sasl.enabled.mechanisms": ("list", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
     "sasl.mechanism.inter.broker.protocol": ("str", "GSSAPI"),
     "http.port": ("int", 8080),
+    # brokers.http.auth: BASIC makes every HTTP path but /healthz and /readyz need a SCRAM user's password
+    "http.authentication.method": ("str", "NONE"),
+    # brokers.control_auth: the key brokers sign their HTTP calls to each other with (unset: generated
+    # once per cluster and kept in ZooKeeper)
+    "control.plane.secret": ("str", None),
     "authorizer.class.name": ("str", ""),  # kafka.security.authorizer.AclAuthorizer enables ACLs
     "allow.everyone.if.no.acl.found": ("bool", False),
     "super.users": ("str", None),  # principals separated by ';' (User:admin;User:broker)
@@ -303,6 +310,24 @@ class BrokerConfig:
                 raise ConfigError(f"{self.source}: {key}: {exc}") from None
         self._validate_listener_names()
         self._validate_authorizer()
+        self._validate_http_security()
+
+    def _validate_http_security(self) -> None:
+        method = self.values["http.authentication.method"].upper()
+        if method not in HTTP_AUTHENTICATION_METHODS:
+            raise ConfigError(f"{self.source}: http.authentication.method must be one of "
+                              f"{', '.join(HTTP_AUTHENTICATION_METHODS)}, got {self.values['http.authentication.method']!r}")
+        self.values["http.authentication.method"] = method
+        secret = self.values["control.plane.secret"]
+        if secret is not None and len(secret) < MIN_CONTROL_SECRET_CHARS:
+            raise ConfigError(f"{self.source}: control.plane.secret must be at least {MIN_CONTROL_SECRET_CHARS} "
+                              f"characters (got {len(secret)})")
+
+    @property
+    def control_plane_secret(self) -> bytes | None:
+        """The configured control-plane secret; None: the brokers share a generated one through ZooKeeper."""
+        secret = self.values["control.plane.secret"]
+        return secret.encode() if secret else None
 
     def _validate_authorizer(self) -> None:
         name = self.values["authorizer.class.name"]

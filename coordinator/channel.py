@@ -21,6 +21,7 @@ from typing import Any, Callable
 import aiohttp
 
 from brokers.control import ControlRequest, api_for, control_base_url, decode, encode
+from brokers.control_auth import signed_headers
 from brokers.model import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,9 @@ class ControllerChannelManager:
     """Per-broker ordered delivery of control requests, with retry while the broker is alive."""
 
     def __init__(self, controller_id: int = -1, *, request_timeout: float = 30.0,
-                 backoff_initial: float = 0.05, backoff_max: float = 1.0):
+                 backoff_initial: float = 0.05, backoff_max: float = 1.0, secret: bytes | None = None):
         self.controller_id = controller_id
+        self.secret = secret  # the control-plane secret every request is signed with (brokers.control_auth)
         self.request_timeout = request_timeout
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
@@ -152,7 +154,8 @@ class ControllerChannelManager:
             attempts += 1
             try:
                 url = control_base_url(channel.info) + api.path
-                async with self._http().post(url, data=body, timeout=timeout) as http_response:
+                headers = signed_headers(self.secret, "POST", api.path, body)  # signed now: its clock counts
+                async with self._http().post(url, data=body, timeout=timeout, headers=headers) as http_response:
                     status, payload = http_response.status, await http_response.read()
             except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
                 error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -37,13 +37,15 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_seconds: float = 300
     leader_imbalance_per_broker_percentage: int = 10
+    control_secret: bytes | None = None  # what control requests are signed with (brokers.control_auth)
 
     @classmethod
-    def from_broker(cls, config: BrokerConfig) -> "ControllerConfig":
+    def from_broker(cls, config: BrokerConfig, control_secret: bytes | None = None) -> "ControllerConfig":
         return cls(config["unclean.leader.election.enable"], config["delete.topic.enable"],
                    auto_leader_rebalance_enable=config["auto.leader.rebalance.enable"],
                    leader_imbalance_check_interval_seconds=config["leader.imbalance.check.interval.seconds"],
-                   leader_imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"])
+                   leader_imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
+                   control_secret=control_secret)
 
 
 class KafkaController:
@@ -193,7 +195,7 @@ class KafkaController:
     async def _on_failover(self) -> None:
         """Become controller (§2.3): watches, context from ZooKeeper, metadata first, then leaders."""
         ctx = self.context
-        self.channel = ControllerChannelManager(self.broker_id)
+        self.channel = ControllerChannelManager(self.broker_id, secret=self.config.control_secret)
         broker_ids = await self.kzc.get_broker_ids(watch=self._watch(ev.BrokerChange()))
         for broker_id in broker_ids:
             info = await self.kzc.get_broker(broker_id)

@@ -20,6 +20,12 @@ GET /api/v1/local/{partitions,groups} this broker only (what the others fan out 
 Any broker answers for the whole cluster (``ClusterReader``). The answer is msgpack when the request's
 ``Accept`` names ``application/x-msgpack`` (or ``application/msgpack``), JSON otherwise. Errors are
 ``{"error_code": <HTTP status>, "message": ...}``.
+
+Who may see what (``brokers.http.auth``): with an authorizer, lists and the overview leave out the topics
+and groups the caller may not Describe (and a group's offsets for such topics), as Kafka's Metadata and
+ListGroups do; asking for one by name is 403 with ``kafka_error`` TOPIC_/GROUP_AUTHORIZATION_FAILED. The
+cluster and its brokers are shown to anyone authenticated (Metadata shows them too). ``/api/v1/local/*``
+needs Describe on the cluster (the brokers' own fan-out is signed and always allowed).
 """
 from __future__ import annotations
 
@@ -28,8 +34,12 @@ from typing import Any
 
 from aiohttp import web
 
+from brokers import authorizer as acl
 from brokers.control import pack
-from brokers.http.cluster_reader import LOCAL_VIEWS, BrokerState, ClusterReader
+from brokers.http import auth, views
+from brokers.http.auth import SECURITY_KEY
+from brokers.http.cluster_reader import LOCAL_VIEWS, BrokerState, ClusterReader, Visibility
+from brokers.protocol.errors import ErrorCode
 
 MSGPACK_TYPES = ("application/x-msgpack", "application/msgpack", "application/vnd.msgpack")
 BROKER_KEY: web.AppKey[Any] = web.AppKey("broker", object)
@@ -91,12 +101,38 @@ async def brokers(request: web.Request) -> web.Response:
     return respond(request, {"brokers": request.app[READER_KEY].brokers()})
 
 
+def visibility(request: web.Request) -> Visibility | None:
+    """The caller's Describe rights on topics and groups; None when it may describe everything."""
+    security = request.app[SECURITY_KEY]
+    if security.authorizer is None or auth.identity(request).broker:
+        return None
+    return Visibility(lambda name: auth.allowed(request, acl.DESCRIBE, acl.TOPIC, name),
+                      lambda name: auth.allowed(request, acl.DESCRIBE, acl.GROUP, name))
+
+
+def forbidden(request: web.Request, resource_type: int, name: str) -> web.Response:
+    """403 with Kafka's TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED."""
+    kind = acl.RESOURCE_TYPE_NAMES[resource_type]
+    code = {acl.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED, acl.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED}.get(
+        resource_type, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    return error(request, 403, f"{auth.identity(request).principal} is not authorized to access {kind} {name!r}",
+                 kafka_error=code.name)
+
+
+async def _partitions(request: web.Request, topic: str | None) -> list[dict]:
+    visible = visibility(request)
+    rows = await request.app[READER_KEY].partitions(topic)
+    return rows if visible is None else views.only_topics(rows, visible.topic)
+
+
 async def topics(request: web.Request) -> web.Response:
-    return respond(request, {"topics": await request.app[READER_KEY].topics()})
+    return respond(request, {"topics": await request.app[READER_KEY].topics(await _partitions(request, None))})
 
 
 async def topic(request: web.Request) -> web.Response:
     name = request.match_info["topic"]
+    if not auth.allowed(request, acl.DESCRIBE, acl.TOPIC, name):
+        return forbidden(request, acl.TOPIC, name)
     reader = request.app[READER_KEY]
     partitions = await reader.partitions(name)
     if not partitions:
@@ -107,29 +143,38 @@ async def topic(request: web.Request) -> web.Response:
 
 async def partitions(request: web.Request) -> web.Response:
     name = request.query.get("topic")
-    rows = await request.app[READER_KEY].partitions(name)
+    if name is not None and not auth.allowed(request, acl.DESCRIBE, acl.TOPIC, name):
+        return forbidden(request, acl.TOPIC, name)
+    rows = await _partitions(request, name)
     if name is not None and not rows:
         return error(request, 404, f"topic {name!r} does not exist")
     return respond(request, {"partitions": rows})
 
 
 async def groups(request: web.Request) -> web.Response:
-    return respond(request, {"groups": await request.app[READER_KEY].groups()})
+    reader = request.app[READER_KEY]
+    return respond(request, {"groups": await reader.groups(await _partitions(request, None), visibility(request))})
 
 
 async def group(request: web.Request) -> web.Response:
     group_id = request.match_info["group"]
-    for row in await request.app[READER_KEY].groups():
+    if not auth.allowed(request, acl.DESCRIBE, acl.GROUP, group_id):
+        return forbidden(request, acl.GROUP, group_id)
+    reader = request.app[READER_KEY]
+    for row in await reader.groups(await _partitions(request, None), visibility(request)):
         if row["group_id"] == group_id:
             return respond(request, row)
     return error(request, 404, f"group {group_id!r} is not known to any coordinator")
 
 
 async def overview(request: web.Request) -> web.Response:
-    return respond(request, await request.app[READER_KEY].overview())
+    return respond(request, await request.app[READER_KEY].overview(visibility(request)))
 
 
 async def local(request: web.Request) -> web.Response:
+    """One broker's own facts, for the others' fan-out: brokers, or principals that may describe the cluster."""
+    if not auth.allowed(request, acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):
+        return forbidden(request, acl.CLUSTER, acl.CLUSTER_NAME)
     what = request.match_info["what"]
     view = LOCAL_VIEWS.get(what)
     if view is None:
@@ -139,7 +184,7 @@ async def local(request: web.Request) -> web.Response:
 
 def add_admin_routes(app: web.Application, broker: BrokerState) -> None:
     app[BROKER_KEY] = broker
-    reader = app[READER_KEY] = ClusterReader(broker)
+    reader = app[READER_KEY] = ClusterReader(broker, app[SECURITY_KEY].control_secret)
 
     async def close_reader(_: web.Application) -> None:
         await reader.close()

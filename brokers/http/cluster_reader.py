@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 import aiohttp
 
 from brokers.control import control_base_url, unpack
+from brokers.control_auth import signed_headers
 from brokers.http import views
 from brokers.model import BrokerInfo
 from brokers.replication.metadata_cache import MetadataCache
@@ -58,13 +59,21 @@ def local_partitions(broker: BrokerState) -> list[dict]:
     return views.local_partitions(manager.partitions) if manager is not None else []
 
 
+class Visibility(NamedTuple):
+    """What a caller may describe (``brokers.http.auth``): the views leave out everything else."""
+
+    topic: Callable[[str], bool]
+    group: Callable[[str], bool]
+
+
 LOCAL_VIEWS: dict[str, Callable[[BrokerState], list[dict]]] = {"partitions": local_partitions,
                                                                "groups": local_groups}
 
 
 class ClusterReader:
-    def __init__(self, broker: BrokerState):
+    def __init__(self, broker: BrokerState, secret: bytes | None = None):
         self.broker = broker
+        self.secret = secret  # the control-plane secret: the fan-out is broker-to-broker
         self._session: aiohttp.ClientSession | None = None
 
     def session(self) -> aiohttp.ClientSession:
@@ -79,8 +88,9 @@ class ClusterReader:
     # -- fan-out -------------------------------------------------------------------------------
     async def _ask(self, info: BrokerInfo, what: str) -> list[dict] | None:
         try:
-            url = f"{control_base_url(info)}/api/v1/local/{what}"
-            async with self.session().get(url, headers={"Accept": MSGPACK}) as response:
+            path = f"/api/v1/local/{what}"
+            headers = {"Accept": MSGPACK, **signed_headers(self.secret, "GET", path)}
+            async with self.session().get(control_base_url(info) + path, headers=headers) as response:
                 if response.status != 200:
                     log.info("broker %d answered %s with HTTP %d", info.id, url, response.status)
                     return None
@@ -137,16 +147,21 @@ class ClusterReader:
         cache = self.broker.metadata_cache
         return views.broker_rows(cache.live_brokers, cache.controller_id, cache.partitions.values())
 
-    async def groups(self, partitions: list[dict] | None = None) -> list[dict]:
+    async def groups(self, partitions: list[dict] | None = None, visible: Visibility | None = None) -> list[dict]:
         partitions, by_broker = await asyncio.gather(
             self.partitions() if partitions is None else _done(partitions), self.gather("groups"))
         merged = [group for rows in by_broker.values() for group in rows or ()]
+        if visible is not None:
+            merged = views.only_groups(merged, visible.group, visible.topic)
         return views.with_lag(merged, partitions)
 
-    async def overview(self) -> dict:
+    async def overview(self, visible: Visibility | None = None) -> dict:
+        """Everything in one answer; with ``visible``, only the topics and groups the caller may describe."""
         partitions = await self.partitions()
+        if visible is not None:
+            partitions = views.only_topics(partitions, visible.topic)
         cluster, topics, groups = await asyncio.gather(self.cluster(), self.topics(partitions),
-                                                       self.groups(partitions))
+                                                       self.groups(partitions, visible))
         return {"cluster": cluster, "brokers": self.brokers(), "topics": topics,
                 "partitions": partitions, "groups": groups}
 

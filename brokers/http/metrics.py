@@ -21,7 +21,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
-from brokers.http import views
+from brokers import authorizer as acl
+from brokers.http import auth, views
 from brokers.http.cluster_reader import BrokerState, ClusterReader, local_groups
 from brokers.stats import LatencyHistogram
 
@@ -212,6 +213,8 @@ def add_metrics_route(app: web.Application, broker: BrokerState, reader: Cluster
         await monitor.stop()
 
     async def metrics(request: web.Request) -> web.Response:
+        if not auth.allowed(request, acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):  # every topic's numbers
+            return web.Response(status=403, text=f"{auth.identity(request).principal} may not describe the cluster\n")
         groups = local_groups(broker)  # lag needs the leaders' high watermarks: ask only if there are offsets
         partitions = await reader.partitions() if any(g["offsets"] for g in groups) else []
         collector.groups = views.with_lag(groups, partitions)

@@ -18,6 +18,9 @@ answers JSON or msgpack by ``Accept``). A produce answers ``{"offsets": [{"parti
 
 Not the leader: the request is forwarded to the partition's leader (its HTTP port, from the metadata
 cache) and its answer passed back, once: a forwarded request that meets a non-leader answers 503.
+The caller (``brokers.http.auth``) needs Write on the topic to produce and Read to consume, else 403 with
+``kafka_error`` TOPIC_AUTHORIZATION_FAILED and nothing written or read; a forwarded request carries the
+caller's ``Authorization`` to the leader, which checks again.
 Errors: a bad body or parameter is 400 naming the field; an unknown topic or partition 404; an
 internal topic 403; an offset out of range 416; not enough replicas 503; an ISR that does not
 acknowledge in ``request.timeout.ms`` 504.
@@ -31,8 +34,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from brokers import authorizer as acl
 from brokers.control import control_base_url, pack, unpack
-from brokers.http import partition_io, records_body
+from brokers.http import auth, partition_io, records_body
 from brokers.http.admin_api import BROKER_KEY, READER_KEY, error, respond, wants_msgpack
 from brokers.http.cluster_reader import FORWARDED, MSGPACK
 from brokers.http.partition_io import ProxyError
@@ -59,8 +63,12 @@ def _int_param(request: web.Request, name: str, default: int, low: int, high: in
     return value
 
 
-def _partitions_of(request: web.Request, topic: str) -> int:
-    """The topic's partition count; raises ProxyError for an unknown or internal topic."""
+def _partitions_of(request: web.Request, topic: str, operation: int) -> int:
+    """The topic's partition count; raises ProxyError when the caller may not do ``operation`` on it (Write to
+    produce, Read to consume), or for an unknown or internal topic."""
+    if not auth.allowed(request, operation, acl.TOPIC, topic):
+        raise ProxyError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                         f"{auth.identity(request).principal} is not authorized to access Topic {topic!r}")
     if topic in INTERNAL_TOPICS:
         raise ProxyError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {topic!r} is internal")
     count = len(request.app[BROKER_KEY].metadata_cache.partitions_of(topic))
@@ -100,6 +108,8 @@ def _leader_url(request: web.Request, tp: TopicPartition) -> str | None:
 async def _forward(request: web.Request, method: str, url: str, **kwargs: Any) -> aiohttp.ClientResponse:
     broker = request.app[BROKER_KEY]
     headers = {FORWARDED: str(broker.broker_id), **kwargs.pop("headers", {})}
+    if "Authorization" in request.headers:  # the leader authenticates and authorizes the caller again
+        headers["Authorization"] = request.headers["Authorization"]
     session = request.app[READER_KEY].session()
     timeout = aiohttp.ClientTimeout(total=PRODUCE_TIMEOUT_S + MAX_WAIT_MS / 1000 + 5)
     try:
@@ -153,7 +163,7 @@ async def _produce_to(request: web.Request, tp: TopicPartition, records: list) -
 async def _produce(request: web.Request, fixed_partition: bool) -> web.Response:
     topic = request.match_info["topic"]
     try:
-        count = _partitions_of(request, topic)
+        count = _partitions_of(request, topic, acl.WRITE)
         fixed = _partition_param(request, count) if fixed_partition else None
         url = _leader_url(request, TopicPartition(topic, fixed)) if fixed is not None else None
         if url is not None:  # one partition led elsewhere: its leader parses the body, as it is
@@ -196,7 +206,7 @@ async def produce_partition(request: web.Request) -> web.Response:
 async def consume(request: web.Request) -> web.StreamResponse:
     topic = request.match_info["topic"]
     try:
-        tp = TopicPartition(topic, _partition_param(request, _partitions_of(request, topic)))
+        tp = TopicPartition(topic, _partition_param(request, _partitions_of(request, topic, acl.READ)))
         max_bytes = _int_param(request, "max_bytes", DEFAULT_MAX_BYTES, 1, MAX_MAX_BYTES)
         wait_ms = _int_param(request, "timeout_ms", 0, 0, MAX_WAIT_MS)
         encoding = request.query.get("encoding", "auto")

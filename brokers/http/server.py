@@ -7,7 +7,9 @@ API: ``POST /control/v1/leader-and-isr``, ``/update-metadata``, ``/stop-replica`
 ``/controlled-shutdown``. The body is decoded into the request dataclass and handed to the
 matching ``ControlRequestHandler`` method; fencing (controller and broker epochs) is the handler's
 job, answered inside the response's ``error_code`` as Kafka does. A body that does not decode is a
-400 with a text message; a handler that raises is a 500. Either way the server keeps serving.
+400 with a text message; a handler that raises is a 500. Either way the server keeps serving. Only
+another broker's signed request reaches a control handler (``brokers.http.auth.broker_only``): anyone
+else gets a 401.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from aiohttp import web
 
 from brokers.control import CONTROL_APIS, ControlApi, ControlRequestHandler, decode, encode
 from brokers.http.admin_api import READER_KEY, add_admin_routes
+from brokers.http.auth import HttpSecurity, add_security, broker_only
 from brokers.http.dashboard import add_dashboard_routes
 from brokers.http.metrics import add_metrics_route
 from brokers.http.rest_proxy import add_proxy_routes
@@ -32,6 +35,9 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 
 def _control_route(api: ControlApi) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handle(request: web.Request) -> web.StreamResponse:
+        refused = broker_only(request)
+        if refused is not None:
+            return refused
         body = await request.read()
         try:
             message = decode(api.request, body)
@@ -60,10 +66,12 @@ def add_control_routes(app: web.Application, handler: ControlRequestHandler) -> 
         app.router.add_post(api.path, _control_route(api))
 
 
-def create_app(handler: ControlRequestHandler) -> web.Application:
+def create_app(handler: ControlRequestHandler, security: HttpSecurity | None = None) -> web.Application:
     """The broker's web application: control plane, health and readiness, admin API, /metrics, the REST
-    proxy and the dashboard. ``handler`` is the broker (``brokers.app.BrokerServer``)."""
+    proxy and the dashboard. ``handler`` is the broker (``brokers.app.BrokerServer``); ``security`` who may
+    call what (``brokers.http.auth``; default: anyone, anything)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
+    add_security(app, security or HttpSecurity())
     add_control_routes(app, handler)
     add_admin_routes(app, handler)
     add_metrics_route(app, handler, app[READER_KEY])
@@ -76,8 +84,9 @@ class HttpServer:
     """Serves ``create_app(handler)`` on ``host:port``; port 0 binds a free port, then ``.port`` tells it."""
 
     def __init__(self, handler: ControlRequestHandler, host: str = "127.0.0.1", port: int = 0,
-                 *, shutdown_timeout: float = 5.0):
+                 *, shutdown_timeout: float = 5.0, security: HttpSecurity | None = None):
         self.handler = handler
+        self.security = security or HttpSecurity()
         self.host = host
         self._requested_port = port
         self._shutdown_timeout = shutdown_timeout
@@ -96,7 +105,7 @@ class HttpServer:
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("HTTP server already started")
-        runner = web.AppRunner(create_app(self.handler), shutdown_timeout=self._shutdown_timeout)
+        runner = web.AppRunner(create_app(self.handler, self.security), shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         try:
             site = web.TCPSite(runner, self.host, self._requested_port)

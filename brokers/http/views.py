@@ -14,7 +14,7 @@ the controller's metadata rather than one leader). Offline: no leader, or a lead
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from brokers.model import INTERNAL_TOPICS, TopicPartition
 
@@ -117,3 +117,16 @@ def with_lag(groups: Iterable[dict], partitions: list[dict]) -> list[dict]:
             offsets.append({**entry, "high_watermark": high_watermark, "lag": lag})
         out.append({**group, "offsets": offsets, "total_lag": total})
     return sorted(out, key=lambda g: g["group_id"])
+
+
+def only_topics(rows: Iterable[dict], may_describe: Callable[[str], bool], key: str = "topic") -> list[dict]:
+    """The rows of topics the caller may describe (Metadata's rule: the others are not there at all)."""
+    return [row for row in rows if may_describe(row[key])]
+
+
+def only_groups(groups: Iterable[dict], may_describe_group: Callable[[str], bool],
+                may_describe_topic: Callable[[str], bool]) -> list[dict]:
+    """The groups the caller may describe, each with the offsets of topics it may describe (OffsetFetch's
+    rule: a group's offsets for other topics are left out, not shown as errors)."""
+    return [{**group, "offsets": only_topics(group["offsets"], may_describe_topic)}
+            for group in groups if may_describe_group(group["group_id"])]

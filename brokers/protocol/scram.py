@@ -250,3 +250,11 @@ def credential_from_salted_password(mechanism: str, salt: bytes, salted: bytes, 
     client_key = _hmac(algorithm, salted, b"Client Key")
     return ScramCredential(salt, hashlib.new(algorithm, client_key).digest(), _hmac(algorithm, salted, b"Server Key"),
                            iterations)
+
+
+def check_password(mechanism: str, password: str, credential: ScramCredential) -> bool:
+    """Whether ``password`` is the one ``credential`` was made from (HTTP basic auth against SCRAM users):
+    PBKDF2 with the stored salt and iterations, then StoredKey compared in constant time."""
+    salted = salted_password(mechanism, password, credential.salt, credential.iterations)
+    derived = credential_from_salted_password(mechanism, credential.salt, salted, credential.iterations)
+    return hmac.compare_digest(derived.stored_key, credential.stored_key)

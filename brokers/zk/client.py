@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import secrets
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -22,6 +23,7 @@ from brokers.zk.paths import (
     BrokerIdZNode,
     BrokerSequenceIdZNode,
     ClusterIdZNode,
+    ControlPlaneSecretZNode,
     ConfigChangeNotificationZNode,
     ConfigEntityZNode,
     ConsumerGroupsZNode,
@@ -90,6 +92,16 @@ class KafkaZkClient:
             pass
         data, _ = await self.zk.get(ClusterIdZNode.PATH)
         return ClusterIdZNode.decode(data)
+
+    async def get_or_create_control_plane_secret(self) -> bytes:
+        """The cluster's generated control-plane secret; the first broker to ask creates it."""
+        try:
+            await self.zk.create(ControlPlaneSecretZNode.PATH, ControlPlaneSecretZNode.encode(secrets.token_bytes(32)),
+                                 makepath=True)
+        except NodeExistsError:
+            pass
+        data, _ = await self.zk.get(ControlPlaneSecretZNode.PATH)
+        return ControlPlaneSecretZNode.decode(data)
 
     # -- brokers -------------------------------------------------------------------------------
     async def generate_broker_id(self, reserved_broker_max_id: int) -> int:

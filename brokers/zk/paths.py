@@ -6,6 +6,8 @@ writers enforce them with znode versions and the controller-epoch check.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
 from typing import Any
@@ -388,6 +390,27 @@ class ClusterIdZNode:
         return str(_load(data, ClusterIdZNode.PATH)["id"])
 
 
+class ControlPlaneSecretZNode:
+    """``/zkafka/control_plane_secret`` (zkafka's, not Kafka's): ``{"version":1,"secret":<base64>}``, the key
+    brokers sign their HTTP requests to each other with (``brokers.control_auth``) when
+    ``control.plane.secret`` is not configured. Created once by the first broker (create-if-absent, like
+    ``/cluster/id``), never changed; below a sensitive root, so with ``zookeeper.set.acl`` only the brokers'
+    identity can read it."""
+
+    PATH = "/zkafka/control_plane_secret"
+
+    @staticmethod
+    def encode(secret: bytes) -> bytes:
+        return _json({"version": 1, "secret": base64.b64encode(secret).decode()})
+
+    @staticmethod
+    def decode(data: bytes) -> bytes:
+        try:
+            return base64.b64decode(_load(data, ControlPlaneSecretZNode.PATH)["secret"], validate=True)
+        except (KeyError, TypeError, binascii.Error) as exc:
+            raise ValueError(f"{ControlPlaneSecretZNode.PATH}: no base64 secret: {exc}") from None
+
+
 class ConsumerGroupsZNode:
     """``/consumers/<group>``: one child per group that has committed offsets (the ZK offsets design)."""
 
@@ -520,9 +543,9 @@ class AclChangeNotificationZNode:
 
 
 # -- znode ACLs (zookeeper.set.acl) ------------------------------------------------------------------
-SENSITIVE_ROOTS = ("/config/users", "/delegation_token")
-"""Kafka's ``ZkData.sensitiveRootPaths``: secrets live below them (SCRAM credentials, token keys), so with
-``zookeeper.set.acl`` nobody but the brokers' identity may even read them."""
+SENSITIVE_ROOTS = ("/config/users", "/delegation_token", "/zkafka")
+"""Kafka's ``ZkData.sensitiveRootPaths``: secrets live below them (SCRAM credentials, token keys; zkafka adds
+its control-plane secret), so with ``zookeeper.set.acl`` nobody but the brokers' identity may even read them."""
 
 
 def world_readable(path: str) -> bool:

@@ -8,13 +8,16 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from brokers.control import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, decode, encode
+from brokers.control_auth import signed_headers
 from brokers.protocol.errors import ErrorCode
+from brokers.zk.paths import ControlPlaneSecretZNode
 from scripts.cluster import Cluster, ClusterSpec
 from scripts.zookeeper import find_free_base_port
 from tests.integration.conditions import wait_for
@@ -127,8 +130,15 @@ def test_zombie_controller_is_fenced_and_resigns(cluster, zk):
     target = next(b for b in (1, 2, 3) if b != old)
     stale = LeaderAndIsrRequest(old, old_epoch, -1, (PartitionState("zombie", 0, old_epoch, old, 99, (old,), 0,
                                                                     (1, 2, 3)),), ())
-    request = urllib.request.Request(f"http://127.0.0.1:{cluster.http_port(target)}/control/v1/leader-and-isr",
-                                     data=encode(stale), headers={"Content-Type": "application/msgpack"})
+    url = f"http://127.0.0.1:{cluster.http_port(target)}/control/v1/leader-and-isr"
+    unsigned = urllib.request.Request(url, data=encode(stale), headers={"Content-Type": "application/msgpack"})
+    with pytest.raises(urllib.error.HTTPError) as refused:  # only brokers may call the control plane
+        urllib.request.urlopen(unsigned, timeout=5)
+    assert refused.value.code == 401
+    secret = ControlPlaneSecretZNode.decode(zk.get(ControlPlaneSecretZNode.PATH)[0])  # the zombie has it
+    request = urllib.request.Request(url, data=encode(stale), headers={
+        "Content-Type": "application/msgpack",
+        **signed_headers(secret, "POST", "/control/v1/leader-and-isr", encode(stale))})
     with urllib.request.urlopen(request, timeout=5) as response:
         answer = decode(LeaderAndIsrResponse, response.read())
     assert answer.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
