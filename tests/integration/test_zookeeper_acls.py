@@ -9,6 +9,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
+from brokers.zk.paths import ControlPlaneSecretZNode
 from scripts.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
 
@@ -66,6 +67,8 @@ def test_a_client_without_credentials_cannot_change_cluster_state(cluster):
             zk.set("/controller_epoch", b"99")
         with pytest.raises(NoAuthError):  # secrets live there: not even readable
             zk.get_children("/config/users")
+        with pytest.raises(NoAuthError):  # nor the key the brokers sign control requests with
+            zk.get(ControlPlaneSecretZNode.PATH)
     finally:
         zk.stop()
         zk.close()
@@ -77,6 +80,7 @@ def test_the_brokers_identity_can(cluster):
         zk.create("/admin/delete_topics/nonexistent-topic")  # the controller drops the marker: no such topic
         wait_for(lambda: not zk.exists("/admin/delete_topics/nonexistent-topic"), 30, "the controller to act on it")
         assert zk.get_children("/config/users") == []
+        assert len(ControlPlaneSecretZNode.decode(zk.get(ControlPlaneSecretZNode.PATH)[0])) == 32
     finally:
         zk.stop()
         zk.close()

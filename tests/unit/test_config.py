@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from brokers.config import BrokerConfig, ConfigError, parse_properties
+from brokers.config import BrokerConfig, ConfigError, is_sensitive, parse_properties
 from brokers.model import EndPoint
 
 SERVER_PROPERTIES = r"""
@@ -66,6 +66,8 @@ def test_kafka_defaults():
     ({"zookeeper.connect": "x", "http.port": "70000"}, "http.port"),
     ({"zookeeper.connect": "x", "zookeeper.set.acl": "true"}, "zookeeper.digest.credentials"),
     ({"zookeeper.connect": "x", "zookeeper.digest.credentials": "nocolon"}, "zookeeper.digest.credentials"),
+    ({"zookeeper.connect": "x", "http.authentication.method": "DIGEST"}, "http.authentication.method"),
+    ({"zookeeper.connect": "x", "control.plane.secret": "short"}, "control.plane.secret"),
 ])
 def test_bad_keys_and_values_are_named(props, named):
     with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
@@ -102,3 +104,12 @@ def test_two_listeners_one_for_brokers_one_for_the_host():
 def test_listener_names_must_be_consistent(override, named):
     with pytest.raises(ConfigError, match=named):
         BrokerConfig.from_properties({**TWO_LISTENERS, **override})
+
+
+def test_http_security_keys():
+    default = BrokerConfig.from_properties({"zookeeper.connect": "x"}, "server.properties")
+    assert (default["http.authentication.method"], default.control_plane_secret) == ("NONE", None)
+    config = BrokerConfig.from_properties({"zookeeper.connect": "x", "http.authentication.method": "basic",
+                                           "control.plane.secret": "s" * 16}, "server.properties")
+    assert (config["http.authentication.method"], config.control_plane_secret) == ("BASIC", b"s" * 16)
+    assert is_sensitive("control.plane.secret")

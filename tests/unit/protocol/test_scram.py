@@ -11,6 +11,7 @@ from brokers.protocol.scram import (
     ScramCredential,
     ScramError,
     ScramServer,
+    check_password,
     make_credential,
     sanitize,
 )
@@ -130,3 +131,11 @@ def test_credential_format_is_kafkas():
 def test_sanitize_is_url_encoding():
     assert sanitize("alice") == "alice"
     assert sanitize("CN=a b/c") == "CN%3Da%20b%2Fc"
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_check_password_against_a_stored_credential(mechanism):
+    credential = make_credential(mechanism, "alice-secret", iterations=4096)
+    assert check_password(mechanism, "alice-secret", credential)
+    assert not check_password(mechanism, "alice-secreT", credential)
+    assert not check_password(mechanism, "", credential)

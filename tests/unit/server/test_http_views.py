@@ -2,7 +2,15 @@
 from __future__ import annotations
 
 from brokers.control import PartitionState
-from brokers.http.views import broker_rows, leaders_facts, partition_rows, topic_rows, with_lag
+from brokers.http.views import (
+    broker_rows,
+    leaders_facts,
+    only_groups,
+    only_topics,
+    partition_rows,
+    topic_rows,
+    with_lag,
+)
 from brokers.model import BrokerInfo, EndPoint, TopicPartition
 
 
@@ -72,3 +80,15 @@ def test_lag_is_high_watermark_minus_committed_never_negative_none_when_unknown(
     assert b["total_lag"] is None  # not 6: one partition's lag is unknown
     (b,) = with_lag([{**groups[0], "offsets": groups[0]["offsets"][:2]}], partition_rows(STATES, LIVE, FACTS))
     assert b["total_lag"] == 6
+
+
+def test_only_topics_and_groups_the_caller_may_describe():
+    groups = [{"group_id": "g1", "offsets": [{"topic": "a", "partition": 0}, {"topic": "b", "partition": 0}]},
+              {"group_id": "g2", "offsets": [{"topic": "a", "partition": 1}]}]
+    may_topic = {"a"}.__contains__
+    assert only_topics([{"topic": "a"}, {"topic": "b"}], may_topic) == [{"topic": "a"}]
+    assert only_topics([{"name": "b"}], may_topic, key="name") == []
+    assert only_groups(groups, {"g1"}.__contains__, may_topic) == [
+        {"group_id": "g1", "offsets": [{"topic": "a", "partition": 0}]}]
+    assert only_groups(groups, lambda g: True, lambda t: False) == [{"group_id": "g1", "offsets": []},
+                                                                   {"group_id": "g2", "offsets": []}]

@@ -126,6 +126,15 @@ def test_secure_acls_keep_the_sensitive_roots_unreadable():
     assert world_readable("/brokers/topics/t") and world_readable("/controller") and world_readable("/config/topics/t")
     assert not world_readable("/config/users") and not world_readable("/config/users/alice")
     assert not world_readable("/delegation_token/keys") and world_readable("/config/usersx")
+    assert not world_readable(paths.ControlPlaneSecretZNode.PATH) and not world_readable("/zkafka")
+
+
+def test_control_plane_secret_round_trips_and_garbage_is_named():
+    secret = bytes(range(32))
+    assert paths.ControlPlaneSecretZNode.decode(paths.ControlPlaneSecretZNode.encode(secret)) == secret
+    for bad in (b'{"version":1}', b'{"version":1,"secret":"not base64!"}', b"", b"[1]"):
+        with pytest.raises(ValueError, match="control_plane_secret"):
+            paths.ControlPlaneSecretZNode.decode(bad)
 
 
 def test_the_gateway_gives_creator_all_and_world_read_only_with_zookeeper_set_acl():
