@@ -11,12 +11,15 @@ from typing import Any, Callable
 
 import aiohttp
 import msgpack
+import pytest
 from aiohttp import web
 
 from brokers.control import (ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsrRequest,
                               LeaderAndIsrResponse, PartitionState, StopReplicaPartition, StopReplicaRequest,
                               StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse, decode, encode)
 from brokers.http import HttpServer
+from brokers.http.auth import HttpSecurity
+from brokers.http.client import post_control
 from brokers.stats import BrokerStats
 from brokers.model import BrokerInfo, EndPoint
 from brokers.control import control_base_url
@@ -427,5 +430,40 @@ def test_a_failing_callback_does_not_stop_the_worker_and_close_cancels_everythin
         assert channel.describe() == {} and channel.brokers() == []
         channel.send(7, um(9))  # after close: dropped with a warning, no error
         assert len(handler.calls) == 2
+
+    asyncio.run(main())
+
+
+# -- a closed control plane (brokers.control_auth) -------------------------------------------------
+SECRET = b"the cluster's control-plane secret"
+
+
+def test_with_a_secret_only_signed_requests_reach_the_handler():
+    async def main() -> None:
+        handler = FakeHandler()
+        server = HttpServer(handler, "127.0.0.1", 0, security=HttpSecurity(control_secret=SECRET))
+        await server.start()
+        good = ControllerChannelManager(0, secret=SECRET, **FAST)
+        wrong = ControllerChannelManager(0, secret=b"another cluster's secret!", **FAST)
+        try:
+            async with aiohttp.ClientSession() as session:
+                status, _, body = await post(session, server.port, "/control/v1/update-metadata", encode(um(3)))
+                assert (status, b"only brokers" in body) == (401, True)
+            wrong.add_broker(broker(1, server.port))
+            wrong.send(1, um(4))
+            await eventually(lambda: wrong.describe()[1]["dropped"] == 1, "the refused request to be dropped")
+            responses = Responses()
+            good.add_broker(broker(1, server.port))
+            good.send(1, um(5), responses.callback(1))
+            await responses.wait_for(1)
+            assert handler.calls == [("update_metadata", um(5))]  # nothing unsigned or missigned got through
+            answer = await post_control(broker(1, server.port), ControlledShutdownRequest(1, 10), secret=SECRET)
+            assert answer == ControlledShutdownResponse(0, (("orders", 1),))
+            with pytest.raises(ConnectionError, match="401"):
+                await post_control(broker(1, server.port), ControlledShutdownRequest(1, 10))
+        finally:
+            await good.close()
+            await wrong.close()
+            await server.stop()
 
     asyncio.run(main())
