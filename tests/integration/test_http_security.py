@@ -23,9 +23,9 @@ from confluent_kafka.admin import (
 
 from brokers.control import UpdateMetadataRequest, encode
 from brokers.control_auth import HEADER, sign
-from scripts import kafka_configs
 from scripts.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
+from tests.integration.scram_users import add_scram_users
 
 SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
 PROPERTIES = {
@@ -52,10 +52,7 @@ def cluster(tmp_path_factory):
     cluster = Cluster(tmp_path_factory.mktemp("http-security") / "cluster", spec)
     cluster.up(timeout=60)
     try:
-        for user, password in USERS.items():
-            assert kafka_configs.main(["--zookeeper", cluster.zookeeper_connect, "--alter", "--entity-type", "users",
-                                       "--entity-name", user, "--add-config",
-                                       f"SCRAM-SHA-512=[password={password}]"]) == 0
+        add_scram_users(cluster, USERS)
         yield cluster
     finally:
         cluster.down()

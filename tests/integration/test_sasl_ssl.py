@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts import kafka_configs
 from scripts.cluster import Cluster, ClusterSpec
 from tests.certs import make_pki
+from tests.integration.scram_users import add_scram_users
 from tests.integration.test_sasl import consume_all
 
 SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
@@ -37,10 +37,7 @@ def cluster(tmp_path_factory, pki):
     cluster = Cluster(tmp_path_factory.mktemp("sasl-ssl") / "cluster", spec)
     cluster.up(timeout=60)
     try:
-        for user, password in (("admin", "admin-secret"), ("alice", "alice-secret")):
-            assert kafka_configs.main(["--zookeeper", cluster.zookeeper_connect, "--alter", "--entity-type", "users",
-                                       "--entity-name", user, "--add-config",
-                                       f"SCRAM-SHA-512=[password={password}]"]) == 0
+        add_scram_users(cluster, {"admin": "admin-secret", "alice": "alice-secret"})
         yield cluster
     finally:
         cluster.down()

@@ -1,0 +1,11 @@
+"""SCRAM users for the security tests, made as an operator would: ``kafka-configs --zookeeper``."""
+from __future__ import annotations
+
+from scripts import kafka_configs
+from scripts.cluster import Cluster
+
+
+def add_scram_users(cluster: Cluster, users: dict[str, str], mechanism: str = "SCRAM-SHA-512") -> None:
+    for user, password in users.items():
+        assert kafka_configs.main(["--zookeeper", cluster.zookeeper_connect, "--alter", "--entity-type", "users",
+                                   "--entity-name", user, "--add-config", f"{mechanism}=[password={password}]"]) == 0
