@@ -10,6 +10,7 @@ aiohttp); they share the machine with the brokers, as every bench here does.
 """
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import statistics
@@ -23,6 +24,7 @@ from pathlib import Path
 import msgpack
 
 from scripts.cluster import Cluster, running_cluster
+from scripts.kafka_configs import main as kafka_configs
 from scripts.kafka_topics import main as kafka_topics
 
 TOPIC, PARTITIONS = "bench-http", 3
@@ -35,12 +37,22 @@ class HttpBenchOptions:
     record_size: int = 100
     threads: int = 4
     scrapes: int = 50
+    secure: bool = False  # ACL authorizer on and HTTP basic auth required: what security costs per request
+
+
+SECURE_PROPERTIES = {  # every request authenticated (SCRAM user "bench") and authorized (no ACLs: allowed)
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+    "http.authentication.method": "BASIC",
+}
+BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret"
 
 
 class Client:
     """One keep-alive connection per thread."""
 
     _local = threading.local()
+    auth: dict[str, str] = {}  # the Authorization header of a --secure run, on every request
 
     def __init__(self, port: int):
         self.port = port
@@ -50,7 +62,7 @@ class Client:
         connection = connections.get(self.port)
         if connection is None:
             connection = connections[self.port] = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        connection.request(method, path, body=body, headers=headers or {})
+        connection.request(method, path, body=body, headers={**self.auth, **(headers or {})})
         response = connection.getresponse()
         return response.status, response.read()
 
@@ -142,21 +154,34 @@ def _commit_group_offsets(cluster: Cluster) -> None:
 def run_http_bench(options: HttpBenchOptions, directory: Path | None = None) -> list[dict]:
     base = Path(directory) if directory else Path(".zkafka")
     base.mkdir(parents=True, exist_ok=True)
+    properties = SECURE_PROPERTIES if options.secure else {}
     with running_cluster(Path(tempfile.mkdtemp(prefix="bench-http-", dir=base)), 3, timeout=120, tick_time=500,
-                         session_timeout_ms=6000) as cluster:
-        kafka_topics(["--zookeeper", cluster.zookeeper_connect, "--create", "--topic", TOPIC,
-                      "--partitions", str(PARTITIONS), "--replication-factor", "3"])
-        deadline = time.monotonic() + 30
-        while set(_leaders(cluster).values()) & {-1} or len(_leaders(cluster)) < PARTITIONS:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the topic's partitions have no leaders")
-            time.sleep(0.1)
-        results = [produce(cluster, options, fmt, forwarded) for fmt in ("json", "msgpack")
-                   for forwarded in (False, True)]
-        results += [consume(cluster, fmt) for fmt in ("json", "msgpack")]
-        _commit_group_offsets(cluster)
-        results += [scrape(cluster, path, options.scrapes) for path in ("/metrics", "/api/v1/overview")]
-        return results
+                         session_timeout_ms=6000, properties=properties) as cluster:
+        if options.secure:
+            kafka_configs(["--zookeeper", cluster.zookeeper_connect, "--alter", "--entity-type", "users",
+                           "--entity-name", BENCH_USER, "--add-config", f"SCRAM-SHA-512=[password={BENCH_PASSWORD}]"])
+            token = base64.b64encode(f"{BENCH_USER}:{BENCH_PASSWORD}".encode()).decode()
+            Client.auth = {"Authorization": f"Basic {token}"}
+        try:
+            return _run(cluster, options)
+        finally:
+            Client.auth = {}
+
+
+def _run(cluster: Cluster, options: HttpBenchOptions) -> list[dict]:
+    kafka_topics(["--zookeeper", cluster.zookeeper_connect, "--create", "--topic", TOPIC,
+                  "--partitions", str(PARTITIONS), "--replication-factor", "3"])
+    deadline = time.monotonic() + 30
+    while set(_leaders(cluster).values()) & {-1} or len(_leaders(cluster)) < PARTITIONS:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the topic's partitions have no leaders")
+        time.sleep(0.1)
+    results = [produce(cluster, options, fmt, forwarded) for fmt in ("json", "msgpack")
+               for forwarded in (False, True)]
+    results += [consume(cluster, fmt) for fmt in ("json", "msgpack")]
+    _commit_group_offsets(cluster)
+    results += [scrape(cluster, path, options.scrapes) for path in ("/metrics", "/api/v1/overview")]
+    return results
 
 
 def format_report(results: list[dict]) -> str:

@@ -139,6 +139,8 @@ def _add_http_bench(bench_commands) -> None:
     http.add_argument("--record-size", type=int, default=100, help="bytes per record value (default 100)")
     http.add_argument("--threads", type=int, default=4, help="HTTP clients posting at once (default 4)")
     http.add_argument("--scrapes", type=int, default=50, help="GETs of each admin endpoint timed (default 50)")
+    http.add_argument("--secure", action="store_true", help="with the ACL authorizer on and HTTP basic auth "
+                                                            "required on every request (a SCRAM user)")
     http.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
     http.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -201,7 +203,7 @@ def _bench_http(args: argparse.Namespace) -> int:
 
     if min(args.records, args.batch, args.record_size, args.threads, args.scrapes) < 1:
         args.subparser.error("--records, --batch, --record-size, --threads and --scrapes must be positive")
-    options = HttpBenchOptions(args.records, args.batch, args.record_size, args.threads, args.scrapes)
+    options = HttpBenchOptions(args.records, args.batch, args.record_size, args.threads, args.scrapes, args.secure)
     results = run_http_bench(options, args.dir)
     print(json.dumps(results, indent=2) if args.json else format_report(results))
     return 0
