@@ -30,8 +30,9 @@ from brokers.control import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from brokers.http.client import post_control
+from brokers.credential_cache import CredentialCache
 from brokers.http.auth import HttpSecurity
+from brokers.http.client import post_control
 from brokers.http.server import HttpServer
 from brokers.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicPartition
 from brokers.protocol.errors import ErrorCode
@@ -99,7 +100,9 @@ class BrokerServer:
                             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
                             digest=config["zookeeper.digest.credentials"], secure_acls=config["zookeeper.set.acl"])
         self.kzc = KafkaZkClient(self.zk)
-        self.config_listener = ConfigChangeListener(self.kzc, {"topics": self._on_topic_config_change,
+        self.credentials = CredentialCache(self.user_config)  # SCRAM users for HTTP basic auth
+        self.config_listener = ConfigChangeListener(self.kzc, {"users": self.credentials.invalidate,
+                                                               "topics": self._on_topic_config_change,
                                                                "brokers": self._on_broker_config_change})
         self.admin: ZkAdmin | None = None
         self.authorizer = (AclAuthorizer(self.zk, parse_super_users(config["super.users"]),
@@ -111,7 +114,8 @@ class BrokerServer:
         self.replica_manager: ReplicaManager | None = None
         self.control_secret: bytes | None = config.control_plane_secret  # else ZooKeeper's, at start-up
         self.http_security = HttpSecurity(basic_required=config["http.authentication.method"] == "BASIC",
-                                          scram_credential=self._scram_credential, authorizer=self.authorizer)
+                                          scram_credential=self._cached_scram_credential,
+                                          authorizer=self.authorizer)
         self.http = HttpServer(self, _bind_host(config), config.http_port, security=self.http_security)
         self.controller: KafkaController | None = None
         self.kafka_listeners: list[KafkaListener] = []
@@ -228,6 +232,13 @@ class BrokerServer:
         """The user's stored SCRAM credential (``/config/users/<user>``), read at each authentication."""
         try:
             return (await self.user_config(user)).get(mechanism)
+        except ZkError as exc:
+            log.warning("cannot read the SCRAM credentials of a user: %s", exc)
+            return None
+
+    async def _cached_scram_credential(self, user: str, mechanism: str) -> str | None:
+        try:
+            return await self.credentials.credential(user, mechanism)
         except ZkError as exc:
             log.warning("cannot read the SCRAM credentials of a user: %s", exc)
             return None
@@ -350,6 +361,7 @@ class BrokerServer:
         else:
             return
         log.info("broker %d re-registered with epoch %d", self.broker_id, self.broker_epoch)
+        self.credentials.clear()  # user changes may have been missed while the watch was gone
         self.config_listener.on_new_session()  # the /config/changes watch died with the old session
         if self.authorizer is not None:
             self.authorizer.on_new_session()  # so did the ACL change watches

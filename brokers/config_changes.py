@@ -9,7 +9,8 @@ change runs one pass, serialized: read the children again (re-arming the one-sho
 itself, so a notification for a config that changed again since only applies the latest. A handler
 that fails is logged and the pass goes on, except on a ZooKeeper error, which stops the pass before
 that notification (the next change or session retries it). After a new ZooKeeper session, ``on_new_session()`` runs a pass
-(watches die with the session). Entity types without a handler are skipped (clients, users, ips).
+(watches die with the session). Entity types without a handler are skipped (clients, ips); ``users`` drops
+the user from the broker's ``CredentialCache``.
 
 Watch callbacks arrive on the event loop (ZkGateway hops them); ZooKeeper reads are awaited, never
 blocking the loop.

@@ -76,8 +76,10 @@ def _bodies(options: HttpBenchOptions, fmt: str) -> tuple[bytes, dict]:
                                                    "Accept": "application/x-msgpack"}
 
 
-def _leaders(cluster: Cluster) -> dict[int, int]:
-    status, body = Client(cluster.http_port(1)).request("GET", f"/api/v1/partitions?topic={TOPIC}")
+def _leaders(cluster: Cluster, broker_id: int = 1) -> dict[int, int]:
+    status, body = Client(cluster.http_port(broker_id)).request("GET", f"/api/v1/partitions?topic={TOPIC}")
+    if status == 404:
+        return {}
     assert status == 200, body
     return {row["partition"]: row["leader"] for row in json.loads(body)["partitions"]}
 
@@ -172,7 +174,8 @@ def _run(cluster: Cluster, options: HttpBenchOptions) -> list[dict]:
     kafka_topics(["--zookeeper", cluster.zookeeper_connect, "--create", "--topic", TOPIC,
                   "--partitions", str(PARTITIONS), "--replication-factor", "3"])
     deadline = time.monotonic() + 30
-    while set(_leaders(cluster).values()) & {-1} or len(_leaders(cluster)) < PARTITIONS:
+    while not all(len(leaders := _leaders(cluster, b)) == PARTITIONS and -1 not in leaders.values()
+                  for b in cluster.broker_ids):  # every broker knows every leader: none answers 404
         if time.monotonic() > deadline:
             raise TimeoutError("the topic's partitions have no leaders")
         time.sleep(0.1)

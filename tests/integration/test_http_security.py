@@ -187,3 +187,16 @@ def test_only_a_brokers_signature_opens_the_control_plane(cluster):
     assert cluster.health(1)["controller_epoch_seen"] < 999
     wait_for(lambda: "only brokers of this cluster may call the control plane" in cluster.tail(1, 300)
              or "broker signature" in cluster.tail(1, 300), 10, "the refusal logged")
+
+
+def test_a_changed_password_counts_on_every_broker_without_restart(cluster):
+    add_scram_users(cluster, {"carol": "carol-1"})
+    for broker_id in (1, 2):  # both brokers cache carol's credential now
+        wait_for(lambda b=broker_id: requests.get(url(cluster, b, "/api/v1/cluster"), auth=("carol", "carol-1"),
+                                                  timeout=10).status_code == 200, 20, "carol's first password")
+    add_scram_users(cluster, {"carol": "carol-2"})  # the users notification drops the cached credential
+    for broker_id in (1, 2):
+        wait_for(lambda b=broker_id: requests.get(url(cluster, b, "/api/v1/cluster"), auth=("carol", "carol-2"),
+                                                  timeout=10).status_code == 200, 20, "carol's new password")
+        assert requests.get(url(cluster, broker_id, "/api/v1/cluster"), auth=("carol", "carol-1"),
+                            timeout=10).status_code == 401
