@@ -199,7 +199,8 @@ class KafkaListener:
             self._server = await loop.create_server(self._connection, self.host, self.requested_port,
                                                     reuse_address=True)
         else:
-            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            (family, *_), *_ = await loop.getaddrinfo(self.host, self.requested_port, type=socket.SOCK_STREAM,
+                                                      flags=socket.AI_PASSIVE)
             self._socket = socket.create_server((self.host, self.requested_port), family=family, backlog=BACKLOG)
             self._socket.setblocking(False)
             self._accepting = loop.create_task(self._accept_tls())
