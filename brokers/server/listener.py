@@ -41,6 +41,7 @@ BACKLOG = 100  # asyncio's create_server default
 ACCEPT_RETRY_DELAY = 1.0  # seconds, after accept() fails (out of file descriptors), as asyncio waits
 SSL_HANDSHAKE_TIMEOUT = 60.0  # seconds, asyncio's and uvloop's default
 
+
 class Connection(asyncio.Protocol):
     """One client connection. ``listener_name`` / ``security_protocol`` are its listener's; ``principal``
     is who the client is (``User:ANONYMOUS`` until TLS client auth or SASL says otherwise), read by the

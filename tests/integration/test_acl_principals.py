@@ -25,7 +25,8 @@ from scripts.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
 
 SCRAM = "SCRAM-SHA-512"
-ADMIN_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
+ADMIN_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+              'username="admin" password="admin-secret";')
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 PROPERTIES = {
     "listeners": "SASL_PLAINTEXT://127.0.0.1:{kafka_port}",
@@ -168,7 +169,8 @@ def test_alice_produces_and_consumes_in_her_group(cluster, admin_properties, use
             producer.send(topic, b"python %d" % i).get(timeout=TIMEOUT)
     finally:
         producer.close()
-    consumer = kafka.KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", **python_client(cluster, "alice"))
+    consumer = kafka.KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest",
+                                   **python_client(cluster, "alice"))
     try:  # kafka-python in the same group resumes at the offset confluent-kafka committed (OffsetFetch: Read on G)
         got: list[bytes] = []
 

@@ -230,7 +230,8 @@ def test_kafka_configs_topics_and_brokers_over_the_brokers_with_command_config(c
     IncrementalAlterConfigs and the internal client's DescribeConfigs / cluster-default alter both
     authenticate; without it the same describe is refused."""
     client = tmp_path / "admin.properties"
-    client.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={SCRAM_JAAS}\n")
+    client.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                      f"sasl.jaas.config={SCRAM_JAAS}\n")
     create_topic(cluster, "configured")
     sasl = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", str(client)]
     topic = [*sasl, "--entity-type", "topics", "--entity-name", "configured"]

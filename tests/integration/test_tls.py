@@ -234,8 +234,8 @@ def test_failed_handshakes_are_logged_with_the_peer_and_good_clients_still_serve
         return {line.split(" ", 2)[2] for line in lines if "Failed authentication with" in line} & expected
 
     wait_for(lambda: logged() == expected, TIMEOUT, f"the broker's log lines {sorted(expected)}")
-    others = [line for line in log.read_text().splitlines() if "SSL handshake failed" in line and
-              "brokers.server.listener" not in line or " asyncio: " in line]
+    others = [line for line in log.read_text().splitlines()
+              if ("SSL handshake failed" in line and "brokers.server.listener" not in line) or " asyncio: " in line]
     assert others == []  # neither asyncio's "SSL handshake failed" nor its loop exception handler
 
     topic = "tls-after-refusals"
