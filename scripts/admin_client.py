@@ -6,6 +6,8 @@ controller over the broker's own protocol client (``brokers.client.KafkaConnecti
 with Metadata v4 like every Kafka admin client does: the controller id in Metadata, retried once on
 NOT_CONTROLLER after a fresh Metadata (the controller moved). Configs go through confluent-kafka's
 ``incremental_alter_configs`` (the throttles of ``kafka-reassign-partitions --throttle``).
+``properties`` are Kafka's client properties (a tool's ``--command-config``, ``scripts.client_properties``):
+both kinds of connection use their ``security.protocol``, TLS and SASL settings.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from brokers.client.connection import KafkaConnection
 from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
+from scripts.client_properties import connection_settings, librdkafka_config
 
 METADATA, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 3, 45, 46
 CLIENT_ID = "zkafka-admin"
@@ -38,8 +41,11 @@ def _endpoints(bootstrap: str) -> list[tuple[str, int]]:
 
 
 class ClusterAdmin:
-    def __init__(self, bootstrap: str, timeout: float, client_id: str = CLIENT_ID):
+    def __init__(self, bootstrap: str, timeout: float, client_id: str = CLIENT_ID,
+                 properties: dict[str, str] | None = None):
         self.bootstrap, self.timeout, self.client_id = bootstrap, timeout, client_id
+        self.properties = properties or {}
+        self._ssl_context, self._sasl = connection_settings(self.properties)  # ClientPropertiesError if unusable
         self._connections: dict[tuple[str, int], KafkaConnection] = {}
         self._configs: AdminClient | None = None
 
@@ -53,7 +59,7 @@ class ClusterAdmin:
     async def _connection(self, host: str, port: int) -> KafkaConnection:
         connection = self._connections.get((host, port))
         if connection is None or not connection.connected:
-            connection = KafkaConnection(host, port, self.client_id)
+            connection = KafkaConnection(host, port, self.client_id, self._ssl_context, self._sasl)
             await connection.connect(self.timeout)
             self._connections[(host, port)] = connection
         return connection
@@ -120,7 +126,7 @@ class ClusterAdmin:
     def _alter(self, resources: list[ConfigResource]) -> None:
         """One call for the topics and one per broker (librdkafka sends a BROKER resource to that broker)."""
         if self._configs is None:
-            self._configs = AdminClient({"bootstrap.servers": self.bootstrap})
+            self._configs = AdminClient({**librdkafka_config(self.properties), "bootstrap.servers": self.bootstrap})
         topics = [r for r in resources if r.restype == ConfigResource.Type.TOPIC]
         calls = [[r] for r in resources if r.restype != ConfigResource.Type.TOPIC] + ([topics] if topics else [])
         for call in calls:

@@ -38,6 +38,7 @@ from confluent_kafka.admin import AclBinding, AclBindingFilter, AdminClient
 
 from brokers import authorizer as acl
 from brokers.authorizer import AclEntry, ResourcePattern
+from scripts.client_properties import ClientPropertiesError, librdkafka_config
 from scripts.kafka_leader_election import java_exception, read_properties
 
 RESULT_TIMEOUT_S = 65.0
@@ -263,10 +264,10 @@ def main(argv: list[str] | None = None, out: Callable = print, confirm: Callable
             check_operations(patterns, aces)
             by_resource = {pattern: aces for pattern in patterns}
         principals = [_principal("--principal", p) for p in args.principal]
-        config = read_properties(args.command_config) if args.command_config else {}
+        config = librdkafka_config(read_properties(args.command_config)) if args.command_config else {}
     except FlagError as exc:
         parser.error(str(exc))
-    except OSError as exc:
+    except (OSError, ClientPropertiesError) as exc:
         parser.error(f"argument --command-config: {exc}")
     admin = AdminClient({**config, "bootstrap.servers": args.bootstrap_server})
     try:

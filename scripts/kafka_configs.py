@@ -11,7 +11,9 @@ ConfigCommand, 2.8 flags and output).
 Users (SCRAM credentials) are ``scripts.kafka_configs_users`` (``--zookeeper``) and
 ``scripts.kafka_configs_users_admin`` (``--bootstrap-server``, AlterUserScramCredentials).
 
-``--bootstrap-server`` goes through the brokers (``scripts.kafka_configs_admin``): confluent-kafka's
+``--bootstrap-server`` goes through the brokers (``scripts.kafka_configs_admin``), as the client that
+``--command-config`` describes (Kafka's client properties: ``security.protocol``, ``sasl.mechanism``,
+``sasl.jaas.config``, PEM ``ssl.*``; ``scripts.client_properties``) for every entity type: confluent-kafka's
 AdminClient sends IncrementalAlterConfigs with SET for each ``--add-config`` pair and DELETE for each
 ``--delete-config`` key; DescribeConfigs goes over the broker's internal client (all synonyms kept). ``--add-config`` is Kafka's syntax: comma-separated ``key=value`` pairs, where
 a value in square brackets may hold commas (``k=[a,b]`` sets ``a,b``). Deleting a key that has no
@@ -86,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2]", help="configs to set")
     parser.add_argument("--delete-config", metavar="k1,k2", help="configs to remove")
     parser.add_argument("--all", action="store_true", help="with --describe: every config, not only the dynamic ones")
-    parser.add_argument("--command-config", metavar="FILE", help="client properties (security.protocol, sasl.*)")
+    parser.add_argument("--command-config", metavar="FILE", help="client properties (security.protocol, sasl.*, ssl.*)")
     return parser
 
 

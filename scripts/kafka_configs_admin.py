@@ -10,6 +10,10 @@ bootstrap server, or to the broker being described); and IncrementalAlterConfigs
 cluster-default broker entity (``--entity-default``, resource name ``""``), which librdkafka refuses to
 name (an empty ConfigResource name).
 
+``--command-config`` (Kafka's client properties: ``security.protocol``, ``sasl.mechanism``,
+``sasl.jaas.config``, ``ssl.*``, see ``scripts.client_properties``) applies to both the AdminClient and
+the internal client, so a SSL / SASL-only cluster is reachable.
+
 A Kafka error exits 1 with ``Error while executing config command: NAME: message``.
 """
 from __future__ import annotations
@@ -25,6 +29,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
+from scripts import client_properties
 from scripts.admin_client import ClusterAdmin, ClusterAdminError
 from scripts.kafka_configs import ConfigCommandError, parse_add_config, parse_delete_config
 
@@ -32,15 +37,36 @@ TIMEOUT_S = 30.0
 _RESOURCE = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER}
 
 
-def run(args: argparse.Namespace) -> int:
-    admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
+@dataclass(frozen=True)
+class Target:
+    """Where the command goes: the bootstrap servers and the client properties of ``--command-config``."""
+    bootstrap: str
+    properties: dict
+
+
+def command_properties(path: str | None) -> dict[str, str]:
+    """``--command-config``'s properties ({} without it); ConfigCommandError naming the flag."""
+    if not path:
+        return {}
     try:
+        properties = client_properties.read(path)
+        client_properties.connection_settings(properties)  # a bad ssl.* / sasl.* fails here, named
+        return properties
+    except client_properties.ClientPropertiesError as exc:
+        raise ConfigCommandError(f"--command-config: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    target = Target(args.bootstrap_server, command_properties(args.command_config))
+    try:
+        admin = AdminClient({**client_properties.librdkafka_config(target.properties),
+                             "bootstrap.servers": target.bootstrap})
         if args.alter:
             name = "" if args.entity_default else args.entity_name
-            _alter(admin, args.bootstrap_server, args.entity_type, name, args.add_config, args.delete_config)
+            _alter(admin, target, args.entity_type, name, args.add_config, args.delete_config)
             return 0
         for name in _names(admin, args):
-            _describe(admin, args.bootstrap_server, args.entity_type, name, args.all)
+            _describe(admin, target, args.entity_type, name, args.all)
         return 0
     except KafkaException as exc:
         err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
@@ -75,14 +101,14 @@ class Entry:
     synonyms: list[tuple[str, str | None, int]]
 
 
-def _entries(admin: AdminClient, bootstrap: str, entity_type: str, name: str, describe_all: bool) -> list[Entry]:
-    address = bootstrap.split(",")[0].strip()
+def _entries(admin: AdminClient, target: Target, entity_type: str, name: str, describe_all: bool) -> list[Entry]:
+    address = target.bootstrap.split(",")[0].strip()
     if entity_type == "brokers" and name:  # a broker describes its own dynamic configs
         broker = admin.list_topics(timeout=TIMEOUT_S).brokers.get(int(name))
         if broker is None:
             raise ConfigCommandError(f"Error while executing config command: broker {name} is not in the cluster")
         address = f"{broker.host}:{broker.port}"
-    response = _call(address, 32, 1, include_synonyms=True, resources=[
+    response = _call(Target(address, target.properties), 32, 1, include_synonyms=True, resources=[
         dict(resource_type=_RESOURCE[entity_type].value, resource_name=name, configuration_keys=None)])
     (result,) = response.results
     _check(result)
@@ -92,20 +118,20 @@ def _entries(admin: AdminClient, bootstrap: str, entity_type: str, name: str, de
     return sorted((e for e in entries if describe_all or e.source == wanted), key=lambda e: e.name)
 
 
-def _describe(admin: AdminClient, bootstrap: str, entity_type: str, name: str, describe_all: bool) -> None:
+def _describe(admin: AdminClient, target: Target, entity_type: str, name: str, describe_all: bool) -> None:
     if name == "":
         print(f"Default configs for {entity_type} in the cluster are:")
     else:
         print(f"{'All' if describe_all else 'Dynamic'} configs for {entity_type[:-1]} {name} are:")
-    for entry in _entries(admin, bootstrap, entity_type, name, describe_all):
+    for entry in _entries(admin, target, entity_type, name, describe_all):
         synonyms = ", ".join(f"{ConfigSource(source).name}:{key}={value}" for key, value, source in entry.synonyms)
         print(f"  {entry.name}={entry.value} sensitive={str(entry.sensitive).lower()} synonyms={{{synonyms}}}")
 
 
 # -- the cluster-default broker entity, over the wire ------------------------------------------------
-def _call(bootstrap: str, api_key: int, version: int, **fields: Any) -> Any:
+def _call(target: Target, api_key: int, version: int, **fields: Any) -> Any:
     async def call() -> Any:
-        async with ClusterAdmin(bootstrap, TIMEOUT_S, "kafka-configs") as admin:
+        async with ClusterAdmin(target.bootstrap, TIMEOUT_S, "kafka-configs", target.properties) as admin:
             return await admin.request_any(api_key, version, codec.build(codec.request_class(api_key, version),
                                                                          **fields))
 
@@ -121,26 +147,26 @@ def _check(result: Any) -> None:
                                  f"{result.error_message}")
 
 
-def _alter_default(bootstrap: str, added: dict[str, str], deleted: list[str]) -> None:
+def _alter_default(target: Target, added: dict[str, str], deleted: list[str]) -> None:
     configs = [dict(name=k, config_operation=AlterConfigOpType.SET.value, value=v) for k, v in added.items()]
     configs += [dict(name=k, config_operation=AlterConfigOpType.DELETE.value, value=None) for k in deleted]
-    response = _call(bootstrap, 44, 0, validate_only=False, resources=[
+    response = _call(target, 44, 0, validate_only=False, resources=[
         dict(resource_type=4, resource_name="", configs=configs)])
     (result,) = response.responses
     _check(result)
 
 
-def _alter(admin: AdminClient, bootstrap: str, entity_type: str, name: str, add: str | None,
+def _alter(admin: AdminClient, target: Target, entity_type: str, name: str, add: str | None,
            delete: str | None) -> None:
     added = parse_add_config(add) if add else {}
     deleted = parse_delete_config(delete) if delete else []
     if deleted:
-        present = {e.name for e in _entries(admin, bootstrap, entity_type, name, describe_all=False)}
+        present = {e.name for e in _entries(admin, target, entity_type, name, describe_all=False)}
         missing = [key for key in deleted if key not in present]
         if missing:
             raise ConfigCommandError(f"Invalid config(s): {','.join(missing)}")
     if name == "":
-        _alter_default(bootstrap, added, deleted)
+        _alter_default(target, added, deleted)
         print(f"Completed updating default config for {entity_type} in the cluster.")
         return
     ops = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in added.items()]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -25,34 +24,25 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from brokers.config import parse_properties
-from brokers.protocol.sasl import parse_jaas
 from brokers.protocol.scram import DEFAULT_ITERATIONS, HASHES
+from scripts import client_properties
 from scripts.kafka_configs import ConfigCommandError, parse_add_config, parse_delete_config
 
 TIMEOUT_S = 30.0
 _MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
-_PASSED = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "client.id")
 
 
 def client_config(bootstrap: str, command_config: str | None) -> dict[str, str]:
-    """The AdminClient's settings from Kafka's ``--command-config`` file (Java client property names)."""
+    """The AdminClient's settings from Kafka's ``--command-config`` file (Java client property names,
+    ``scripts.client_properties``)."""
     config = {"bootstrap.servers": bootstrap}
     if not command_config:
         return config
     try:
-        props = parse_properties(Path(command_config).read_text(), command_config)
-    except OSError as exc:
-        raise ConfigCommandError(f"--command-config: cannot read {command_config}: {exc.strerror}") from None
-    config.update({k: v for k, v in props.items() if k in _PASSED})
-    if "sasl.jaas.config" in props:
-        try:
-            _module, options = parse_jaas(props["sasl.jaas.config"])
-        except ValueError as exc:
-            raise ConfigCommandError(f"--command-config: sasl.jaas.config: {exc}") from None
-        config.setdefault("sasl.username", options.get("username", ""))
-        config.setdefault("sasl.password", options.get("password", ""))
-    return config
+        props = client_properties.read(command_config)
+        return {**client_properties.librdkafka_config(props), **config}
+    except client_properties.ClientPropertiesError as exc:
+        raise ConfigCommandError(f"--command-config: {exc}") from None
 
 
 def alterations(user: str, add: str | None, delete: str | None) -> list:

@@ -27,6 +27,7 @@ from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicParti
 from confluent_kafka.admin import AdminClient
 
 from brokers.config import parse_properties
+from scripts.client_properties import ClientPropertiesError, librdkafka_config
 
 RESULT_TIMEOUT_S = 65.0  # librdkafka's request timeout (socket.timeout.ms, 60 s) and a margin
 ERRORS_PACKAGE = "org.apache.kafka.common.errors."
@@ -180,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             parser.error(f"argument --path-to-json-file: {args.path_to_json_file}: {exc}")
     try:
-        admin_config = read_properties(args.admin_config) if args.admin_config else {}
-    except OSError as exc:
+        admin_config = librdkafka_config(read_properties(args.admin_config)) if args.admin_config else {}
+    except (OSError, ClientPropertiesError) as exc:  # ClientPropertiesError is a ValueError
         parser.error(f"argument --admin.config: {exc}")
     return run(args, partitions, admin_config)
 

@@ -11,6 +11,11 @@ with the peer.
 An SSL / SASL_SSL listener gets its ``ssl.SSLContext`` (brokers/server/tls.py): the transport does the
 handshake before ``connection_made``, where an SSL connection takes its principal from the client
 certificate; file ranges then always go through the transport (no sendfile under TLS).
+A TLS listener accepts its sockets itself (``sock_accept``) and hands each to
+``loop.connect_accepted_socket(..., ssl=)``: ``create_server(ssl=)`` drops a failed handshake silently on
+both asyncio and uvloop (the protocol never hears of it; only asyncio's debug mode logs it), whereas
+here the handshake's exception comes back to the listener, which knows the peer and logs one WARNING
+line (Kafka's "Failed authentication with /<ip> (SSL handshake failed)") with the listener and the reason.
 """
 from __future__ import annotations
 
@@ -18,12 +23,13 @@ import asyncio
 import collections
 import logging
 import os
+import socket
 import ssl
 from typing import Any, Awaitable, Callable
 
 from brokers.authorizer import ANONYMOUS
 from brokers.protocol.framing import FrameDecoder, ProtocolError
-from brokers.server.tls import peer_principal
+from brokers.server.tls import handshake_failure, peer_principal
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +37,9 @@ Handler = Callable[[bytes, "Connection"], Awaitable[list[Any] | None]]
 MAX_IN_FLIGHT = 200  # pause reading beyond this many unanswered requests on one connection
 # File ranges this large are sent with sendfile; 0 turns sendfile off (ZKAFKA_SENDFILE_MIN_BYTES).
 SENDFILE_MIN_BYTES = int(os.environ.get("ZKAFKA_SENDFILE_MIN_BYTES", str(1 << 20)))
-
-
+BACKLOG = 100  # asyncio's create_server default
+ACCEPT_RETRY_DELAY = 1.0  # seconds, after accept() fails (out of file descriptors), as asyncio waits
+SSL_HANDSHAKE_TIMEOUT = 60.0  # seconds, asyncio's and uvloop's default
 
 
 class Connection(asyncio.Protocol):
@@ -171,26 +178,79 @@ class KafkaListener:
         self.max_request_bytes = max_request_bytes
         self.connections: set[Connection] = set()
         self._server: asyncio.base_events.Server | None = None
+        self._socket: socket.socket | None = None  # a TLS listener's own listening socket
+        self._accepting: asyncio.Task | None = None
+        self._handshakes: set[asyncio.Task] = set()
 
     @property
     def port(self) -> int:
+        if self._socket is not None:
+            return self._socket.getsockname()[1]
         if self._server is None or not self._server.sockets:
             return self.requested_port
         return self._server.sockets[0].getsockname()[1]
 
+    def _connection(self) -> Connection:
+        return Connection(self._handle, self.max_request_bytes, self.connections, self.listener_name,
+                          self.security_protocol)
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: Connection(self._handle, self.max_request_bytes, self.connections, self.listener_name,
-                               self.security_protocol),
-            self.host, self.requested_port, reuse_address=True, ssl=self.ssl_context)
+        if self.ssl_context is None:
+            self._server = await loop.create_server(self._connection, self.host, self.requested_port,
+                                                    reuse_address=True)
+        else:
+            (family, *_), *_ = await loop.getaddrinfo(self.host, self.requested_port, type=socket.SOCK_STREAM,
+                                                      flags=socket.AI_PASSIVE)
+            self._socket = socket.create_server((self.host, self.requested_port), family=family, backlog=BACKLOG)
+            self._socket.setblocking(False)
+            self._accepting = loop.create_task(self._accept_tls())
         log.info("Kafka listener %s (%s) on %s:%d", self.listener_name, self.security_protocol, self.host, self.port)
 
+    async def _accept_tls(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, address = await loop.sock_accept(self._socket)
+            except OSError as exc:  # EMFILE and the like: the socket stays, try again shortly
+                log.error("listener %s cannot accept: %s", self.listener_name, exc)
+                await asyncio.sleep(ACCEPT_RETRY_DELAY)
+                continue
+            task = loop.create_task(self._handshake(sock, address))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, sock: socket.socket, address: Any) -> None:
+        """The TLS handshake of one accepted socket (the transport owns the socket from here on and
+        closes it on failure); success calls ``Connection.connection_made``, failure is logged."""
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                self._connection, sock, ssl=self.ssl_context, ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            peer = f"/{address[0]}:{address[1]}" if isinstance(address, tuple) else f"/{address}"
+            if (reason := handshake_failure(exc)) is not None:
+                log.warning("Failed authentication with %s on listener %s (SSL handshake failed: %s)",
+                            peer, self.listener_name, reason)
+            else:
+                log.debug("%s closed the connection during the TLS handshake on %s: %r", peer,
+                          self.listener_name, exc)
+
     async def stop(self) -> None:
-        if self._server is None:
+        if self._server is None and self._socket is None:
             return
-        self._server.close()
+        if self._server is not None:
+            self._server.close()
+        for task in self._handshakes:
+            task.cancel()
+        if self._accepting is not None:  # its sock_accept must let go of the socket before it closes
+            self._accepting.cancel()
+            await asyncio.wait([self._accepting])
+        if self._socket is not None:
+            self._socket.close()
         for connection in list(self.connections):
             connection.close("broker shutting down")
-        await self._server.wait_closed()
-        self._server = None
+        if self._server is not None:
+            await self._server.wait_closed()
+        self._server = self._socket = self._accepting = None

@@ -19,6 +19,10 @@ Principal (Kafka's default principal builder, ``ssl.principal.mapping.rules=DEFA
 the certificate's subject DN in RFC 2253 form, most specific RDN first (``User:CN=alice,OU=eng,O=zkafka``);
 ``User:ANONYMOUS`` when the client presented no (verified) certificate.
 Any unreadable or wrong file raises ``ConfigError`` naming the key and the file.
+
+A failed handshake is the operator's to see (Kafka's "Failed authentication with /<ip> (SSL handshake
+failed)"): ``handshake_failure`` turns the exception into the reason the listener logs with the peer
+(OpenSSL's reason, never key material), or None for a peer that merely went away mid-handshake.
 """
 from __future__ import annotations
 
@@ -185,6 +189,26 @@ def peer_principal(transport: Any) -> str:
     """The principal of a TLS transport's client, after the handshake (``connection_made``)."""
     ssl_object = transport.get_extra_info("ssl_object")
     return principal(ssl_object.getpeercert()) if ssl_object is not None else ANONYMOUS
+
+
+def handshake_failure(exc: BaseException) -> str | None:
+    """Why a server-side handshake failed, for one log line: ``PEER_DID_NOT_RETURN_A_CERTIFICATE``,
+    ``CERTIFICATE_VERIFY_FAILED: certificate has expired``, ``WRONG_VERSION_NUMBER`` (plain bytes on a TLS
+    port), the handshake timeout; None when the peer closed or reset the connection (a port probe, or a
+    client that dropped the connection itself, which it reports on its side)."""
+    if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+        return None
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"{exc.reason}: {exc.verify_message}" if exc.verify_message else str(exc.reason or exc)
+    if isinstance(exc, ssl.SSLError):
+        return str(exc.reason or exc.strerror or exc)
+    if isinstance(exc, ConnectionAbortedError):  # asyncio's and uvloop's ssl_handshake_timeout
+        return str(exc) or "handshake aborted"
+    if isinstance(exc, TimeoutError):
+        return "handshake timed out"
+    if isinstance(exc, (ConnectionResetError, BrokenPipeError, EOFError)):
+        return None
+    return repr(exc)
 
 
 def listener_contexts(config: BrokerConfig) -> dict[str, ssl.SSLContext]:

@@ -222,3 +222,45 @@ def test_kafka_configs_over_the_brokers_manages_scram_users(cluster, tmp_path, c
     producer = Producer(confluent(cluster, "SCRAM-SHA-512", "dave", "dave-secret"))
     producer.produce("dave", b"hi")
     assert producer.flush(30) == 0
+
+
+def test_kafka_configs_topics_and_brokers_over_the_brokers_with_command_config(cluster, tmp_path, capsys):
+    """``--entity-type topics|brokers --bootstrap-server`` reach a SASL-only cluster with Kafka's
+    ``--command-config`` (security.protocol, sasl.mechanism, sasl.jaas.config): confluent-kafka's
+    IncrementalAlterConfigs and the internal client's DescribeConfigs / cluster-default alter both
+    authenticate; without it the same describe is refused."""
+    client = tmp_path / "admin.properties"
+    client.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                      f"sasl.jaas.config={SCRAM_JAAS}\n")
+    create_topic(cluster, "configured")
+    sasl = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", str(client)]
+    topic = [*sasl, "--entity-type", "topics", "--entity-name", "configured"]
+    assert kafka_configs.main([*topic, "--alter", "--add-config", "retention.ms=12345"]) == 0
+    assert kafka_configs.main([*topic, "--describe"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == ["Dynamic configs for topic configured are:",  # min.insync.replicas from create_topic
+                        "  min.insync.replicas=3 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:min.insync.replicas=3, "
+                        "DEFAULT_CONFIG:min.insync.replicas=1}",
+                        "  retention.ms=12345 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=12345, "
+                        "DEFAULT_CONFIG:log.retention.ms=604800000}"]
+    broker = [*sasl, "--entity-type", "brokers", "--entity-name", "2"]
+    assert kafka_configs.main([*broker, "--alter", "--add-config", "leader.replication.throttled.rate=1048576"]) == 0
+    assert kafka_configs.main([*broker, "--describe"]) == 0
+    assert "  leader.replication.throttled.rate=1048576 sensitive=false" in capsys.readouterr().out
+    default = [*sasl, "--entity-type", "brokers", "--entity-default"]
+    assert kafka_configs.main([*default, "--alter", "--add-config", "follower.replication.throttled.rate=2048"]) == 0
+    assert kafka_configs.main([*default, "--describe"]) == 0
+    assert "  follower.replication.throttled.rate=2048 sensitive=false" in capsys.readouterr().out
+    for command in (topic, broker, default):
+        key = "retention.ms" if command is topic else ("leader" if command is broker else "follower")
+        key = key if command is topic else f"{key}.replication.throttled.rate"
+        assert kafka_configs.main([*command, "--alter", "--delete-config", key]) == 0
+    assert kafka_configs.main([*topic, "--describe"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "Dynamic configs for topic configured are:",
+        "  min.insync.replicas=3 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:min.insync.replicas=3, "
+        "DEFAULT_CONFIG:min.insync.replicas=1}"]
+
+    plain = ["--bootstrap-server", cluster.bootstrap_servers, "--entity-type", "topics", "--entity-name", "configured"]
+    assert kafka_configs.main([*plain, "--describe"]) == 1  # no SASL: the broker closes the connection
+    assert "Error while executing config command" in capsys.readouterr().err

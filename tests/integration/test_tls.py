@@ -3,8 +3,12 @@
 followers' fetchers present the broker certificate), confluent-kafka and kafka-python produce and consume
 over TLS with a client certificate at RF 3 (including >1 MiB fetch ranges, which never go out with
 sendfile on TLS), a client without a certificate or with an untrusted one is refused and writes nothing,
+each failed handshake is one WARNING line in the broker's log naming the peer, the listener and the reason,
 and /healthz shows each connection's principal (the certificate's DN)."""
 from __future__ import annotations
+
+import socket
+import ssl
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -12,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 
+from brokers.protocol import codec
 from scripts.cluster import Cluster, ClusterSpec
 from scripts.zookeeper import find_free_base_port
 from tests.certs import make_pki
@@ -182,3 +187,62 @@ def test_a_plaintext_and_an_ssl_listener_side_by_side(tmp_path, pki):
         assert set(connections["INTERNAL"]) == {"User:ANONYMOUS"}, connections
     finally:
         cluster.down()
+
+
+def handshake_from_known_port(port: int, context: ssl.SSLContext | None) -> str:
+    """Connect to ``port`` and try TLS with ``context`` (None: send a Kafka ApiVersions request in plain
+    TCP); the broker refuses. Returns the peer as the broker sees it (``/127.0.0.1:<our port>``)."""
+    raw = socket.create_connection(("127.0.0.1", port), TIMEOUT)
+    peer = "/%s:%d" % raw.getsockname()[:2]
+    request = codec.encode_request(18, 0, 1, "handshake-test", codec.build(codec.request_class(18, 0)))
+    try:
+        sock = raw if context is None else context.wrap_socket(raw, server_hostname="127.0.0.1")
+        sock.sendall(request)  # TLS 1.3: the server checks the client's certificate after the client is done
+        assert sock.recv(1 << 16) == b"", "the broker answered a client it must refuse"
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        pass  # the broker's alert or reset: refused either way
+    finally:
+        raw.close()
+    return peer
+
+
+def test_failed_handshakes_are_logged_with_the_peer_and_good_clients_still_served(cluster, pki):
+    """Kafka's "Failed authentication with /<ip> (SSL handshake failed)": one WARNING line per refused
+    handshake in the broker's log, naming the client's address and port, the listener and OpenSSL's reason
+    (no asyncio traceback); the broker then serves a client with a trusted certificate as before."""
+    broker = cluster.broker_ids[0]
+    port, log = cluster.kafka_port(broker), cluster.broker_dir(broker) / "broker.log"
+
+    def client(cert=None, key=None) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(pki.ca))
+        if cert is not None:
+            context.load_cert_chain(str(cert), str(key))
+        return context
+
+    attempts = {
+        "PEER_DID_NOT_RETURN_A_CERTIFICATE": client(),
+        "CERTIFICATE_VERIFY_FAILED: unable to get local issuer certificate": client(pki.untrusted_cert,
+                                                                                    pki.untrusted_key),
+        "CERTIFICATE_VERIFY_FAILED: certificate has expired": client(pki.expired_cert, pki.expired_key),
+        "WRONG_VERSION_NUMBER": None,  # plain Kafka bytes on a TLS port
+    }
+    expected = {f"WARNING brokers.server.listener: Failed authentication with {handshake_from_known_port(port, c)} "
+                f"on listener SSL (SSL handshake failed: {reason})" for reason, c in attempts.items()}
+
+    def logged() -> set[str]:
+        lines = log.read_text().splitlines()
+        return {line.split(" ", 2)[2] for line in lines if "Failed authentication with" in line} & expected
+
+    wait_for(lambda: logged() == expected, TIMEOUT, f"the broker's log lines {sorted(expected)}")
+    others = [line for line in log.read_text().splitlines()
+              if ("SSL handshake failed" in line and "brokers.server.listener" not in line) or " asyncio: " in line]
+    assert others == []  # neither asyncio's "SSL handshake failed" nor its loop exception handler
+
+    topic = "tls-after-refusals"
+    create_topic(cluster, pki, topic)
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": "all",
+                         **tls(pki, pki.client_cert, pki.client_key)})
+    errors: list = []
+    producer.produce(topic, b"still served", on_delivery=lambda e, m: errors.append(e))
+    assert producer.flush(TIMEOUT) == 0 and errors == [None]
+    assert end_offset(cluster, pki, topic) == 1

@@ -1,10 +1,12 @@
 """TLS on a real KafkaListener in-process (no ZooKeeper; tests/integration/test_kafka_api_local.py's
 Broker): the handshake with ``ssl.client.auth=required`` (a trusted client certificate becomes the
-connection's principal; none, an untrusted or an expired one is refused before any request is handled),
+connection's principal; none, an untrusted or an expired one is refused before any request is handled,
+and logged with the peer and OpenSSL's reason),
 a Fetch of a >1 MiB file range over TLS (sendfile would have put plaintext under the TLS stream), and a
 broker whose SSL listener has a bad keystore exiting at start-up with the key and the file named."""
 from __future__ import annotations
 
+import logging
 import socket
 import ssl
 import subprocess
@@ -21,6 +23,7 @@ from brokers.server.apis import KafkaApis
 from brokers.server.listener import SENDFILE_MIN_BYTES, KafkaListener
 from brokers.server.tls import listener_contexts
 from tests.certs import make_pki
+from tests.integration.conditions import wait_for
 from tests.integration.test_kafka_api_local import BASE_TS, TIMEOUT, Broker, fetch_request, read_frames
 
 ALICE = "User:CN=alice,OU=eng,O=zkafka"
@@ -81,17 +84,38 @@ def test_a_trusted_client_certificate_is_the_principal(broker, pki):
     assert broker.handled[before:] == [(18, ALICE, True)]
 
 
-@pytest.mark.parametrize("who", ["no certificate", "untrusted CA", "expired"])
-def test_required_client_auth_refuses_before_any_request_is_handled(broker, pki, who):
+@pytest.mark.parametrize("who, reason", [
+    ("no certificate", "PEER_DID_NOT_RETURN_A_CERTIFICATE"),
+    ("untrusted CA", "CERTIFICATE_VERIFY_FAILED: unable to get local issuer certificate"),
+    ("expired", "CERTIFICATE_VERIFY_FAILED: certificate has expired")])
+def test_required_client_auth_refuses_before_any_request_is_handled(broker, pki, who, reason, caplog):
+    """...and the listener logs the refusal with the peer (Kafka's "Failed authentication with /<ip>")."""
     cert = {"no certificate": (None, None), "untrusted CA": (pki.untrusted_cert, pki.untrusted_key),
             "expired": (pki.expired_cert, pki.expired_key)}[who]
     before = len(broker.handled)
+    caplog.set_level(logging.DEBUG, logger="brokers.server.listener")
     with pytest.raises((ssl.SSLError, ConnectionError, AssertionError)):
         # TLS 1.3: the client's handshake ends before the server checks its certificate, so the
         # refusal (an alert, then the close) arrives on the first read
         with api_versions_over(broker, client(pki, *cert)) as sock:
+            peer = "/%s:%d" % sock.getsockname()[:2]
             read_frames(sock, 1)
     assert broker.handled[before:] == []
+    line = f"Failed authentication with {peer} on listener SSL (SSL handshake failed: {reason})"
+    wait_for(lambda: any(r.getMessage() == line and r.levelno == logging.WARNING for r in caplog.records), TIMEOUT,
+             f"the log line {line!r}")
+
+
+def test_a_peer_that_disconnects_mid_handshake_is_no_warning_and_the_listener_serves_on(broker, pki, caplog):
+    caplog.set_level(logging.DEBUG, logger="brokers.server.listener")
+    with socket.create_connection(("127.0.0.1", broker.ssl_listener.port), TIMEOUT) as probe:  # a port probe
+        peer = "/%s:%d" % probe.getsockname()[:2]
+    wait_for(lambda: any(peer in r.getMessage() and r.levelno == logging.DEBUG for r in caplog.records), TIMEOUT,
+             "the probe's DEBUG line")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and peer in r.getMessage()]
+    with api_versions_over(broker, client(pki, pki.client_cert, pki.client_key)) as sock:
+        (frame,) = read_frames(sock, 1)
+    assert codec.decode_response(18, 0, frame)[1].error_code == 0
 
 
 def test_a_fetch_of_more_than_a_mebibyte_over_tls_arrives_whole(broker, pki):

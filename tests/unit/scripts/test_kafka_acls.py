@@ -135,3 +135,12 @@ def test_add_prints_kafkas_heading_and_sends_every_binding():
                                "`ResourcePattern(resourceType=TOPIC, name=t, patternType=PREFIXED)`: \n")
     assert [(b.name, int(b.resource_pattern_type.value), int(b.operation.value), int(b.permission_type.value))
             for b in admin.created] == [("t", acl.PREFIXED, acl.READ, acl.ALLOW), ("t", acl.PREFIXED, acl.WRITE, acl.DENY)]
+
+
+def test_an_unusable_command_config_exits_2_naming_it(tmp_path, capsys):
+    path = tmp_path / "client.properties"
+    path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.jaas.config=not a jaas line\n")
+    with pytest.raises(SystemExit) as exit_:
+        kafka_acls.main(["--bootstrap-server", "127.0.0.1:1", "--command-config", str(path), "--list"])
+    assert exit_.value.code == 2
+    assert "argument --command-config: sasl.jaas.config" in capsys.readouterr().err

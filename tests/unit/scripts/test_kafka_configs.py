@@ -51,3 +51,19 @@ def test_bad_flags_exit_2_naming_the_flag(argv, flag, capsys):
         main(argv)
     assert exit_info.value.code == 2
     assert flag in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "--command-config: cannot read"),
+    ("security.protocol=SASL_PLAINTEXT\n", "--command-config: security.protocol=SASL_PLAINTEXT needs sasl.jaas.config"),
+    ("security.protocol=SSL\nssl.truststore.type=JKS\nssl.truststore.location=/t.jks\n",
+     "--command-config: ssl.truststore.type: JKS"),
+])
+@pytest.mark.parametrize("entity", [["topics", "--entity-name", "t"], ["brokers", "--entity-default"]])
+def test_an_unusable_command_config_exits_1_naming_it_before_connecting(tmp_path, capsys, content, words, entity):
+    path = tmp_path / "client.properties"
+    if content is not None:
+        path.write_text(content)
+    assert main(["--bootstrap-server", "127.0.0.1:1", "--command-config", str(path), "--describe",
+                 "--entity-type", *entity]) == 1
+    assert words in capsys.readouterr().err

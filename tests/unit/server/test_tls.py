@@ -7,8 +7,8 @@ import ssl
 import pytest
 
 from brokers.config import BrokerConfig, ConfigError
-from brokers.server.tls import (ANONYMOUS, TlsSettings, client_context, inter_broker_context, listener_contexts,
-                                principal, rfc2253, server_context)
+from brokers.server.tls import (ANONYMOUS, TlsSettings, client_context, handshake_failure, inter_broker_context,
+                                listener_contexts, principal, rfc2253, server_context)
 from tests.certs import ENCRYPTED_PASSWORD, make_pki
 
 
@@ -207,3 +207,68 @@ def test_a_plaintext_connection_is_anonymous_and_not_tls():
     connection = listener.Connection(None, 1 << 20, set())
     connection.connection_made(FakeTransport(tls=False))
     assert not connection.tls and connection.principal == ANONYMOUS
+
+
+# -- failed handshakes -------------------------------------------------------------------------
+def _ssl_error(cls, reason: str, message: str, **attributes) -> ssl.SSLError:
+    exc = cls(1, f"[SSL: {reason}] {message} (_ssl.c:1006)")
+    exc.reason = reason
+    for name, value in attributes.items():
+        setattr(exc, name, value)
+    return exc
+
+
+@pytest.mark.parametrize("exc, reason", [
+    (_ssl_error(ssl.SSLError, "PEER_DID_NOT_RETURN_A_CERTIFICATE", "peer did not return a certificate"),
+     "PEER_DID_NOT_RETURN_A_CERTIFICATE"),
+    (_ssl_error(ssl.SSLCertVerificationError, "CERTIFICATE_VERIFY_FAILED", "certificate verify failed",
+                verify_message="certificate has expired"), "CERTIFICATE_VERIFY_FAILED: certificate has expired"),
+    (_ssl_error(ssl.SSLCertVerificationError, "CERTIFICATE_VERIFY_FAILED", "certificate verify failed",
+                verify_message=None), "CERTIFICATE_VERIFY_FAILED"),
+    (_ssl_error(ssl.SSLError, "WRONG_VERSION_NUMBER", "wrong version number"), "WRONG_VERSION_NUMBER"),
+    (_ssl_error(ssl.SSLError, "TLSV1_ALERT_UNKNOWN_CA", "tlsv1 alert unknown ca"), "TLSV1_ALERT_UNKNOWN_CA"),
+    (ConnectionAbortedError("SSL handshake is taking longer than 60.0 seconds: aborting the connection"),
+     "SSL handshake is taking longer than 60.0 seconds: aborting the connection"),
+    (TimeoutError(), "handshake timed out"),
+    (ValueError("odd"), "ValueError('odd')"),
+])
+def test_handshake_failure_names_the_ssl_reason(exc, reason):
+    assert handshake_failure(exc) == reason
+
+
+@pytest.mark.parametrize("exc", [ConnectionResetError(), BrokenPipeError(), ssl.SSLEOFError(8, "EOF"),
+                                 ssl.SSLZeroReturnError(6, "closed")])
+def test_a_peer_that_merely_went_away_is_no_failed_authentication(exc):
+    assert handshake_failure(exc) is None
+
+
+def test_real_handshake_failures_name_their_reason(pki):
+    """The reasons OpenSSL really gives a server with ssl.client.auth=required, in memory (no socket)."""
+    server = server_context(TlsSettings.for_listener(ssl_config(pki, ssl_client_auth="required"), "SSL"))
+
+    def handshake(cert=None, key=None) -> BaseException:
+        client = ssl.create_default_context(cafile=str(pki.ca))
+        if cert is not None:
+            client.load_cert_chain(str(cert), str(key))
+        c_in, c_out, s_in, s_out = ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()
+        c = client.wrap_bio(c_in, c_out, server_hostname="localhost")
+        s = server.wrap_bio(s_in, s_out, server_side=True)
+        for _ in range(10):
+            for side in (c, s):
+                try:
+                    side.do_handshake()
+                except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                    pass
+                except ssl.SSLError as exc:
+                    if side is s:
+                        return exc
+                    break
+            s_in.write(c_out.read())
+            c_in.write(s_out.read())
+        raise AssertionError("the server accepted the handshake")
+
+    assert handshake_failure(handshake()) == "PEER_DID_NOT_RETURN_A_CERTIFICATE"
+    assert handshake_failure(handshake(pki.untrusted_cert, pki.untrusted_key)).startswith(
+        "CERTIFICATE_VERIFY_FAILED: unable to get local issuer certificate")
+    assert handshake_failure(handshake(pki.expired_cert, pki.expired_key)) == (
+        "CERTIFICATE_VERIFY_FAILED: certificate has expired")

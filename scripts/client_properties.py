@@ -1,0 +1,108 @@
+"""Kafka's client properties for zkafka's tools: the ``--command-config`` / ``--admin.config`` file of
+Kafka's tools (Java client names) turned into librdkafka's settings (confluent-kafka's AdminClient) and
+into the TLS context and SASL credentials of the broker's own protocol client (``ClusterAdmin``'s
+``brokers.client.KafkaConnection``), so every request a tool sends reaches a SSL / SASL cluster.
+
+Java name -> librdkafka:
+
+- ``sasl.jaas.config``: its ``username=``/``password=`` options -> ``sasl.username``/``sasl.password``
+- ``ssl.truststore.location`` (``ssl.truststore.type=PEM``) -> ``ssl.ca.location``
+- ``ssl.keystore.location`` (``ssl.keystore.type=PEM``, KIP-651: private key and certificate chain in one
+  file) -> ``ssl.certificate.location`` and ``ssl.key.location``; ``ssl.key.password`` as it is
+- ``ssl.endpoint.identification.algorithm`` ``https`` | empty -> ``https`` | ``none``
+
+Every other key passes as it is (``security.protocol``, ``sasl.mechanism``, ``client.id``, librdkafka's
+own names such as ``sasl.username`` or ``ssl.ca.location``); librdkafka refuses one it does not know.
+A JKS or PKCS12 store (Kafka's default type) is an error naming the key: zkafka reads PEM.
+"""
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+from brokers.config import parse_properties
+from brokers.protocol.sasl import SaslClientConfig, parse_jaas
+
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+_JAVA_ONLY = ("sasl.jaas.config", "ssl.truststore.", "ssl.keystore.", "ssl.endpoint.identification.algorithm")
+
+
+class ClientPropertiesError(ValueError):
+    """A client properties file that cannot be used; the message names the file or the key."""
+
+
+def read(path: str) -> dict[str, str]:
+    try:
+        return parse_properties(Path(path).read_text(encoding="utf-8"), path)
+    except OSError as exc:
+        raise ClientPropertiesError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _credentials(props: dict[str, str]) -> tuple[str | None, str | None]:
+    """``sasl.username``/``sasl.password``, else the ``username``/``password`` of ``sasl.jaas.config``."""
+    username, password = props.get("sasl.username"), props.get("sasl.password")
+    if "sasl.jaas.config" in props:
+        try:
+            _module, options = parse_jaas(props["sasl.jaas.config"])
+        except ValueError as exc:
+            raise ClientPropertiesError(f"sasl.jaas.config: {exc}") from None
+        username = username if username is not None else options.get("username")
+        password = password if password is not None else options.get("password")
+    return username, password
+
+
+def _pem(props: dict[str, str], store: str) -> str | None:
+    location = props.get(f"ssl.{store}.location")
+    kind = props.get(f"ssl.{store}.type", "PEM").upper()
+    if location and kind != "PEM":
+        raise ClientPropertiesError(f"ssl.{store}.type: {kind} is not supported for {location}: zkafka's tools read "
+                                    f"PEM {store}s (ssl.{store}.type=PEM)")
+    return location or None
+
+
+def librdkafka_config(props: dict[str, str]) -> dict[str, str]:
+    """confluent-kafka's settings for Kafka's client ``props`` (no ``bootstrap.servers``)."""
+    config = {k: v for k, v in props.items() if not k.startswith(_JAVA_ONLY)}
+    username, password = _credentials(props)
+    for key, value in (("sasl.username", username), ("sasl.password", password),
+                       ("ssl.ca.location", _pem(props, "truststore"))):
+        if value is not None:
+            config.setdefault(key, value)
+    if keystore := _pem(props, "keystore"):
+        config.setdefault("ssl.certificate.location", keystore)
+        config.setdefault("ssl.key.location", keystore)
+    if "ssl.endpoint.identification.algorithm" in props:
+        algorithm = props["ssl.endpoint.identification.algorithm"].strip().lower()
+        config["ssl.endpoint.identification.algorithm"] = algorithm or "none"
+    return config
+
+
+def connection_settings(props: dict[str, str]) -> tuple[ssl.SSLContext | None, SaslClientConfig | None]:
+    """The TLS context (SSL / SASL_SSL) and SASL credentials (SASL_*) for ``KafkaConnection``."""
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in ("PLAINTEXT", *TLS_PROTOCOLS, *SASL_PROTOCOLS):
+        raise ClientPropertiesError(f"security.protocol: {protocol!r} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, "
+                                    f"SASL_SSL")
+    context = _tls_context(props) if protocol in TLS_PROTOCOLS else None
+    sasl = None
+    if protocol in SASL_PROTOCOLS:
+        username, password = _credentials(props)
+        if username is None or password is None:
+            raise ClientPropertiesError(f"security.protocol={protocol} needs sasl.jaas.config with username and "
+                                        f"password (or sasl.username and sasl.password)")
+        sasl = SaslClientConfig(props.get("sasl.mechanism", "GSSAPI").upper(), username, password)
+    return context, sasl
+
+
+def _tls_context(props: dict[str, str]) -> ssl.SSLContext:
+    config = librdkafka_config(props)
+    try:
+        context = ssl.create_default_context(cafile=config.get("ssl.ca.location"))
+        context.check_hostname = config.get("ssl.endpoint.identification.algorithm", "https") == "https"
+        if "ssl.certificate.location" in config:
+            context.load_cert_chain(config["ssl.certificate.location"], config.get("ssl.key.location"),
+                                    password=config.get("ssl.key.password"))
+    except (OSError, ValueError) as exc:
+        raise ClientPropertiesError(f"ssl.*: cannot load the truststore or keystore: {exc}") from None
+    return context

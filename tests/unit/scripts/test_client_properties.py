@@ -1,0 +1,81 @@
+"""scripts.client_properties: Kafka's Java client properties (a tool's --command-config) -> librdkafka's
+settings and the internal client's TLS context and SASL credentials."""
+from __future__ import annotations
+
+import ssl
+
+import pytest
+
+from brokers.protocol.sasl import SaslClientConfig
+from scripts.client_properties import ClientPropertiesError, connection_settings, librdkafka_config, read
+from tests.certs import make_pki
+
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="a b\\"c";'
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def test_sasl_jaas_config_becomes_librdkafkas_username_and_password():
+    props = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": JAAS,
+             "client.id": "tool"}
+    assert librdkafka_config(props) == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                                        "sasl.username": "admin", "sasl.password": 'a b"c', "client.id": "tool"}
+    assert connection_settings(props) == (None, SaslClientConfig("SCRAM-SHA-512", "admin", 'a b"c'))
+
+
+def test_librdkafka_names_pass_and_win_over_the_jaas_options():
+    props = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "bob",
+             "sasl.password": "b", "sasl.jaas.config": JAAS, "socket.timeout.ms": "1000"}
+    assert librdkafka_config(props) == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                                        "sasl.username": "bob", "sasl.password": "b", "socket.timeout.ms": "1000"}
+    assert connection_settings(props)[1] == SaslClientConfig("PLAIN", "bob", "b")
+
+
+def test_pem_stores_become_librdkafkas_locations(pki):
+    props = {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca),
+             "ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.client_keystore),
+             "ssl.endpoint.identification.algorithm": ""}
+    assert librdkafka_config(props) == {"security.protocol": "SSL", "ssl.ca.location": str(pki.ca),
+                                        "ssl.certificate.location": str(pki.client_keystore),
+                                        "ssl.key.location": str(pki.client_keystore),
+                                        "ssl.endpoint.identification.algorithm": "none"}
+    context, sasl = connection_settings(props)
+    assert sasl is None and isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED and not context.check_hostname
+    context, _ = connection_settings({**props, "ssl.endpoint.identification.algorithm": "https"})
+    assert context.check_hostname
+
+
+def test_plaintext_needs_nothing():
+    assert connection_settings({}) == (None, None)
+    assert librdkafka_config({}) == {}
+
+
+@pytest.mark.parametrize("props, words", [
+    ({"ssl.keystore.location": "/k.jks", "ssl.keystore.type": "JKS"}, "ssl.keystore.type: JKS"),
+    ({"ssl.truststore.location": "/t.p12", "ssl.truststore.type": "pkcs12"}, "ssl.truststore.type: PKCS12"),
+    ({"sasl.jaas.config": "nonsense"}, "sasl.jaas.config"),
+])
+def test_unusable_properties_name_the_key(props, words):
+    with pytest.raises(ClientPropertiesError, match=words):
+        librdkafka_config(props)
+
+
+@pytest.mark.parametrize("props, words", [
+    ({"security.protocol": "SASL_PLAINTEXT"}, "needs sasl.jaas.config"),
+    ({"security.protocol": "TLS"}, "security.protocol: 'TLS'"),
+    ({"security.protocol": "SSL", "ssl.truststore.location": "/nonexistent/ca.pem"}, "ssl.*"),
+])
+def test_unusable_connection_settings_name_the_key(props, words):
+    with pytest.raises(ClientPropertiesError, match=words):
+        connection_settings(props)
+
+
+def test_read_names_an_unreadable_file(tmp_path):
+    (tmp_path / "c.properties").write_text("security.protocol = SASL_SSL\n# comment\n")
+    assert read(str(tmp_path / "c.properties")) == {"security.protocol": "SASL_SSL"}
+    with pytest.raises(ClientPropertiesError, match="cannot read .*missing"):
+        read(str(tmp_path / "missing"))
