@@ -3,7 +3,8 @@
 1. In process, no network (``scripts.bench_security_acls``): authorizer decisions per second with 0 to
    100,000 ACLs, for a hit, a miss and a super user.
 2. End to end, one one-broker cluster per mode, all four up for the whole run so that repetitions can
-   alternate between them (a disturbance from outside then hits every mode alike):
+   alternate between them, in an order rotated by one mode per repetition (a disturbance from outside
+   then hits every mode alike):
 
    * ``plaintext``: PLAINTEXT, no authorizer (what every other benchmark measures);
    * ``plaintext-acl``: PLAINTEXT with ``AclAuthorizer``, ``allow.everyone.if.no.acl.found=false``,
@@ -183,6 +184,13 @@ def login_targets(modes: dict[str, Mode], pki: tuple[Path, Path] | None) -> list
     return targets
 
 
+def rotated(modes: tuple[str, ...], rep: int) -> tuple[str, ...]:
+    """Repetition ``rep``'s order: each mode goes first once in every ``len(modes)`` repetitions, so that
+    none always pays for running first (or after a particular other mode)."""
+    start = rep % len(modes)
+    return modes[start:] + modes[:start]
+
+
 def summarize(runs: list[dict], modes: tuple[str, ...]) -> list[dict]:
     """Per mode and direction: median, min and max records/s and broker CPU-s per GB over the repetitions,
     and the median's ratio to plaintext's."""
@@ -215,7 +223,7 @@ def run_security_bench(options: SecurityBenchOptions) -> dict:
             modes[name] = start_mode(name, base, options, pki)
         result["runs"] = []
         for rep in range(options.reps):
-            for name in options.modes:
+            for name in rotated(options.modes, rep):
                 _progress(f"rep {rep + 1}/{options.reps}: {name}, {options.records:,} records")
                 result["runs"].append(run_throughput(modes[name], options, rep))
         result["throughput"] = summarize(result["runs"], options.modes)

@@ -11,7 +11,7 @@ from brokers import authorizer as acl
 from brokers.acl_store import pattern_znode
 from brokers.zk.paths import AclZNode
 from scripts import cli
-from scripts.bench_security import format_report, grants, summarize
+from scripts.bench_security import format_report, grants, rotated, summarize
 from scripts.bench_security_acls import CASES, acl_mix, count_entries, decision, format_decisions, rate, run_decisions
 from scripts.bench_security_options import MODES, options_from_args
 
@@ -88,6 +88,12 @@ def run(mode, rep, produce, consume):
     def side(rate):
         return {"records_per_s": rate, "broker_cpu_s_per_gb": rate / 1e5}
     return {"mode": mode, "rep": rep, "produce": side(produce), "consume": side(consume)}
+
+
+def test_each_mode_goes_first_once_per_cycle():
+    orders = [rotated(MODES, rep) for rep in range(5)]
+    assert [o[0] for o in orders] == [*MODES, MODES[0]]
+    assert all(sorted(o) == sorted(MODES) for o in orders)
 
 
 def test_summary_takes_medians_and_ratios_to_plaintext():
