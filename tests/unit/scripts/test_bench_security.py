@@ -115,12 +115,12 @@ def test_report_has_every_table():
               "throughput": summarize([run("plaintext", 0, 1e6, 2e6), run("ssl", 0, 5e5, 1e6)], ("plaintext", "ssl")),
               "logins": [{"connection": "SSL", "logins": 5, "per_s": 500.0, "p50_ms": 1.5, "p99_ms": 2.25,
                           "broker_cpu_ms": 0.4, "client_cpu_ms": 1.2}],
-              "credential_read": {"reads": 5, "p50_ms": 0.38, "p99_ms": 0.5}, "pbkdf2_ms": 2.07}
+              "credential_read": {"reads": 5, "p50_ms": 0.38, "p99_ms": 0.5, "cpu_ms": 0.2}, "pbkdf2_ms": 2.07}
     lines = format_report(result)
     assert "| produce | ssl | 500,000 [500,000-500,000] | 50.0 | 5.00 | 0.50 |" in lines
     assert "| consume | plaintext | 2,000,000 [2,000,000-2,000,000] | 200.0 | 20.00 | 1.00 |" in lines
     assert "| SSL | 500 | 1.50 | 2.25 | 0.40 | 1.20 |" in lines
-    assert lines[-1].startswith("SCRAM's ZooKeeper read of /config/users/alice alone: p50 0.38 ms") and "2.07 ms" in lines[-1]
+    assert lines[-1].startswith("SCRAM's ZooKeeper read of /config/users/alice alone: p50 0.38 ms") and "0.20 CPU-ms per read" in lines[-1] and "2.07 ms" in lines[-1]
 
 
 def args(**overrides):
