@@ -12,7 +12,10 @@
      on the group ``bench-consume``;
    * ``sasl-scram``: SASL_PLAINTEXT, SCRAM-SHA-512 user ``alice`` with the same grants and ACLs;
    * ``ssl``: SSL (TLS 1.3, a P-256 certificate made with ``openssl``; no client certificate), no
-     authorizer.
+     authorizer;
+   * ``plaintext-pread``: PLAINTEXT without sendfile (``ZKAFKA_SENDFILE_MIN_BYTES=0`` in the broker's
+     environment), which is how a TLS connection sends record bytes: with ``ssl`` it splits TLS's cost
+     into "no zero copy" and "encryption".
 
    Per repetition and mode, ``--records`` records of ``--record-size`` B are produced into a fresh topic
    by ``zkafka bench produce``'s producer (one process, acks=1, linger.ms=10, no compression) and read
@@ -31,6 +34,7 @@ import asyncio
 import contextlib
 import io
 import json
+import os
 import shutil
 import ssl
 import statistics
@@ -63,6 +67,7 @@ SASL = {"listeners": "SASL_PLAINTEXT://127.0.0.1:{kafka_port}", "inter.broker.li
 ALICE = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
          "sasl.password": "alice-secret"}
 GROUP = "bench-consume"  # bench_clients' consumer group
+ENVIRONMENT = {"plaintext-pread": {"ZKAFKA_SENDFILE_MIN_BYTES": "0"}}  # the broker's, by mode
 
 
 @dataclass
@@ -124,7 +129,7 @@ def _add_scram_users(zookeeper_connect: str) -> None:
 
 def _mode_settings(name: str, pki: tuple[Path, Path] | None) -> tuple[dict, str, dict, str | None]:
     """(broker properties, the spec's listener, client config, principal to grant or None)."""
-    if name == "plaintext":
+    if name in ("plaintext", "plaintext-pread"):
         return {}, "PLAINTEXT", {}, None
     if name == "plaintext-acl":
         return dict(AUTHORIZER), "PLAINTEXT", {}, acl.ANONYMOUS
@@ -138,6 +143,21 @@ def _mode_settings(name: str, pki: tuple[Path, Path] | None) -> tuple[dict, str,
     raise ValueError(f"unknown mode {name!r}: one of {', '.join(MODES)}")
 
 
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]):
+    """``variables`` set for the processes started inside the block (the broker inherits them)."""
+    saved = {k: os.environ.get(k) for k in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def start_mode(name: str, base: Path, options: SecurityBenchOptions, pki: tuple[Path, Path] | None) -> Mode:
     properties, listener, client_config, principal = _mode_settings(name, pki)
     spec = ClusterSpec.on_free_ports(1, kafka_listener=listener, properties=properties)
@@ -149,7 +169,8 @@ def start_mode(name: str, base: Path, options: SecurityBenchOptions, pki: tuple[
             _add_scram_users(cluster.zookeeper_connect)
         if principal is not None:
             asyncio.run(_write_acls(cluster.zookeeper_connect, {**acl_mix(options.acls), **grants(principal)}))
-        cluster.up(180)
+        with _environment(ENVIRONMENT.get(name, {})):
+            cluster.up(180)
     except BaseException:
         cluster.down()
         raise
@@ -196,14 +217,14 @@ def summarize(runs: list[dict], modes: tuple[str, ...]) -> list[dict]:
     and the median's ratio to plaintext's."""
     rows = []
     for kind in ("produce", "consume"):
-        base = None
+        plaintext = [r[kind]["records_per_s"] for r in runs if r["mode"] == "plaintext"]
+        base = statistics.median(plaintext) if plaintext else None
         for name in modes:
             rates = [r[kind]["records_per_s"] for r in runs if r["mode"] == name]
             cpu = [r[kind]["broker_cpu_s_per_gb"] for r in runs if r["mode"] == name]
             if not rates:
                 continue
             median = statistics.median(rates)
-            base = median if name == "plaintext" else base
             rows.append({"kind": kind, "mode": name, "n": len(rates), "median": median, "min": min(rates),
                          "max": max(rates), "cpu_per_gb": statistics.median(cpu),
                          "vs_plaintext": median / base if base else None})

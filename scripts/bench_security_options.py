@@ -7,14 +7,14 @@ from pathlib import Path
 
 from scripts.bench_security_acls import SIZES
 
-MODES = ("plaintext", "plaintext-acl", "sasl-scram", "ssl")
+MODES = ("plaintext", "plaintext-acl", "sasl-scram", "ssl", "plaintext-pread")
 
 
 @dataclass
 class SecurityBenchOptions:
     records: int = 1_000_000
     record_bytes: int = 100
-    reps: int = 4
+    reps: int = 5
     logins: int = 500
     acls: int = 10_000  # the mix loaded into the ACL modes' brokers
     modes: tuple[str, ...] = MODES
@@ -41,8 +41,8 @@ def add_parser(bench_commands) -> None:
     p.set_defaults(subparser=p)
     p.add_argument("--records", type=int, default=1_000_000, help="records per produce/consume run (default 1000000)")
     p.add_argument("--record-size", type=int, default=100, help="bytes per record value (default 100)")
-    p.add_argument("--reps", type=int, default=4,
-                   help="runs per mode, alternating between modes, each mode first once per 4 (default 4)")
+    p.add_argument("--reps", type=int, default=5,
+                   help="runs per mode, alternating between modes, each mode first in turn (default 5)")
     p.add_argument("--logins", type=int, default=500, help="sequential logins per connection kind (default 500)")
     p.add_argument("--acls", type=int, default=10_000, help="ACLs loaded into the ACL modes' brokers (default 10000)")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {','.join(MODES)} (default all)")

@@ -1,5 +1,6 @@
-"""``zkafka bench security`` end to end on a tiny scale: four real one-broker clusters (PLAINTEXT, PLAINTEXT
-with the ACL authorizer, SASL_PLAINTEXT SCRAM-SHA-512 with the authorizer, SSL), every record produced is
+"""``zkafka bench security`` end to end on a tiny scale: five real one-broker clusters (PLAINTEXT, PLAINTEXT
+with the ACL authorizer, SASL_PLAINTEXT SCRAM-SHA-512 with the authorizer, SSL, PLAINTEXT without
+sendfile), every record produced is
 consumed in every mode, every kind of login completes, and the clusters are gone afterwards. A second test
 checks that the ACL mode really runs with the authorizer on: outside the bench's grants, ANONYMOUS is refused.
 The numbers are not judged: benchmarks are never asserted."""

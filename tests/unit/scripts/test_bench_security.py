@@ -3,6 +3,7 @@ ACL znodes written before the brokers start, the summary, the report and the fla
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
 
 import pytest
@@ -11,7 +12,7 @@ from brokers import authorizer as acl
 from brokers.acl_store import pattern_znode
 from brokers.zk.paths import AclZNode
 from scripts import cli
-from scripts.bench_security import format_report, grants, rotated, summarize
+from scripts.bench_security import ENVIRONMENT, _environment, format_report, grants, rotated, summarize
 from scripts.bench_security_acls import CASES, acl_mix, count_entries, decision, format_decisions, rate, run_decisions
 from scripts.bench_security_options import MODES, options_from_args
 
@@ -91,7 +92,7 @@ def run(mode, rep, produce, consume):
 
 
 def test_each_mode_goes_first_once_per_cycle():
-    orders = [rotated(MODES, rep) for rep in range(5)]
+    orders = [rotated(MODES, rep) for rep in range(len(MODES) + 1)]
     assert [o[0] for o in orders] == [*MODES, MODES[0]]
     assert all(sorted(o) == sorted(MODES) for o in orders)
 
@@ -104,7 +105,17 @@ def test_summary_takes_medians_and_ratios_to_plaintext():
         ("produce", "plaintext", 3, 200, 100, 300), ("produce", "ssl", 3, 60, 50, 70),
         ("consume", "plaintext", 3, 300, 200, 400), ("consume", "ssl", 3, 100, 80, 120)]
     assert [r["vs_plaintext"] for r in rows] == [1.0, 0.3, 1.0, pytest.approx(1 / 3)]
-    assert summarize(runs, ("ssl",))[0]["vs_plaintext"] is None  # no plaintext to compare with
+    assert summarize(runs, ("ssl", "plaintext"))[0]["vs_plaintext"] == 0.3  # plaintext need not come first
+    assert summarize(runs[1::2], ("ssl",))[0]["vs_plaintext"] is None  # no plaintext to compare with
+
+
+def test_environment_is_set_inside_the_block_and_restored(monkeypatch):
+    monkeypatch.setenv("ZKAFKA_BENCH_KEPT", "before")
+    monkeypatch.delenv("ZKAFKA_BENCH_NEW", raising=False)
+    with _environment({"ZKAFKA_BENCH_KEPT": "inside", "ZKAFKA_BENCH_NEW": "0"}):
+        assert os.environ["ZKAFKA_BENCH_KEPT"] == "inside" and os.environ["ZKAFKA_BENCH_NEW"] == "0"
+    assert os.environ["ZKAFKA_BENCH_KEPT"] == "before" and "ZKAFKA_BENCH_NEW" not in os.environ
+    assert ENVIRONMENT == {"plaintext-pread": {"ZKAFKA_SENDFILE_MIN_BYTES": "0"}}  # the listener's switch
 
 
 def test_report_has_every_table():
