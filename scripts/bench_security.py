@@ -2,7 +2,7 @@
 
 1. In process, no network (``scripts.bench_security_acls``): authorizer decisions per second with 0 to
    100,000 ACLs, for a hit, a miss and a super user.
-2. End to end, one one-broker cluster per mode, all four up for the whole run so that repetitions can
+2. End to end, one one-broker cluster per mode, all of them up for the whole run so that repetitions can
    alternate between them, in an order rotated by one mode per repetition (a disturbance from outside
    then hits every mode alike):
 
@@ -17,9 +17,10 @@
      environment), which is how a TLS connection sends record bytes: with ``ssl`` it splits TLS's cost
      into "no zero copy" and "encryption".
 
-   Per repetition and mode, ``--records`` records of ``--record-size`` B are produced into a fresh topic
-   by ``zkafka bench produce``'s producer (one process, acks=1, linger.ms=10, no compression) and read
-   back by ``zkafka bench consume``'s consumer; broker CPU from /proc. Then connection set-up
+   After one unmeasured warm-up round per broker, per repetition and mode, ``--records`` records of
+   ``--record-size`` B are produced into a fresh topic by ``zkafka bench produce``'s producer (one
+   process, acks=1, linger.ms=10, no compression) and read back by ``zkafka bench consume``'s consumer;
+   broker CPU from /proc. Then connection set-up
    (``scripts.bench_security_logins``): ``--logins`` sequential logins each over PLAINTEXT, SSL,
    SASL PLAIN and SASL SCRAM-SHA-512, the ZooKeeper credential read alone, and the client's PBKDF2.
 
@@ -177,16 +178,25 @@ def start_mode(name: str, base: Path, options: SecurityBenchOptions, pki: tuple[
     return Mode(name, cluster, client_config)
 
 
-def run_throughput(mode: Mode, options: SecurityBenchOptions, rep: int) -> dict:
-    bench = BenchOptions(options.records, options.record_bytes, topic=f"bench-{rep}", client_config=mode.client_config)
+def run_throughput(mode: Mode, options: SecurityBenchOptions, rep: int | str, records: int | None = None) -> dict:
+    """Produce ``records`` (default ``options.records``) into the fresh topic ``bench-<rep>`` and consume
+    them all back; a failed delivery or a missing record fails the bench."""
+    records = records or options.records
+    bench = BenchOptions(records, options.record_bytes, topic=f"bench-{rep}", client_config=mode.client_config)
     bootstrap = mode.cluster.bootstrap_servers
     create_topic(bootstrap, bench.topic, client_config=mode.client_config)
     produce = measure_produce(bootstrap, bench, [mode.broker_pid])
     consume = run_consume(bootstrap, bench, mode.broker_pid)
-    if produce["errors"] or consume["records"] != options.records:
+    if produce["errors"] or consume["records"] != records:
         raise RuntimeError(f"{mode.name}: {produce['errors']} failed deliveries, {consume['records']} of "
-                           f"{options.records} records consumed")
+                           f"{records} records consumed")
     return {"mode": mode.name, "rep": rep, "produce": produce, "consume": consume}
+
+
+def warm_up(mode: Mode, options: SecurityBenchOptions) -> None:
+    """One unmeasured round of a fifth of the records: the first one on a broker cost it 2-5x the CPU
+    per GB of the next ones (``__consumer_offsets`` is created, the VM backs the broker's memory)."""
+    run_throughput(mode, options, "warm-up", max(1000, options.records // 5))
 
 
 def login_targets(modes: dict[str, Mode], pki: tuple[Path, Path] | None) -> list[LoginTarget]:
@@ -242,6 +252,7 @@ def run_security_bench(options: SecurityBenchOptions) -> dict:
         for name in options.modes:
             _progress(f"starting the {name} broker")
             modes[name] = start_mode(name, base, options, pki)
+            warm_up(modes[name], options)
         result["runs"] = []
         for rep in range(options.reps):
             for name in rotated(options.modes, rep):
