@@ -20,9 +20,10 @@
    After one unmeasured warm-up round per broker, per repetition and mode, ``--records`` records of
    ``--record-size`` B are produced into a fresh topic by ``zkafka bench produce``'s producer (one
    process, acks=1, linger.ms=10, no compression) and read back by ``zkafka bench consume``'s consumer;
-   broker CPU from /proc. Then connection set-up
-   (``scripts.bench_security_logins``): ``--logins`` sequential logins each over PLAINTEXT, SSL,
-   SASL PLAIN and SASL SCRAM-SHA-512, the ZooKeeper credential read alone, and the client's PBKDF2.
+   broker CPU from /proc.
+3. Connection set-up (``scripts.bench_security_logins``): ``--logins`` sequential logins each over
+   PLAINTEXT, SSL, SASL PLAIN and SASL SCRAM-SHA-512, the ZooKeeper credential read alone, and the
+   client's PBKDF2.
 
 ACLs and SCRAM users are written to ZooKeeper before the broker starts (the ACL znodes directly, as
 ``kafka-acls --authorizer-properties`` would; users with ``kafka-configs --zookeeper``), so the broker's
