@@ -43,6 +43,12 @@ def _to_json(entry: AclEntry) -> dict[str, str]:
             "operation": acl.OPERATION_NAMES[entry.operation], "host": entry.host}
 
 
+def pattern_znode(pattern: ResourcePattern, entries: frozenset[AclEntry]) -> tuple[str, bytes]:
+    """The znode (path, data) holding ``entries`` for ``pattern``: for loading ACLs straight into ZooKeeper
+    before any broker runs (``zkafka bench security``), which the brokers' start-up load then reads."""
+    return _znode_path(pattern), AclZNode.encode([_to_json(e) for e in sorted(entries)])
+
+
 def _from_json(item: dict[str, str]) -> AclEntry:
     operation = acl.OPERATIONS_BY_NAME.get(item["operation"].lower())
     permission = acl.PERMISSIONS_BY_NAME.get(item["permissionType"].lower())

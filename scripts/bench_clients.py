@@ -10,7 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -31,13 +31,14 @@ class BenchOptions:
     partitions: int = 1
     producers: int = 1
     topic: str = "bench"
+    client_config: dict = field(default_factory=dict)  # merged into every client's (security.protocol, sasl.*, ssl.*)
 
 
 def _produce_worker(bootstrap: str, options: BenchOptions, count: int, queue) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": options.acks, "compression.type": options.codec,
                          "linger.ms": 10, "batch.num.messages": 10000, "batch.size": 1_000_000,
                          "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
-                         "enable.idempotence": False})
+                         "enable.idempotence": False, **options.client_config})
     value = b"x" * options.record_bytes
     errors = []
 
@@ -64,10 +65,12 @@ def _broker_pid(cluster: Cluster | None, pid: int | None) -> int | None:
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1, replication_factor: int = 1,
-                 config: dict[str, str] | None = None, assignment: list[list[int]] | None = None) -> None:
+                 config: dict[str, str] | None = None, assignment: list[list[int]] | None = None,
+                 client_config: dict | None = None) -> None:
     """Create ``topic`` (an existing one is fine, for a re-run); ``assignment`` lists each partition's
-    replicas, the first being the preferred leader, in place of the two counts."""
-    client = AdminClient({"bootstrap.servers": bootstrap})
+    replicas, the first being the preferred leader, in place of the two counts; ``client_config``: the
+    AdminClient's security settings."""
+    client = AdminClient({"bootstrap.servers": bootstrap, **(client_config or {})})
     # confluent-kafka wants the partition count with an assignment (and no replication factor)
     new = (NewTopic(topic, len(assignment), replica_assignment=assignment, config=config or {}) if assignment else
            NewTopic(topic, partitions, replication_factor, config=config or {}))
@@ -114,7 +117,8 @@ def run_consume(bootstrap: str, options: BenchOptions, broker_pid: int | None) -
     # a client-side pause that would dominate the measurement, so keep it short.
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume", "enable.auto.commit": False,
                          "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
-                         "fetch.queue.backoff.ms": 5, "queued.max.messages.kbytes": 262_144})
+                         "fetch.queue.backoff.ms": 5, "queued.max.messages.kbytes": 262_144,
+                         **options.client_config})
     consumer.assign([TopicPartition(options.topic, p, 0) for p in range(options.partitions)])
     broker_cpu = cpu_seconds(broker_pid) if broker_pid else 0.0
     start_cpu, start = time.process_time(), time.perf_counter()

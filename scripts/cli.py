@@ -1,7 +1,7 @@
 """``zkafka``: the project's command line. Thin: parse flags, make one library call, print.
 
 Subcommands so far: ``--version``, ``log dump <dir|file>``,
-``bench all|storage|cluster|produce|consume|replication|group|spark|http|reassign``, ``zookeeper start|stop|status``
+``bench all|storage|cluster|produce|consume|replication|group|spark|http|reassign|security``, ``zookeeper start|stop|status``
 (scripts/zookeeper.py), ``cluster up|status|down`` (scripts/cluster.py), ``demo groups``
 (scripts/demo_groups.py), ``demo spark`` (scripts/demo_spark.py), ``demo cluster``
 (scripts/demo_cluster.py, ``make demo``).
@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spark_bench(bench_commands)
     _add_http_bench(bench_commands)
     _add_suite_bench(bench_commands)
+    from scripts.bench_security_options import add_parser as _add_security_bench
+    _add_security_bench(bench_commands)
     reassign = bench_commands.add_parser(
         "reassign", help="a partition moved between brokers on a 4-broker cluster, unthrottled and throttled, "
                          "with an acks=all producer's latency during the moves")
@@ -493,6 +495,9 @@ def main(argv: list[str] | None = None) -> int:
         return _bench_suite(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "http":
         return _bench_http(args)
+    if args.command == "bench" and args.bench_command == "security":
+        from scripts import bench_security
+        return bench_security.main(args)
     if args.command == "bench" and args.bench_command == "reassign":
         from scripts import bench_reassign
         return bench_reassign.main(args)

@@ -162,6 +162,8 @@ def test_decide_any(acls, expected):
 def test_decide_any_super_user_and_no_acls():
     assert acl.decide_any({}, TOPIC, ALICE, HOST, WRITE, super_users=frozenset({ALICE}))
     assert acl.decide_any({}, TOPIC, ALICE, HOST, WRITE, allow_if_no_acl=True)
+    assert acl.decide_any({topic("a"): frozenset()}, TOPIC, ALICE, HOST, WRITE, allow_if_no_acl=True)  # no ACL
+    assert not acl.decide_any({ResourcePattern(GROUP, "g"): frozenset({allow(op=WRITE)})}, TOPIC, ALICE, HOST, WRITE)
 
 
 # -- filters (DescribeAcls / DeleteAcls) ------------------------------------------------------------
@@ -219,3 +221,39 @@ def test_authorizer_class_names_are_checked():
         BrokerConfig.from_properties({**base, "authorizer.class.name": "com.example.Custom"})
     defaults = BrokerConfig.from_properties(base)
     assert defaults["allow.everyone.if.no.acl.found"] is False and defaults["super.users"] is None
+
+
+def _decide_any_reference(acls, resource_type, principal, host, operation, allow_if_no_acl=False):
+    """decide_any as first written (every binding listed, then matched once for DENY, once for ALLOW):
+    the oracle the one-pass version must agree with."""
+    def matches(a, permission):
+        return (a.permission == permission and a.principal in (principal, acl.WILDCARD_PRINCIPAL)
+                and a.host in (host, "*") and (a.operation == ALL or a.operation == operation))
+    entries = [(p, a) for p, es in acls.items() if p.resource_type == resource_type for a in es]
+    if not entries:
+        return allow_if_no_acl
+    denies = [p for p, a in entries if matches(a, DENY)]
+    if ResourcePattern(resource_type, "*") in denies:
+        return False
+    return any(matches(a, ALLOW) and not any(
+        d == p or (d.pattern_type == PREFIXED and p.name.startswith(d.name)) for d in denies) for p, a in entries)
+
+
+def test_decide_any_agrees_with_the_reference_rule_on_random_acl_sets():
+    import random
+    rng = random.Random(12)
+    patterns = [ResourcePattern(t, n, pt) for t in (TOPIC, GROUP) for n in ("a", "ab", "b", "*") for pt in (LITERAL, PREFIXED)]
+    entries = [AclEntry(p, h, o, perm) for p in (ALICE, BOB, "User:*") for h in (HOST, "*", "10.0.0.2")
+               for o in (READ, WRITE, ALL, DESCRIBE) for perm in (ALLOW, DENY)]
+    outcomes = set()
+    for _ in range(3000):
+        acls = {}
+        for pattern in rng.sample(patterns, rng.randint(0, 5)):
+            acls[pattern] = frozenset(rng.sample(entries, rng.randint(1, 3)))
+        for principal, host, op, default in itertools.product((ALICE, BOB), (HOST, "10.0.0.9"), (READ, WRITE),
+                                                               (False, True)):
+            expected = _decide_any_reference(acls, TOPIC, principal, host, op, default)
+            assert acl.decide_any(acls, TOPIC, principal, host, op, allow_if_no_acl=default) is expected, \
+                (acls, principal, host, op, default)
+            outcomes.add(expected)
+    assert outcomes == {True, False}
