@@ -100,7 +100,7 @@ class BrokerServer:
                             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
                             digest=config["zookeeper.digest.credentials"], secure_acls=config["zookeeper.set.acl"])
         self.kzc = KafkaZkClient(self.zk)
-        self.credentials = CredentialCache(self.user_config)  # SCRAM users for HTTP basic auth
+        self.credentials = CredentialCache(self.user_config)  # SCRAM users: cached for HTTP, fresh for SASL
         self.config_listener = ConfigChangeListener(self.kzc, {"users": self.credentials.invalidate,
                                                                "topics": self._on_topic_config_change,
                                                                "brokers": self._on_broker_config_change})
@@ -114,7 +114,7 @@ class BrokerServer:
         self.replica_manager: ReplicaManager | None = None
         self.control_secret: bytes | None = config.control_plane_secret  # else ZooKeeper's, at start-up
         self.http_security = HttpSecurity(basic_required=config["http.authentication.method"] == "BASIC",
-                                          scram_credential=self._cached_scram_credential,
+                                          scram_credential=self.credentials.credential,
                                           authorizer=self.authorizer)
         self.http = HttpServer(self, _bind_host(config), config.http_port, security=self.http_security)
         self.controller: KafkaController | None = None
@@ -214,7 +214,7 @@ class BrokerServer:
     def _sasl_listener_config(self, listener):
         try:
             return sasl.listener_config(self.config, listener.listener, listener.security_protocol,
-                                        self._scram_credential)
+                                        self.credentials.fresh)  # each login reads ZooKeeper
         except ValueError as exc:
             raise ConfigError(f"{self.config.source}: {exc}") from None
 
@@ -227,21 +227,6 @@ class BrokerServer:
 
     async def user_names(self) -> list[str]:
         return [urllib.parse.unquote(name) for name in await self.kzc.get_entity_names("users")]
-
-    async def _scram_credential(self, user: str, mechanism: str) -> str | None:
-        """The user's stored SCRAM credential (``/config/users/<user>``), read at each authentication."""
-        try:
-            return (await self.user_config(user)).get(mechanism)
-        except ZkError as exc:
-            log.warning("cannot read the SCRAM credentials of a user: %s", exc)
-            return None
-
-    async def _cached_scram_credential(self, user: str, mechanism: str) -> str | None:
-        try:
-            return await self.credentials.credential(user, mechanism)
-        except ZkError as exc:
-            log.warning("cannot read the SCRAM credentials of a user: %s", exc)
-            return None
 
     def _log_manager_config(self) -> LogManagerConfig:
         c = self.config

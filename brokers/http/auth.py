@@ -35,6 +35,7 @@ from aiohttp import web
 from brokers import control_auth
 from brokers.authorizer import ANONYMOUS
 from brokers.protocol.scram import ScramCredential, ScramError, check_password, make_credential
+from brokers.server.sasl import ScramLookup
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,6 @@ SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")  # the credential basic au
 FAILED = "Authentication failed: Invalid username or password"  # Kafka's message for a bad SASL login
 REALM = 'Basic realm="zkafka", charset="UTF-8"'
 MAX_REMEMBERED = 4096
-
-# (user, mechanism) -> the stored credential string (``/config/users/<user>``), or None
-ScramLookup = Callable[[str, str], Awaitable[str | None]]
 
 
 @dataclass(frozen=True)

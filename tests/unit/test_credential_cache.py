@@ -57,3 +57,21 @@ def test_a_read_overtaken_by_an_invalidation_is_not_kept():
         assert len(users.reads) == 2
 
     asyncio.run(main())
+
+
+def test_fresh_reads_every_time_and_a_zookeeper_error_is_no_credential():
+    from brokers.zk.errors import ZkError
+
+    async def main() -> None:
+        users = Users()
+        cache = CredentialCache(users.read)
+        assert [await cache.fresh("alice", "SCRAM-SHA-512") for _ in range(2)] == ["v1", "v1"]
+        assert users.reads == ["alice", "alice"]
+
+        async def broken(user: str) -> dict[str, str]:
+            raise ZkError("connection loss")
+        down = CredentialCache(broken)
+        assert await down.credential("alice", "SCRAM-SHA-512") is None
+        assert await down.fresh("alice", "SCRAM-SHA-512") is None
+
+    asyncio.run(main())
