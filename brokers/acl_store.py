@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from typing import Any
 
 from brokers import authorizer as acl
 from brokers.authorizer import AclEntry, AclFilter, Acls, ResourcePattern
+from brokers.change_notifications import ChangeNotificationListener
+from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import BadVersionError, NodeExistsError, NoNodeError, ZkError
-from brokers.zk.gateway import WatchEvent, ZkGateway
+from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import AclChangeNotificationZNode, AclZNode
 
 log = logging.getLogger(__name__)
 WRITE_ATTEMPTS = 20
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 
 
 def _znode_path(pattern: ResourcePattern) -> str:
@@ -57,6 +59,10 @@ def _from_json(item: dict[str, str]) -> AclEntry:
     return AclEntry(item["principal"], item["host"], operation, permission)
 
 
+def _changes_path(extended: bool) -> str:
+    return AclChangeNotificationZNode.EXTENDED_PATH if extended else AclChangeNotificationZNode.LITERAL_PATH
+
+
 def _pattern_from_change(resource_type: str, name: str, pattern_type: str) -> ResourcePattern:
     codes = {v: k for k, v in acl.ENUM_RESOURCE_TYPE.items()}
     codes.update({v.upper(): k for k, v in acl.RESOURCE_TYPE_NAMES.items()})
@@ -69,15 +75,25 @@ def _pattern_from_change(resource_type: str, name: str, pattern_type: str) -> Re
 class AclAuthorizer:
     def __init__(self, zk: ZkGateway, super_users: frozenset[str], allow_if_no_acl: bool):
         self.zk = zk
+        self.kzc = KafkaZkClient(zk)
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
         self._acls: Acls = {}
         self._prefixed: acl.PrefixIndex = {}
-        self.processed = 0  # change notifications applied (tests, /metrics)
-        self._last = {False: -1, True: -1}  # extended? -> last processed sequence
+        # one lock for both paths' passes and the reload after a new session, which must not interleave
         self._lock = asyncio.Lock()
+        self._listeners = [ChangeNotificationListener("ACL change", partial(self._change_children, extended),
+                                                      AclChangeNotificationZNode.sequence,
+                                                      partial(self._read_change, extended), self._on_change,
+                                                      lock=self._lock)
+                           for extended in (False, True)]
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+
+    @property
+    def processed(self) -> int:
+        """Change notifications applied (tests, /healthz)."""
+        return sum(listener.processed for listener in self._listeners)
 
     @property
     def acls(self) -> Acls:
@@ -100,32 +116,36 @@ class AclAuthorizer:
     def describe(self, flt: AclFilter) -> list[tuple[ResourcePattern, AclEntry]]:
         return acl.filter_acls(self.acls, flt)
 
-    # -- start-up and notifications --------------------------------------------------------------
+    # -- start-up and notifications (brokers.change_notifications) --------------------------------
     async def start(self) -> None:
         for path in (AclZNode.LITERAL_ROOT, AclZNode.PREFIXED_ROOT, AclChangeNotificationZNode.LITERAL_PATH,
                      AclChangeNotificationZNode.EXTENDED_PATH):
             await self.zk.ensure_path(path)
-        for extended in (False, True):
-            children = await self._changes(extended, watch=True)
-            self._last[extended] = max((seq for seq, _ in children), default=-1)
+        for listener in self._listeners:
+            await listener.start()
         await self._load_all()
 
     def on_new_session(self) -> None:
-        self._spawn(self._resync())
+        if self._closed:
+            return
+        task = asyncio.get_running_loop().create_task(self._resync())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
         self._closed = True
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for listener in self._listeners:
+            await listener.close()
 
     async def _resync(self) -> None:
         """After a new session: re-arm both watches and reload everything (changes may have been missed)."""
         async with self._lock:
             try:
-                for extended in (False, True):
-                    children = await self._changes(extended, watch=True)
-                    self._last[extended] = max((seq for seq, _ in children), default=self._last[extended])
+                for listener in self._listeners:
+                    await listener.skip_to_newest()
                 await self._load_all()
             except ZkError as exc:
                 log.warning("reloading the ACLs after a new session failed (%s); the next session retries", exc)
@@ -147,65 +167,24 @@ class AclAuthorizer:
         except NoNodeError:
             return []
 
-    async def _changes(self, extended: bool, watch: bool = False) -> list[tuple[int, str]]:
-        path = AclChangeNotificationZNode.EXTENDED_PATH if extended else AclChangeNotificationZNode.LITERAL_PATH
-        callback = (self._on_extended_watch if extended else self._on_literal_watch) if watch else None
-        found = []
-        for child in await self.zk.get_children(path, callback):
-            try:
-                found.append((AclChangeNotificationZNode.sequence(child), child))
-            except ValueError:
-                continue
-        return sorted(found)
+    async def _change_children(self, extended: bool, watch: Any) -> list[str]:
+        return await self.zk.get_children(_changes_path(extended), watch)
 
-    def _on_literal_watch(self, event: WatchEvent) -> None:
-        if event.type != "NONE":
-            self._spawn(self._process(False))
+    async def _read_change(self, extended: bool, child: str) -> ResourcePattern | None:
+        try:
+            data, _ = await self.zk.get(f"{_changes_path(extended)}/{child}")
+        except NoNodeError:
+            return None  # purged
+        return _pattern_from_change(*AclChangeNotificationZNode.decode(data, extended))
 
-    def _on_extended_watch(self, event: WatchEvent) -> None:
-        if event.type != "NONE":
-            self._spawn(self._process(True))
+    async def _on_change(self, _child: str, pattern: ResourcePattern) -> None:
+        await self._refresh(pattern)
 
     async def sync(self) -> None:
         """Apply every change notification already in ZooKeeper now (DescribeAcls and DeleteAcls call it,
         so that a change made through another broker a moment ago is seen, not only once the watch fires)."""
-        await self._process(False, rearm=False)
-        await self._process(True, rearm=False)
-
-    def _spawn(self, coro: Any) -> None:
-        if self._closed:
-            coro.close()
-            return
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _process(self, extended: bool, rearm: bool = True) -> None:
-        """Apply the notifications above the last one applied. ``rearm``: from a watch that fired (one-shot):
-        set it again; a read on demand (``sync``) must not, or every call would add one more watcher."""
-        async with self._lock:
-            try:
-                children = await self._changes(extended, watch=rearm)
-            except ZkError as exc:
-                log.warning("cannot read the ACL change notifications (%s); the next change or session retries", exc)
-                return
-            path = AclChangeNotificationZNode.EXTENDED_PATH if extended else AclChangeNotificationZNode.LITERAL_PATH
-            for sequence, child in children:
-                if sequence <= self._last[extended]:
-                    continue
-                try:
-                    data, _ = await self.zk.get(f"{path}/{child}")
-                    pattern = _pattern_from_change(*AclChangeNotificationZNode.decode(data, extended))
-                    await self._refresh(pattern)
-                except NoNodeError:
-                    pass  # purged
-                except ZkError as exc:
-                    log.warning("ACL change %s not applied yet: %s", child, exc)
-                    return
-                except ValueError as exc:
-                    log.warning("skipping the bad ACL change notification %s: %s", child, exc)
-                self._last[extended] = sequence
-                self.processed += 1
+        for listener in self._listeners:
+            await listener.sync()
 
     async def _refresh(self, pattern: ResourcePattern) -> None:
         entries, _ = await self._read(pattern)
@@ -267,21 +246,6 @@ class AclAuthorizer:
         try:
             stat = await self.zk.exists(created)
             if stat is not None:
-                await self.purge(parent, stat.ctime)
+                await self.kzc.purge_change_notifications(parent, stat.ctime)
         except ZkError as exc:  # the next write purges
             log.info("purging old ACL change notifications failed: %s", exc)
-
-    async def purge(self, parent: str, now_ms: int, max_age_ms: int = CHANGE_EXPIRATION_MS) -> list[str]:
-        """Delete the notifications created more than ``max_age_ms`` before ``now_ms`` (ZooKeeper's clock),
-        as Kafka's ZkNodeChangeNotificationListener expires them after 15 minutes."""
-        purged = []
-        for child in await self.zk.get_children(parent):
-            stat = await self.zk.exists(f"{parent}/{child}")
-            if stat is None or now_ms - stat.ctime <= max_age_ms:
-                continue
-            try:
-                await self.zk.delete(f"{parent}/{child}", stat.version)
-                purged.append(child)
-            except ZkError:
-                continue  # another broker purged it first
-        return purged

@@ -376,11 +376,16 @@ class KafkaZkClient:
 
     async def purge_config_change_notifications(self, now_ms: int,
                                                 max_age_ms: int = CONFIG_CHANGE_EXPIRATION_MS) -> list[str]:
-        """Delete the notifications created more than ``max_age_ms`` before ``now_ms`` (Kafka expires them
-        after 15 minutes: by then every live broker has applied them). Returns the deleted names."""
+        return await self.purge_change_notifications(ConfigChangeNotificationZNode.PATH, now_ms, max_age_ms)
+
+    async def purge_change_notifications(self, parent: str, now_ms: int,
+                                         max_age_ms: int = CONFIG_CHANGE_EXPIRATION_MS) -> list[str]:
+        """Delete the notifications under ``parent`` (``/config/changes``, ``/kafka-acl-changes``...) created
+        more than ``max_age_ms`` before ``now_ms``, ZooKeeper's clock (Kafka expires them after 15 minutes: by
+        then every live broker has applied them). Returns the deleted names."""
         purged = []
-        for child in await self.get_config_change_notifications():
-            path = f"{ConfigChangeNotificationZNode.PATH}/{child}"
+        for child in await self.zk.get_children(parent):
+            path = f"{parent}/{child}"
             stat = await self.zk.exists(path)
             if stat is None or now_ms - stat.ctime <= max_age_ms:
                 continue
