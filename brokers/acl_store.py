@@ -105,9 +105,10 @@ class AclAuthorizer:
 
     # -- decisions -------------------------------------------------------------------------------
     def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
+        if principal in self.super_users:  # before any lookup, as Kafka's authorizeAction: the brokers'
+            return True                    # own fetchers are super users, on every replica Fetch
         applicable = acl.matching_acls(self._acls, resource_type, name, self._prefixed)
-        return acl.decide(applicable, principal, host, operation, super_users=self.super_users,
-                          allow_if_no_acl=self.allow_if_no_acl)
+        return acl.decide(applicable, principal, host, operation, allow_if_no_acl=self.allow_if_no_acl)
 
     def authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
         return acl.decide_any(self.acls, resource_type, principal, host, operation, super_users=self.super_users,
