@@ -127,7 +127,8 @@ class HttpSecurity:
         key = (user, mechanism, text or "", hmac.new(self._key, password.encode(), hashlib.sha256).digest())
         if credential is not None and key in self._remembered:
             return True
-        ok = await asyncio.to_thread(check_password, mechanism, password, credential or self._decoy_credential())
+        ok = await asyncio.to_thread(  # PBKDF2, the decoy's first derivation included, off the event loop
+            lambda: check_password(mechanism, password, credential or self._decoy_credential()))
         if ok and credential is not None:
             if len(self._remembered) >= MAX_REMEMBERED:
                 self._remembered.clear()

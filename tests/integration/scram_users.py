@@ -4,6 +4,9 @@ from __future__ import annotations
 from scripts import kafka_configs
 from scripts.cluster import Cluster
 
+# The brokers' own SCRAM identity in the SASL tests (a super user, or replication could not fetch)
+ADMIN_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
+
 
 def add_scram_users(cluster: Cluster, users: dict[str, str], mechanism: str = "SCRAM-SHA-512") -> None:
     for user, password in users.items():

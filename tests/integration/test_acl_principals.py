@@ -23,10 +23,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from scripts import kafka_acls, kafka_configs
 from scripts.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
+from tests.integration.scram_users import ADMIN_JAAS
 
 SCRAM = "SCRAM-SHA-512"
-ADMIN_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
-              'username="admin" password="admin-secret";')
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 PROPERTIES = {
     "listeners": "SASL_PLAINTEXT://127.0.0.1:{kafka_port}",

@@ -25,15 +25,14 @@ from brokers.control import UpdateMetadataRequest, encode
 from brokers.control_auth import HEADER, sign
 from scripts.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
-from tests.integration.scram_users import add_scram_users
+from tests.integration.scram_users import ADMIN_JAAS, add_scram_users
 
-SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
 PROPERTIES = {
     "listeners": "SASL_PLAINTEXT://127.0.0.1:{kafka_port}",
     "inter.broker.listener.name": "SASL_PLAINTEXT",
     "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
     "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": ADMIN_JAAS,
     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
     "allow.everyone.if.no.acl.found": "false",
     "super.users": "User:admin",

@@ -21,16 +21,16 @@ from brokers.protocol import codec
 from scripts import kafka_configs
 from scripts.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
+from tests.integration.scram_users import ADMIN_JAAS
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'user_bob="bob-secret" user_admin="admin-secret";')
-SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
 PROPERTIES = {
     "listeners": "SASL_PLAINTEXT://127.0.0.1:{kafka_port}",
     "inter.broker.listener.name": "SASL_PLAINTEXT",
     "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
     "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": ADMIN_JAAS,
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
     "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0",
     "replica.fetch.backoff.ms": "200",
@@ -207,7 +207,7 @@ def test_kafka_configs_over_the_brokers_manages_scram_users(cluster, tmp_path, c
     """AlterUserScramCredentials / DescribeUserScramCredentials through confluent-kafka, authenticated as
     admin with Kafka's --command-config; the new user then authenticates."""
     client = tmp_path / "client.properties"
-    client.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={SCRAM_JAAS}\n")
+    client.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={ADMIN_JAAS}\n")
     common = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", str(client),
               "--entity-type", "users", "--entity-name", "dave"]
     assert kafka_configs.main([*common, "--alter", "--add-config",
@@ -231,7 +231,7 @@ def test_kafka_configs_topics_and_brokers_over_the_brokers_with_command_config(c
     authenticate; without it the same describe is refused."""
     client = tmp_path / "admin.properties"
     client.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
-                      f"sasl.jaas.config={SCRAM_JAAS}\n")
+                      f"sasl.jaas.config={ADMIN_JAAS}\n")
     create_topic(cluster, "configured")
     sasl = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", str(client)]
     topic = [*sasl, "--entity-type", "topics", "--entity-name", "configured"]

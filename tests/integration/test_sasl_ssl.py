@@ -13,10 +13,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.cluster import Cluster, ClusterSpec
 from tests.certs import make_pki
-from tests.integration.scram_users import add_scram_users
+from tests.integration.scram_users import ADMIN_JAAS, add_scram_users
 from tests.integration.test_sasl import consume_all
 
-SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +30,7 @@ def cluster(tmp_path_factory, pki):
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.server_keystore),
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca),
         "sasl.enabled.mechanisms": "SCRAM-SHA-512", "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": ADMIN_JAAS,
         "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0",
         "replica.fetch.backoff.ms": "200"})
     cluster = Cluster(tmp_path_factory.mktemp("sasl-ssl") / "cluster", spec)
