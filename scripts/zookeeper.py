@@ -33,6 +33,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -55,6 +56,7 @@ DEFAULT_PORT = 2181
 DEFAULT_DATA_DIR = Path(".zkafka/zookeeper")
 DEFAULT_TICK_TIME = 2000
 PORT_STRIDE = 10
+FIRST_PORT = 10000  # free ports for tests and benchmarks are drawn from here up to the ephemeral range
 MAX_ENSEMBLE = PORT_STRIDE
 STATE_FILE = "zkafka-zookeeper.json"
 SERVING_MODES = frozenset({"standalone", "leader", "follower"})
@@ -273,18 +275,28 @@ def _try_srvr(port: int, timeout: float = 1.0) -> dict | None:
 
 
 def find_free_base_port(size: int = 1, attempts: int = 200) -> int:
-    """A client port P (from binding port 0) such that every port ``ensemble_ports(P, size)`` uses is free now."""
+    """A client port P such that every port ``ensemble_ports(P, size)`` uses is free now. P is drawn below
+    the kernel's ephemeral range: a port found free inside it (binding port 0) can be taken by any outgoing
+    connection before the server that was meant to get it binds (seen in CI: a broker's ``address already
+    in use`` seconds after its port was chosen)."""
+    low, high = FIRST_PORT, _ephemeral_low() - 1
     for _ in range(attempts):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
+        base = random.randint(low, high)
         try:
             wanted = [p for ports in ensemble_ports(base, size) for p in ports]
         except ValueError:
             continue
-        if all(_port_free(p) for p in set(wanted)):
+        if max(wanted) <= high and all(_port_free(p) for p in set(wanted)):
             return base
     raise ZooKeeperError(f"no free block of ports for a {size}-node ensemble after {attempts} attempts")
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default 32768 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _port_free(port: int) -> bool:

@@ -1,0 +1,16 @@
+"""Free ports for tests and benchmarks come from below the kernel's ephemeral range, where no outgoing
+connection can take them between the choice and the bind."""
+from __future__ import annotations
+
+import socket
+
+from scripts.zookeeper import FIRST_PORT, _ephemeral_low, ensemble_ports, find_free_base_port
+
+
+def test_free_ports_are_below_the_ephemeral_range_and_bindable():
+    for size in (1, 3):
+        base = find_free_base_port(size)
+        ports = [p for block in ensemble_ports(base, size) for p in block]
+        assert FIRST_PORT <= min(ports) and max(ports) < _ephemeral_low()
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", base))
