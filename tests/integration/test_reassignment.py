@@ -374,9 +374,14 @@ def test_a_new_controller_resumes_a_move_from_the_topic_znode(cluster, zk, tmp_p
         cluster.signal_broker(controller, signal.SIGKILL)
         wait_for(lambda: zk.exists("/controller") and json.loads(zk.get("/controller")[0])["brokerid"] != controller,
                  60, "a new controller")
+        successor = json.loads(zk.get("/controller")[0])["brokerid"]
+        # the old controller back before the move can complete: when it is broker 1, the move's StopReplica
+        # (delete) must find it live (a replica removed while its broker is down stays on its disk, as in Kafka)
+        cluster.start_broker(controller)
+        wait_for(lambda: controller in ((cluster.health(successor) or {}).get("controller", {}).get("live_brokers")
+                                        or []), 60, "the new controller to see the old one back")
     finally:
         cluster.signal_broker(new, signal.SIGCONT)
-    cluster.start_broker(controller)
     cluster.wait_until_ready(timeout=60)
     wait_for(lambda: topic_znode(zk, topic)["partitions"] == {"0": [2, new]}, 60, "the resumed move to complete")
     assert topic_znode(zk, topic)["adding_replicas"] == {} and topic_znode(zk, topic)["removing_replicas"] == {}
