@@ -44,7 +44,7 @@ from brokers.server import sasl
 from brokers.server.apis import KafkaApis
 from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
-from brokers.server.tls import inter_broker_context, listener_contexts
+from brokers.server.tls import inter_broker_context, listener_contexts, listener_principal_mappers
 from brokers.stats import BrokerStats
 from brokers.storage.checkpoints import read_meta_properties, write_meta_properties
 from brokers.storage.log_config import InvalidConfigError, LogConfig
@@ -93,6 +93,7 @@ class BrokerServer:
         except InvalidConfigError as exc:
             raise ConfigError(f"{config.source}: {exc}") from None
         self.tls_contexts = listener_contexts(config)  # SSL / SASL_SSL listeners; bad files stop start-up here
+        self.principal_mappers = listener_principal_mappers(config)  # SSL listeners; a bad rule stops start-up
         self.inter_broker_tls = inter_broker_context(config)  # the replica fetchers' TLS client side
         self.cluster_id: str | None = None
         self.broker_epoch = -1
@@ -171,7 +172,8 @@ class BrokerServer:
             kafka_listener = KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, listener.host, listener.port,
                                            self.config["socket.request.max.bytes"], listener_name=listener.listener,
                                            security_protocol=listener.security_protocol,
-                                           ssl_context=self.tls_contexts.get(listener.listener))
+                                           ssl_context=self.tls_contexts.get(listener.listener),
+                                           principal_mapper=self.principal_mappers.get(listener.listener))
             await kafka_listener.start()
             self.kafka_listeners.append(kafka_listener)
         await self.http.start()

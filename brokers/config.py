@@ -101,6 +101,7 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "ssl.enabled.protocols": ("list", ["TLSv1.2", "TLSv1.3"]),
     "ssl.protocol": ("str", "TLSv1.3"),
     "ssl.endpoint.identification.algorithm": ("str", "https"),
+    "ssl.principal.mapping.rules": ("str", "DEFAULT"),
     "log.dirs": ("list", None),
     "log.dir": ("str", "/tmp/kafka-logs"),
     "num.partitions": ("int", 1),

@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable
 
 from brokers.authorizer import ANONYMOUS
 from brokers.protocol.framing import FrameDecoder, ProtocolError
+from brokers.server.principal_mapping import NoMatchingRule, SslPrincipalMapper
 from brokers.server.tls import handshake_failure, peer_principal
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,10 @@ class Connection(asyncio.Protocol):
     handlers through ``brokers.server.context.PRINCIPAL``."""
 
     def __init__(self, handle: Handler, max_request_bytes: int, connections: set["Connection"],
-                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT"):
+                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
+                 principal_mapper: SslPrincipalMapper | None = None):
         self.listener_name, self.security_protocol = listener_name, security_protocol
+        self.principal_mapper = principal_mapper  # SSL: ssl.principal.mapping.rules
         self.principal = ANONYMOUS
         self._handle = handle
         self._decoder = FrameDecoder(max_request_bytes)
@@ -68,11 +71,19 @@ class Connection(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.tls = transport.get_extra_info("ssl_object") is not None  # the handshake is done by now
         if self.tls and self.security_protocol == "SSL":  # SASL_SSL: the SASL layer says who it is
-            self.principal = peer_principal(transport)
+            try:
+                self.principal = peer_principal(transport, self.principal_mapper)
+            except NoMatchingRule as exc:  # Kafka refuses the client: no principal, no request handled
+                log.warning("Failed authentication with /%s on listener %s (%s)", self.peer, self.listener_name, exc)
+                self.closed = True
+                transport.close()
+                return
             log.debug("TLS connection from %s on %s: principal %s", self.peer, self.listener_name, self.principal)
         self._connections.add(self)
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:  # refused in connection_made: nothing it sends is read
+            return
         try:
             frames = self._decoder.feed(data)
         except ProtocolError as exc:
@@ -169,8 +180,9 @@ class Connection(asyncio.Protocol):
 class KafkaListener:
     def __init__(self, handle: Handler, host: str, port: int, max_request_bytes: int = 104857600, *,
                  listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
-                 ssl_context: ssl.SSLContext | None = None):
+                 ssl_context: ssl.SSLContext | None = None, principal_mapper: SslPrincipalMapper | None = None):
         self.listener_name, self.security_protocol = listener_name, security_protocol
+        self.principal_mapper = principal_mapper
         self.ssl_context = ssl_context  # SSL / SASL_SSL listeners: the handshake happens before connection_made
         self._handle = handle
         self.host = host or "0.0.0.0"
@@ -192,7 +204,7 @@ class KafkaListener:
 
     def _connection(self) -> Connection:
         return Connection(self._handle, self.max_request_bytes, self.connections, self.listener_name,
-                          self.security_protocol)
+                          self.security_protocol, self.principal_mapper)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -15,9 +15,12 @@ that listener, ``BrokerConfig.listener_value``):
 - ``ssl.endpoint.identification.algorithm`` (``https``): the inter-broker client checks the server
   certificate's name; empty turns that off.
 
-Principal (Kafka's default principal builder, ``ssl.principal.mapping.rules=DEFAULT``): ``User:`` and
-the certificate's subject DN in RFC 2253 form, most specific RDN first (``User:CN=alice,OU=eng,O=zkafka``);
-``User:ANONYMOUS`` when the client presented no (verified) certificate.
+Principal (Kafka's default principal builder): ``User:`` and the name ``ssl.principal.mapping.rules``
+(brokers/server/principal_mapping.py) gives the certificate's subject DN in RFC 2253 form, most specific
+RDN first; with the default rules (``DEFAULT``) the DN itself (``User:CN=alice,OU=eng,O=zkafka``).
+``User:ANONYMOUS`` when the client presented no (verified) certificate. A DN no rule applies to is
+``NoMatchingRule``: the listener refuses that connection. Rules apply to SSL listeners only (on SASL_SSL
+the SASL identity is the principal, as in Kafka).
 Any unreadable or wrong file raises ``ConfigError`` naming the key and the file.
 
 A failed handshake is the operator's to see (Kafka's "Failed authentication with /<ip> (SSL handshake
@@ -32,6 +35,7 @@ from typing import Any
 
 from brokers.authorizer import ANONYMOUS
 from brokers.config import BrokerConfig, ConfigError
+from brokers.server.principal_mapping import InvalidRule, SslPrincipalMapper
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -156,11 +160,15 @@ def client_context(settings: TlsSettings) -> ssl.SSLContext:
     return context
 
 
-def principal(peercert: dict | None) -> str:
-    """``User:<subject DN, RFC 2253>`` of a verified peer certificate (``SSLObject.getpeercert()``),
-    ``User:ANONYMOUS`` without one."""
+def principal(peercert: dict | None, mapper: SslPrincipalMapper | None = None) -> str:
+    """``User:<name>`` of a verified peer certificate (``SSLObject.getpeercert()``): its subject DN (RFC
+    2253) through ``mapper`` (the DN itself without one); ``User:ANONYMOUS`` without a certificate.
+    Raises ``NoMatchingRule`` when no mapping rule applies to the DN."""
     subject = (peercert or {}).get("subject")
-    return f"User:{rfc2253(subject)}" if subject else ANONYMOUS
+    if not subject:
+        return ANONYMOUS
+    dn = rfc2253(subject)
+    return f"User:{mapper.name(dn) if mapper is not None else dn}"
 
 
 def rfc2253(subject: tuple) -> str:
@@ -185,10 +193,10 @@ def _escape(value: str) -> str:
     return out
 
 
-def peer_principal(transport: Any) -> str:
+def peer_principal(transport: Any, mapper: SslPrincipalMapper | None = None) -> str:
     """The principal of a TLS transport's client, after the handshake (``connection_made``)."""
     ssl_object = transport.get_extra_info("ssl_object")
-    return principal(ssl_object.getpeercert()) if ssl_object is not None else ANONYMOUS
+    return principal(ssl_object.getpeercert(), mapper) if ssl_object is not None else ANONYMOUS
 
 
 def handshake_failure(exc: BaseException) -> str | None:
@@ -224,3 +232,17 @@ def inter_broker_context(config: BrokerConfig) -> ssl.SSLContext | None:
     if endpoint is None or endpoint.security_protocol not in TLS_PROTOCOLS:
         return None
     return client_context(TlsSettings.for_listener(config, endpoint.listener))
+
+
+def listener_principal_mappers(config: BrokerConfig) -> dict[str, SslPrincipalMapper]:
+    """Each SSL listener's ``ssl.principal.mapping.rules``, parsed at start-up: a bad rule stops it there,
+    naming the key and the rule."""
+    mappers = {}
+    for endpoint in config.listeners:
+        if endpoint.security_protocol == "SSL":
+            try:
+                mappers[endpoint.listener] = SslPrincipalMapper.from_rules(
+                    config.listener_value(endpoint.listener, "ssl.principal.mapping.rules"))
+            except InvalidRule as exc:
+                raise ConfigError(f"ssl.principal.mapping.rules (listener {endpoint.listener}): {exc}") from None
+    return mappers

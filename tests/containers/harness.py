@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
+from scripts.zookeeper import find_free_base_port
 from tests.integration.conditions import wait_for
 
 BROKER_IMAGE = os.environ.get("ZKAFKA_BROKER_IMAGE", "zkafka-broker:local")
@@ -46,18 +46,18 @@ def docker_problem() -> str | None:
     return None
 
 
+NOTABLE = (" WARNING ", " ERROR ", "rejecting", "Traceback", "failed")
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on 127.0.0.1 right now (held open together while they are picked)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+    """``count`` distinct ports free on 127.0.0.1 now, below the kernel's ephemeral range. While a broker's
+    container restarts its published port is unbound; inside the ephemeral range any outgoing connection
+    of the host (the clients' own reconnects among them) could take it, and the container would not start
+    again."""
+    ports: set[int] = set()
+    while len(ports) < count:
+        ports.add(find_free_base_port(1))
+    return sorted(ports)
 
 
 @dataclass
@@ -142,15 +142,19 @@ class ContainerCluster:
                 pass
 
     def logs(self, tail: int = 60) -> str:
+        """Each container's last ``tail`` lines, after the notable lines of its whole log (warnings, errors,
+        rejected requests): a CI failure is read from this alone."""
         out = []
         for name, container in [*((f"broker{b}", c) for b, c in self.broker_containers.items()),
                                 *((f"zk{z}", c) for z, c in self.zookeepers.items())]:
             try:
-                text = container.get_wrapped_container().logs(tail=tail).decode(errors="replace")
+                lines = container.get_wrapped_container().logs().decode(errors="replace").splitlines()
             except Exception as exc:  # noqa: BLE001
-                text = f"(no logs: {exc})"
-            out.append(f"----- {name} -----\n{text}")
-        return "\n".join(out)
+                lines = [f"(no logs: {exc})"]
+            notable = [line for line in lines[:-tail] if any(mark in line for mark in NOTABLE)][-40:]
+            out.append(f"----- {name}: notable -----\n" + "\n".join(notable) if notable else "")
+            out.append(f"----- {name} -----\n" + "\n".join(lines[-tail:]))
+        return "\n".join(part for part in out if part)
 
     # -- observation ---------------------------------------------------------------------------
     def health(self, b: int, timeout: float = 1.0) -> dict | None:

@@ -4,6 +4,7 @@ asserts that no acknowledged record was lost and that every partition reads back
 from __future__ import annotations
 
 import threading
+from collections import Counter
 import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -36,8 +37,9 @@ class LoadProducer(threading.Thread):
     def _delivered(self, err, msg) -> None:
         if err is None:
             self.acked[msg.partition()].append((msg.offset(), int(msg.value())))
-        else:
-            self.failed.append(str(err))
+        else:  # what, where and when: a failure here is read from CI's output alone
+            self.failed.append(f"{time.strftime('%H:%M:%S')} partition {msg.partition()} value {int(msg.value())}: "
+                               f"{err.name()} ({err.str()})")
 
     def run(self) -> None:
         i, start = 0, time.monotonic()
@@ -96,7 +98,8 @@ def read_all(cluster: ContainerCluster, topic: str, partitions: int) -> dict[int
 
 
 def assert_nothing_acknowledged_lost_and_in_order(load: LoadProducer, read: dict[int, list[tuple[int, int]]]) -> None:
-    assert not load.failed, load.failed[:3]
+    kinds = Counter(f.split(": ", 1)[1] for f in load.failed)
+    assert not load.failed, f"{len(load.failed)} deliveries failed: {dict(kinds)}; first {load.failed[:3]}"
     for p, acked in load.acked.items():
         stored, values_read = dict(read[p]), {v for _, v in read[p]}
         # librdkafka reports some deliveries without an offset: an idempotent batch it learned was

@@ -21,12 +21,14 @@ from brokers.protocol import codec
 from brokers.protocol.record import Record, build_batch
 from brokers.server.apis import KafkaApis
 from brokers.server.listener import SENDFILE_MIN_BYTES, KafkaListener
-from brokers.server.tls import listener_contexts
+from brokers.server.tls import listener_contexts, listener_principal_mappers
 from tests.certs import make_pki
 from tests.integration.conditions import wait_for
 from tests.integration.test_kafka_api_local import BASE_TS, TIMEOUT, Broker, fetch_request, read_frames
 
 ALICE = "User:CN=alice,OU=eng,O=zkafka"
+ONLY_OPS = "^CN=(.*?),OU=ops,.*$"  # alice is OU=eng: no rule made of this applies to her
+CN_OF_ENG = "RULE:^CN=([^,]*),OU=eng,.*$/$1/"
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +42,14 @@ def broker(tmp_path_factory, pki):
     handled request's (api key, principal) is recorded."""
     b = Broker(tmp_path_factory.mktemp("broker"))
     config = BrokerConfig.from_properties({
-        "zookeeper.connect": "127.0.0.1:2181", "listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+        "zookeeper.connect": "127.0.0.1:2181", "ssl.keystore.type": "PEM",
+        "listeners": "SSL://127.0.0.1:0,MAPPED://127.0.0.1:0,UNMAPPED://127.0.0.1:0",
+        "listener.security.protocol.map": "SSL:SSL,MAPPED:SSL,UNMAPPED:SSL",
+        "listener.name.mapped.ssl.principal.mapping.rules": f"RULE:{ONLY_OPS}/ops-$1/U, {CN_OF_ENG}",
+        "listener.name.unmapped.ssl.principal.mapping.rules": f"RULE:{ONLY_OPS}/$1/",
         "ssl.keystore.location": str(pki.server_keystore), "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(pki.ca), "ssl.client.auth": "required"})
+    mappers = listener_principal_mappers(config)
     apis = KafkaApis(b.context)
     b.handled = []
 
@@ -51,13 +58,17 @@ def broker(tmp_path_factory, pki):
         return await apis.handle(frame, connection)
 
     async def start():
-        b.ssl_listener = KafkaListener(handle, "127.0.0.1", 0, listener_name="SSL", security_protocol="SSL",
-                                       ssl_context=listener_contexts(config)["SSL"])
-        await b.ssl_listener.start()
+        b.ssl_listener, b.mapped, b.unmapped = (
+            KafkaListener(handle, "127.0.0.1", 0, listener_name=name, security_protocol="SSL",
+                          ssl_context=listener_contexts(config)[name], principal_mapper=mappers[name])
+            for name in ("SSL", "MAPPED", "UNMAPPED"))
+        for listener in (b.ssl_listener, b.mapped, b.unmapped):
+            await listener.start()
 
     b.call(start())
     yield b
-    b.call(b.ssl_listener.stop())
+    for listener in (b.ssl_listener, b.mapped, b.unmapped):
+        b.call(listener.stop())
     b.stop()
 
 
@@ -68,8 +79,9 @@ def client(pki, cert: Path | None = None, key: Path | None = None) -> ssl.SSLCon
     return context
 
 
-def api_versions_over(broker, context: ssl.SSLContext) -> socket.socket:
-    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", broker.ssl_listener.port), TIMEOUT),
+def api_versions_over(broker, context: ssl.SSLContext, listener=None) -> socket.socket:
+    port = (listener or broker.ssl_listener).port
+    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port), TIMEOUT),
                                server_hostname="127.0.0.1")
     sock.sendall(codec.encode_request(18, 0, 7, "tls-test", codec.build(codec.request_class(18, 0))))
     return sock
@@ -137,6 +149,40 @@ def test_a_fetch_of_more_than_a_mebibyte_over_tls_arrives_whole(broker, pki):
     correlation_id, body = codec.decode_response(1, 11, frame)
     assert correlation_id == 1
     assert bytes(body.responses[0].partitions[0].records) == stored
+
+
+def test_mapping_rules_turn_the_certificate_dn_into_the_principal(broker, pki):
+    """ssl.principal.mapping.rules, per listener: the first rule that applies names the principal."""
+    before = len(broker.handled)
+    with api_versions_over(broker, client(pki, pki.client_cert, pki.client_key), broker.mapped) as sock:
+        read_frames(sock, 1)
+    assert broker.handled[before:] == [(18, "User:alice", True)]
+
+
+def test_a_certificate_no_mapping_rule_applies_to_is_refused_and_logged(broker, pki, caplog):
+    caplog.set_level(logging.DEBUG, logger="brokers.server.listener")
+    before = len(broker.handled)
+    with pytest.raises((ssl.SSLError, ConnectionError, AssertionError)):
+        with api_versions_over(broker, client(pki, pki.client_cert, pki.client_key), broker.unmapped) as sock:
+            peer = "/%s:%d" % sock.getsockname()[:2]
+            read_frames(sock, 1)
+    assert broker.handled[before:] == []
+    line = (f"Failed authentication with {peer} on listener UNMAPPED (No rules apply to CN=alice,OU=eng,O=zkafka, "
+            f"rules [RULE:{ONLY_OPS}/$1/])")
+    wait_for(lambda: any(r.getMessage() == line and r.levelno == logging.WARNING for r in caplog.records), TIMEOUT,
+             f"the log line {line!r}")
+
+
+def test_a_bad_mapping_rule_stops_start_up_naming_the_key_and_the_rule(tmp_path, pki):
+    properties = tmp_path / "server.properties"
+    properties.write_text("broker.id=1\nzookeeper.connect=127.0.0.1:1\nlisteners=SSL://127.0.0.1:0\n"
+                          f"log.dirs={tmp_path / 'logs'}\nssl.keystore.type=PEM\n"
+                          f"ssl.keystore.location={pki.server_keystore}\n"
+                          "ssl.principal.mapping.rules=RULE:^CN=(.*)$/$1/X\n")
+    done = subprocess.run([sys.executable, "-m", "brokers", "--config", str(properties)], capture_output=True,
+                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 2
+    assert "ssl.principal.mapping.rules (listener SSL): Invalid rule: `RULE:^CN=(.*)$/$1/X`" in done.stderr
 
 
 def test_a_bad_keystore_stops_start_up_naming_the_key_and_the_file(tmp_path):
