@@ -44,7 +44,7 @@ from brokers.server import sasl
 from brokers.server.apis import KafkaApis
 from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
-from brokers.server.tls import inter_broker_context, listener_contexts, listener_principal_mappers
+from brokers.server.tls import http_contexts, inter_broker_context, listener_contexts, listener_principal_mappers
 from brokers.stats import BrokerStats
 from brokers.storage.checkpoints import read_meta_properties, write_meta_properties
 from brokers.storage.log_config import InvalidConfigError, LogConfig
@@ -95,6 +95,8 @@ class BrokerServer:
         self.tls_contexts = listener_contexts(config)  # SSL / SASL_SSL listeners; bad files stop start-up here
         self.principal_mappers = listener_principal_mappers(config)  # SSL listeners; a bad rule stops start-up
         self.inter_broker_tls = inter_broker_context(config)  # the replica fetchers' TLS client side
+        # http.ssl.enabled: the HTTP port's server context and the one this broker checks the others' with
+        self.http_tls, self.http_peer_tls = http_contexts(config) or (None, None)
         self.cluster_id: str | None = None
         self.broker_epoch = -1
         self.zk = ZkGateway(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms,
@@ -116,8 +118,9 @@ class BrokerServer:
         self.control_secret: bytes | None = config.control_plane_secret  # else ZooKeeper's, at start-up
         self.http_security = HttpSecurity(basic_required=config["http.authentication.method"] == "BASIC",
                                           scram_credential=self.credentials.credential,
-                                          authorizer=self.authorizer)
-        self.http = HttpServer(self, _bind_host(config), config.http_port, security=self.http_security)
+                                          authorizer=self.authorizer, peer_tls=self.http_peer_tls)
+        self.http = HttpServer(self, _bind_host(config), config.http_port, security=self.http_security,
+                               ssl_context=self.http_tls)
         self.controller: KafkaController | None = None
         self.kafka_listeners: list[KafkaListener] = []
         self.group_coordinator = GroupCoordinator(self.broker_id, GroupConfig.from_broker(config), ZkOffsetStore(self.kzc))
@@ -180,7 +183,8 @@ class BrokerServer:
         self.broker_epoch = await self.kzc.register_broker(self.broker_info())
         log.info("broker %d registered with epoch %d (cluster %s)", self.broker_id, self.broker_epoch, self.cluster_id)
         self.controller = KafkaController(self.broker_id, self.kzc,
-                                          ControllerConfig.from_broker(self.config, self.control_secret))
+                                          ControllerConfig.from_broker(self.config, self.control_secret,
+                                                                       self.http_peer_tls))
         await self.controller.startup()
         self.dynamic_config.listeners.append(self._on_dynamic_broker_config)
         await self.config_listener.start(after=config_baseline)
@@ -196,7 +200,7 @@ class BrokerServer:
 
     def broker_info(self) -> BrokerInfo:
         return BrokerInfo(self.broker_id, tuple(self.config.advertised_listeners), self.config["broker.rack"],
-                          self.broker_epoch, self.http.port)
+                          self.broker_epoch, self.http.port, self.http.scheme)
 
     def _fetcher_config(self) -> FetcherConfig:
         c = self.config
@@ -458,7 +462,7 @@ class BrokerServer:
         info = self.metadata_cache.live_brokers.get(controller_id) or await self.kzc.get_broker(controller_id)
         if info is None:
             raise ConnectionError("no live controller is known")
-        return await post_control(info, request, timeout, self.control_secret)
+        return await post_control(info, request, timeout, self.control_secret, self.http_peer_tls)
 
     async def shutdown(self) -> None:
         """Controlled shutdown first, then reverse order: controller, registration (session close),

@@ -83,6 +83,9 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "sasl.enabled.mechanisms": ("list", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
     "sasl.mechanism.inter.broker.protocol": ("str", "GSSAPI"),
     "http.port": ("int", 8080),
+    # brokers/server/tls.py: the HTTP port serves HTTPS with the ssl.* keystore (http.ssl.* overrides it,
+    # HTTP_SSL_KEYS) and brokers call each other's HTTP ports over https, trusting ssl.truststore.location
+    "http.ssl.enabled": ("bool", False),
     # brokers.http.auth: BASIC makes every HTTP path but /healthz and /readyz need a SCRAM user's password
     "http.authentication.method": ("str", "NONE"),
     # brokers.control_auth: the key brokers sign their HTTP calls to each other with (unset: generated
@@ -157,6 +160,10 @@ SCHEMA: dict[str, tuple[str, Any]] = {
 
 # keys a listener may override with listener.name.<listener lower case>.<key>
 PER_LISTENER = re.compile(r"listener\.name\.([^.]+)\.(ssl\..+)$")
+# keys the HTTP port may override with http.<key> (http.ssl.enabled=true); no client certificates there
+HTTP_SSL_KEYS = ("ssl.keystore.type", "ssl.keystore.location", "ssl.key.password", "ssl.truststore.type",
+                 "ssl.truststore.location", "ssl.enabled.protocols", "ssl.protocol",
+                 "ssl.endpoint.identification.algorithm")
 
 # broker key -> topic key (LogConfig), in order of precedence where several map to one topic key
 LOG_KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
@@ -190,6 +197,7 @@ class BrokerConfig:
     source: str = "<properties>"
     listener_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # lower-case listener -> key -> value
     sasl_jaas: dict[str, str] = field(default_factory=dict)  # listener.name.<l>.<mech>.sasl.jaas.config
+    http_overrides: dict[str, Any] = field(default_factory=dict)  # http.ssl.* -> ssl.* key -> value
 
     def __getitem__(self, key: str) -> Any:
         if key not in SCHEMA:
@@ -199,6 +207,10 @@ class BrokerConfig:
     def listener_value(self, listener: str, key: str) -> Any:
         """``listener.name.<listener>.<key>`` if set, else the broker-wide ``key``."""
         return self.listener_overrides.get(listener.lower(), {}).get(key, self[key])
+
+    def http_value(self, key: str) -> Any:
+        """``http.<key>`` if set, else the broker-wide ``key`` (the HTTP port's TLS settings)."""
+        return self.http_overrides.get(key, self[key])
 
     @property
     def broker_id(self) -> int:
@@ -265,7 +277,11 @@ class BrokerConfig:
         precedence: dict[str, int] = {}
         listener_overrides: dict[str, dict[str, Any]] = {}
         jaas: dict[str, str] = {}
+        http_overrides: dict[str, Any] = {}
         for key, raw in props.items():
+            if key.startswith("http.") and key[5:] in HTTP_SSL_KEYS:
+                http_overrides[key[5:]] = _convert(key, raw, _PARSERS[SCHEMA[key[5:]][0]], source)
+                continue
             if (match := PER_LISTENER.match(key)) and match.group(2) in SCHEMA:
                 kind = SCHEMA[match.group(2)][0]
                 listener_overrides.setdefault(match.group(1).lower(), {})[match.group(2)] = _convert(
@@ -285,7 +301,7 @@ class BrokerConfig:
                 raise ConfigError(f"{source}: unknown broker config {key!r}")
             kind = SCHEMA[key][0]
             values[key] = _convert(key, raw, _PARSERS[kind], source)
-        config = cls(values, log_defaults, source, listener_overrides, jaas)
+        config = cls(values, log_defaults, source, listener_overrides, jaas, http_overrides)
         config.validate()
         return config
 

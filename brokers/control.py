@@ -314,7 +314,8 @@ _UNSPECIFIED_HOSTS = ("", "0.0.0.0", "::")
 
 
 def control_base_url(broker: BrokerInfo) -> str:
-    """``http://host:http_port`` of a broker: its first endpoint's host, wildcard hosts -> 127.0.0.1."""
+    """``http://host:http_port`` (``https://`` when it registered so) of a broker: its first endpoint's
+    host, wildcard hosts -> 127.0.0.1."""
     host = broker.endpoints[0].host if broker.endpoints else ""
     if host in _UNSPECIFIED_HOSTS:
         host = "127.0.0.1"
@@ -322,4 +323,4 @@ def control_base_url(broker: BrokerInfo) -> str:
         host = f"[{host}]"
     if broker.http_port is None:
         raise ValueError(f"broker {broker.id} registered no http port")
-    return f"http://{host}:{broker.http_port}"
+    return f"{broker.http_scheme}://{host}:{broker.http_port}"

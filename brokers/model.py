@@ -144,6 +144,7 @@ class BrokerInfo:
     rack: str | None = None
     epoch: int = -1
     http_port: int | None = None
+    http_scheme: str = "http"  # "https" when the broker's HTTP port serves TLS (http.ssl.enabled)
 
     def endpoint(self, listener: str | None = None) -> EndPoint:
         for endpoint in self.endpoints:

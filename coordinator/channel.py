@@ -7,7 +7,9 @@ the network (connection refused, reset, timeout) or with a server error (5xx) is
 (50 ms doubling up to 1 s) for as long as the broker is in the channel; ``remove_broker`` (the broker
 died) abandons everything queued for it. A 4xx means the broker will never accept that body, so it is
 logged and dropped and the queue moves on. On success the response is decoded and handed to the
-request's callback, a plain function run on the event loop.
+request's callback, a plain function run on the event loop. A broker registered with an https port is
+reached over TLS, its certificate checked with ``ssl_context`` (``http.ssl.enabled``; the system's CAs
+without one).
 
 Only this module of ``coordinator`` imports aiohttp (ARCHITECTURE §2).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -52,8 +55,10 @@ class ControllerChannelManager:
     """Per-broker ordered delivery of control requests, with retry while the broker is alive."""
 
     def __init__(self, controller_id: int = -1, *, request_timeout: float = 30.0,
-                 backoff_initial: float = 0.05, backoff_max: float = 1.0, secret: bytes | None = None):
+                 backoff_initial: float = 0.05, backoff_max: float = 1.0, secret: bytes | None = None,
+                 ssl_context: ssl.SSLContext | None = None):
         self.controller_id = controller_id
+        self.ssl_context = ssl_context  # verifies the brokers' https ports (brokers.server.tls.http_contexts)
         self.secret = secret  # the control-plane secret every request is signed with (brokers.control_auth)
         self.request_timeout = request_timeout
         self.backoff_initial = backoff_initial
@@ -122,7 +127,9 @@ class ControllerChannelManager:
     # -- workers -----------------------------------------------------------------------------
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(headers={"Content-Type": MSGPACK, "Accept": MSGPACK})
+            connector = aiohttp.TCPConnector(ssl=self.ssl_context) if self.ssl_context is not None else None
+            self._session = aiohttp.ClientSession(headers={"Content-Type": MSGPACK, "Accept": MSGPACK},
+                                                  connector=connector)
         return self._session
 
     async def _run(self, broker_id: int, channel: _BrokerChannel) -> None:

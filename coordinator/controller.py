@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from dataclasses import dataclass
 
 from brokers.config import BrokerConfig
@@ -38,14 +39,16 @@ class ControllerConfig:
     leader_imbalance_check_interval_seconds: float = 300
     leader_imbalance_per_broker_percentage: int = 10
     control_secret: bytes | None = None  # what control requests are signed with (brokers.control_auth)
+    http_ssl_context: ssl.SSLContext | None = None  # verifies the brokers' https ports (http.ssl.enabled)
 
     @classmethod
-    def from_broker(cls, config: BrokerConfig, control_secret: bytes | None = None) -> "ControllerConfig":
+    def from_broker(cls, config: BrokerConfig, control_secret: bytes | None = None,
+                    http_ssl_context: ssl.SSLContext | None = None) -> "ControllerConfig":
         return cls(config["unclean.leader.election.enable"], config["delete.topic.enable"],
                    auto_leader_rebalance_enable=config["auto.leader.rebalance.enable"],
                    leader_imbalance_check_interval_seconds=config["leader.imbalance.check.interval.seconds"],
                    leader_imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
-                   control_secret=control_secret)
+                   control_secret=control_secret, http_ssl_context=http_ssl_context)
 
 
 class KafkaController:
@@ -195,7 +198,8 @@ class KafkaController:
     async def _on_failover(self) -> None:
         """Become controller (§2.3): watches, context from ZooKeeper, metadata first, then leaders."""
         ctx = self.context
-        self.channel = ControllerChannelManager(self.broker_id, secret=self.config.control_secret)
+        self.channel = ControllerChannelManager(self.broker_id, secret=self.config.control_secret,
+                                                ssl_context=self.config.http_ssl_context)
         broker_ids = await self.kzc.get_broker_ids(watch=self._watch(ev.BrokerChange()))
         for broker_id in broker_ids:
             info = await self.kzc.get_broker(broker_id)

@@ -7,12 +7,17 @@ or of one that does not ("forwarded"); then one client reads every partition bac
 1 MiB (JSON, then msgpack). Last, the latency of ``GET /metrics`` and ``GET /api/v1/overview`` with a
 consumer group's offsets committed. Clients are stdlib ``http.client`` threads (scripts do not import
 aiohttp); they share the machine with the brokers, as every bench here does.
+
+``--tls`` serves every HTTP port over HTTPS (``http.ssl.enabled=true``, a P-256 broker certificate and
+CA made with ``openssl``): the clients' keep-alive connections, the forwarding to leaders, the fan-out
+and the control plane all run over TLS 1.3 (one handshake per client connection, then records).
 """
 from __future__ import annotations
 
 import base64
 import http.client
 import json
+import ssl
 import statistics
 import tempfile
 import threading
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import msgpack
 
+from scripts.bench_security import make_certificates
 from scripts.cluster import Cluster, running_cluster
 from scripts.kafka_configs import main as kafka_configs
 from scripts.kafka_topics import main as kafka_topics
@@ -38,6 +44,7 @@ class HttpBenchOptions:
     threads: int = 4
     scrapes: int = 50
     secure: bool = False  # ACL authorizer on and HTTP basic auth required: what security costs per request
+    tls: bool = False  # the HTTP ports serve HTTPS (http.ssl.enabled): what TLS costs per request
 
 
 SECURE_PROPERTIES = {  # every request authenticated (SCRAM user "bench") and authorized (no ACLs: allowed)
@@ -48,11 +55,18 @@ SECURE_PROPERTIES = {  # every request authenticated (SCRAM user "bench") and au
 BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret"
 
 
+def tls_properties(ca: Path, keystore: Path) -> dict[str, str]:
+    """HTTPS on every broker's HTTP port, with the broker keystore and the CA the brokers trust."""
+    return {"http.ssl.enabled": "true", "ssl.keystore.type": "PEM", "ssl.keystore.location": str(keystore),
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca)}
+
+
 class Client:
     """One keep-alive connection per thread."""
 
     _local = threading.local()
     auth: dict[str, str] = {}  # the Authorization header of a --secure run, on every request
+    tls: ssl.SSLContext | None = None  # a --tls run: HTTPS, trusting the bench CA
 
     def __init__(self, port: int):
         self.port = port
@@ -61,7 +75,9 @@ class Client:
         connections = self._local.__dict__.setdefault("connections", {})
         connection = connections.get(self.port)
         if connection is None:
-            connection = connections[self.port] = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            connection = connections[self.port] = (
+                http.client.HTTPConnection("127.0.0.1", self.port, timeout=60) if self.tls is None
+                else http.client.HTTPSConnection("127.0.0.1", self.port, timeout=60, context=self.tls))
         connection.request(method, path, body=body, headers={**self.auth, **(headers or {})})
         response = connection.getresponse()
         return response.status, response.read()
@@ -156,9 +172,14 @@ def _commit_group_offsets(cluster: Cluster) -> None:
 def run_http_bench(options: HttpBenchOptions, directory: Path | None = None) -> list[dict]:
     base = Path(directory) if directory else Path(".zkafka")
     base.mkdir(parents=True, exist_ok=True)
-    properties = SECURE_PROPERTIES if options.secure else {}
-    with running_cluster(Path(tempfile.mkdtemp(prefix="bench-http-", dir=base)), 3, timeout=120, tick_time=500,
+    run_dir = Path(tempfile.mkdtemp(prefix="bench-http-", dir=base))
+    properties = dict(SECURE_PROPERTIES) if options.secure else {}
+    if options.tls:
+        ca, keystore = make_certificates(run_dir / "pki")
+        properties.update(tls_properties(ca, keystore))
+    with running_cluster(run_dir / "cluster", 3, timeout=120, tick_time=500,
                          session_timeout_ms=6000, properties=properties) as cluster:
+        Client.tls = cluster.http_ssl_context
         if options.secure:
             kafka_configs(["--zookeeper", cluster.zookeeper_connect, "--alter", "--entity-type", "users",
                            "--entity-name", BENCH_USER, "--add-config", f"SCRAM-SHA-512=[password={BENCH_PASSWORD}]"])
@@ -167,7 +188,7 @@ def run_http_bench(options: HttpBenchOptions, directory: Path | None = None) -> 
         try:
             return _run(cluster, options)
         finally:
-            Client.auth = {}
+            Client.auth, Client.tls = {}, None
 
 
 def _run(cluster: Cluster, options: HttpBenchOptions) -> list[dict]:

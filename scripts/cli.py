@@ -143,6 +143,8 @@ def _add_http_bench(bench_commands) -> None:
     http.add_argument("--scrapes", type=int, default=50, help="GETs of each admin endpoint timed (default 50)")
     http.add_argument("--secure", action="store_true", help="with the ACL authorizer on and HTTP basic auth "
                                                             "required on every request (a SCRAM user)")
+    http.add_argument("--tls", action="store_true", help="the HTTP ports serve HTTPS (http.ssl.enabled=true, "
+                                                         "certificates made with openssl)")
     http.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
     http.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -205,7 +207,8 @@ def _bench_http(args: argparse.Namespace) -> int:
 
     if min(args.records, args.batch, args.record_size, args.threads, args.scrapes) < 1:
         args.subparser.error("--records, --batch, --record-size, --threads and --scrapes must be positive")
-    options = HttpBenchOptions(args.records, args.batch, args.record_size, args.threads, args.scrapes, args.secure)
+    options = HttpBenchOptions(args.records, args.batch, args.record_size, args.threads, args.scrapes, args.secure,
+                               args.tls)
     results = run_http_bench(options, args.dir)
     print(json.dumps(results, indent=2) if args.json else format_report(results))
     return 0

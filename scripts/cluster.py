@@ -8,14 +8,18 @@ Layout under the cluster dir D (default ``./.zkafka``)::
 
 Broker ``i`` (1-based) listens on ``kafka_port_base + i - 1`` and serves HTTP (control plane,
 ``/healthz``) on ``http_port_base + i - 1``. ``up`` returns once every broker is registered and all
-agree on one controller. Tests use this same code path.
+agree on one controller. Tests use this same code path. With ``http.ssl.enabled=true`` among the
+properties the HTTP ports speak HTTPS: ``http_url`` and the health polls use https and trust
+``http.ssl.truststore.location`` (else ``ssl.truststore.location``).
 """
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -91,6 +95,22 @@ class Cluster:
 
     def http_port(self, broker_id: int) -> int:
         return self.spec.http_port_base + broker_id - 1
+
+    @property
+    def http_scheme(self) -> str:
+        return "https" if self.spec.properties.get("http.ssl.enabled", "").strip().lower() == "true" else "http"
+
+    def http_url(self, broker_id: int, path: str = "") -> str:
+        return f"{self.http_scheme}://127.0.0.1:{self.http_port(broker_id)}{path}"
+
+    @functools.cached_property
+    def http_ssl_context(self) -> ssl.SSLContext | None:
+        """What a client of an https cluster trusts: the brokers' truststore (None for plain HTTP)."""
+        if self.http_scheme != "https":
+            return None
+        props = self.spec.properties
+        return ssl.create_default_context(cafile=props.get("http.ssl.truststore.location")
+                                          or props.get("ssl.truststore.location"))
 
     def broker_dir(self, broker_id: int) -> Path:
         return self.dir / f"broker-{broker_id}"
@@ -188,7 +208,8 @@ class Cluster:
 
     def health(self, broker_id: int, timeout: float = 1.0) -> dict | None:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port(broker_id)}/healthz", timeout=timeout) as r:
+            with urllib.request.urlopen(self.http_url(broker_id, "/healthz"), timeout=timeout,
+                                        context=self.http_ssl_context) as r:
                 return json.loads(r.read())
         except (OSError, urllib.error.URLError, ValueError):
             return None

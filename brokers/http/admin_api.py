@@ -184,7 +184,8 @@ async def local(request: web.Request) -> web.Response:
 
 def add_admin_routes(app: web.Application, broker: BrokerState) -> None:
     app[BROKER_KEY] = broker
-    reader = app[READER_KEY] = ClusterReader(broker, app[SECURITY_KEY].control_secret)
+    security = app[SECURITY_KEY]
+    reader = app[READER_KEY] = ClusterReader(broker, security.control_secret, security.peer_tls)
 
     async def close_reader(_: web.Application) -> None:
         await reader.close()

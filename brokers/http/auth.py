@@ -83,6 +83,7 @@ class HttpSecurity:
     basic_required: bool = False  # http.authentication.method=BASIC
     scram_credential: ScramLookup | None = None
     authorizer: Any = None  # brokers.acl_store.AclAuthorizer, or None: everything is allowed
+    peer_tls: Any = None  # ssl.SSLContext verifying other brokers' https ports (http.ssl.enabled), or None
     _remembered: set[tuple[str, str, str, bytes]] = field(default_factory=set)
     _key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     _decoy: ScramCredential | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from typing import Any, Callable, NamedTuple, Protocol
 
@@ -71,14 +72,18 @@ LOCAL_VIEWS: dict[str, Callable[[BrokerState], list[dict]]] = {"partitions": loc
 
 
 class ClusterReader:
-    def __init__(self, broker: BrokerState, secret: bytes | None = None):
+    def __init__(self, broker: BrokerState, secret: bytes | None = None, ssl_context: ssl.SSLContext | None = None):
         self.broker = broker
         self.secret = secret  # the control-plane secret: the fan-out is broker-to-broker
+        self.ssl_context = ssl_context  # verifies other brokers' https ports (http.ssl.enabled)
         self._session: aiohttp.ClientSession | None = None
 
     def session(self) -> aiohttp.ClientSession:
+        """The fan-out's (and the REST proxy's forwarding) session to other brokers."""
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=LOCAL_TIMEOUT_S))
+            connector = aiohttp.TCPConnector(ssl=self.ssl_context) if self.ssl_context is not None else None
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=LOCAL_TIMEOUT_S),
+                                                  connector=connector)
         return self._session
 
     async def close(self) -> None:

@@ -14,6 +14,7 @@ else gets a 401.
 from __future__ import annotations
 
 import logging
+import ssl
 from typing import Awaitable, Callable
 
 from aiohttp import web
@@ -81,11 +82,14 @@ def create_app(handler: ControlRequestHandler, security: HttpSecurity | None = N
 
 
 class HttpServer:
-    """Serves ``create_app(handler)`` on ``host:port``; port 0 binds a free port, then ``.port`` tells it."""
+    """Serves ``create_app(handler)`` on ``host:port``; port 0 binds a free port, then ``.port`` tells it.
+    With ``ssl_context`` (``http.ssl.enabled``) the port speaks HTTPS only."""
 
     def __init__(self, handler: ControlRequestHandler, host: str = "127.0.0.1", port: int = 0,
-                 *, shutdown_timeout: float = 5.0, security: HttpSecurity | None = None):
+                 *, shutdown_timeout: float = 5.0, security: HttpSecurity | None = None,
+                 ssl_context: ssl.SSLContext | None = None):
         self.handler = handler
+        self.ssl_context = ssl_context
         self.security = security or HttpSecurity()
         self.host = host
         self._requested_port = port
@@ -99,6 +103,10 @@ class HttpServer:
         return self._port if self._port is not None else self._requested_port
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.ssl_context is not None else "http"
+
+    @property
     def running(self) -> bool:
         return self._runner is not None
 
@@ -108,14 +116,14 @@ class HttpServer:
         runner = web.AppRunner(create_app(self.handler, self.security), shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self._requested_port)
+            site = web.TCPSite(runner, self.host, self._requested_port, ssl_context=self.ssl_context)
             await site.start()
         except BaseException:
             await runner.cleanup()
             raise
         self._runner = runner
         self._port = runner.addresses[0][1]
-        log.info("HTTP server listening on http://%s:%d", self.host, self._port)
+        log.info("HTTP server listening on %s://%s:%d", self.scheme, self.host, self._port)
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None

@@ -23,6 +23,12 @@ RDN first; with the default rules (``DEFAULT``) the DN itself (``User:CN=alice,O
 the SASL identity is the principal, as in Kafka).
 Any unreadable or wrong file raises ``ConfigError`` naming the key and the file.
 
+The HTTP port (``http.ssl.enabled=true``) takes the same keys, each overridable as ``http.<key>``
+(``http.ssl.keystore.location``, ...; ``BrokerConfig.http_value``); it never asks for a client
+certificate. Its client side (the controller's requests, ControlledShutdown, the admin API's fan-out)
+verifies the other brokers' certificates against the truststore, and their names unless
+``ssl.endpoint.identification.algorithm`` is empty: every broker must trust the CA that signed the others'.
+
 A failed handshake is the operator's to see (Kafka's "Failed authentication with /<ip> (SSL handshake
 failed)"): ``handshake_failure`` turns the exception into the reason the listener logs with the peer
 (OpenSSL's reason, never key material), or None for a peer that merely went away mid-handshake.
@@ -60,6 +66,7 @@ class TlsSettings:
     enabled_protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")
     protocol: str = "TLSv1.3"
     endpoint_identification: str = "https"
+    http: bool = False  # the HTTP port's settings (errors name http.<key> and <key>)
 
     @classmethod
     def for_listener(cls, config: BrokerConfig, listener: str) -> "TlsSettings":
@@ -71,8 +78,19 @@ class TlsSettings:
                    get("ssl.client.auth").lower(), tuple(get("ssl.enabled.protocols")), get("ssl.protocol"),
                    get("ssl.endpoint.identification.algorithm").lower())
 
+    @classmethod
+    def for_http(cls, config: BrokerConfig) -> "TlsSettings":
+        """The HTTP port's settings: ``http.ssl.*`` else ``ssl.*``; no client certificates asked for."""
+        get = config.http_value
+        return cls("HTTP", get("ssl.keystore.type").upper(), get("ssl.keystore.location"), get("ssl.key.password"),
+                   get("ssl.truststore.type").upper(), get("ssl.truststore.location"), "none",
+                   tuple(get("ssl.enabled.protocols")), get("ssl.protocol"),
+                   get("ssl.endpoint.identification.algorithm").lower(), http=True)
+
     def key(self, name: str) -> str:
         """The config key to name in an error: the per-listener one, as the user may have set either."""
+        if self.http:
+            return f"http.{name} or {name} (http.ssl.enabled=true)"
         return f"{name} (listener {self.listener})"
 
 
@@ -223,6 +241,15 @@ def listener_contexts(config: BrokerConfig) -> dict[str, ssl.SSLContext]:
     """A server context per SSL / SASL_SSL listener, built at start-up (a bad file stops it there)."""
     return {e.listener: server_context(TlsSettings.for_listener(config, e.listener))
             for e in config.listeners if e.security_protocol in TLS_PROTOCOLS}
+
+
+def http_contexts(config: BrokerConfig) -> tuple[ssl.SSLContext, ssl.SSLContext] | None:
+    """(server, client) contexts of the HTTP port when ``http.ssl.enabled``, built at start-up (a bad
+    file stops it there); None for plain HTTP."""
+    if not config["http.ssl.enabled"]:
+        return None
+    settings = TlsSettings.for_http(config)
+    return server_context(settings), client_context(settings)
 
 
 def inter_broker_context(config: BrokerConfig) -> ssl.SSLContext | None:

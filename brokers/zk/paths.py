@@ -53,6 +53,8 @@ class BrokerIdZNode:
 
     Created through a multi (create empty + setData expecting version 0) to learn the stat; an
     existing node owned by this broker's previous session is deleted and re-created (KAFKA-7165).
+    Beyond Kafka's fields (its readers ignore them): ``zkafka_http_port``, the HTTP port, and
+    ``zkafka_http_scheme`` ``"https"`` when that port serves TLS (absent: ``http``).
     """
 
     VERSION = 5
@@ -78,6 +80,8 @@ class BrokerIdZNode:
             data["rack"] = broker.rack
         if broker.http_port is not None:
             data["zkafka_http_port"] = broker.http_port  # our control plane; Kafka's readers ignore it
+        if broker.http_scheme != "http":  # absent: plain HTTP (what registrations before HTTPS say too)
+            data["zkafka_http_scheme"] = broker.http_scheme
         return _json(data)
 
     @staticmethod
@@ -88,7 +92,10 @@ class BrokerIdZNode:
             endpoints = tuple(EndPoint.parse(e, protocols) for e in value["endpoints"])
         else:  # v1
             endpoints = (EndPoint("PLAINTEXT", value["host"], int(value["port"])),)
-        return BrokerInfo(broker_id, endpoints, value.get("rack"), czxid, value.get("zkafka_http_port"))
+        scheme = value.get("zkafka_http_scheme", "http")
+        if scheme not in ("http", "https"):
+            raise ValueError(f"/brokers/ids/{broker_id}: zkafka_http_scheme {scheme!r} is not http or https")
+        return BrokerInfo(broker_id, endpoints, value.get("rack"), czxid, value.get("zkafka_http_port"), scheme)
 
 
 class BrokerSequenceIdZNode:

@@ -1,5 +1,6 @@
 """Control plane over real sockets: brokers.http.HttpServer with a fake handler, and the controller's
-ControllerChannelManager sending to it (ordering, retry until a late server is up, removal, 4xx/5xx).
+ControllerChannelManager sending to it (ordering, retry until a late server is up, removal, 4xx/5xx,
+signing, https verified against the truststore).
 
 Sync tests driving ``asyncio.run``; servers bind 127.0.0.1 port 0; waits are events with deadlines.
 """
@@ -14,16 +15,19 @@ import msgpack
 import pytest
 from aiohttp import web
 
+from brokers.config import BrokerConfig
 from brokers.control import (ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsrRequest,
                               LeaderAndIsrResponse, PartitionState, StopReplicaPartition, StopReplicaRequest,
                               StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse, decode, encode)
 from brokers.http import HttpServer
 from brokers.http.auth import HttpSecurity
 from brokers.http.client import post_control
+from brokers.server.tls import http_contexts
 from brokers.stats import BrokerStats
 from brokers.model import BrokerInfo, EndPoint
 from brokers.control import control_base_url
 from coordinator.channel import ControllerChannelManager
+from tests.certs import make_pki
 
 DEADLINE = 10.0
 STATE = PartitionState("orders", 0, 1, 1, 0, (1,), 0, (1,))
@@ -464,6 +468,44 @@ def test_with_a_secret_only_signed_requests_reach_the_handler():
         finally:
             await good.close()
             await wrong.close()
+            await server.stop()
+
+    asyncio.run(main())
+
+
+# -- an https port (http.ssl.enabled) ---------------------------------------------------------------
+def test_over_https_the_channel_and_post_control_verify_the_broker_against_the_truststore(tmp_path):
+    pki = make_pki(tmp_path)
+    server_tls, client_tls = http_contexts(BrokerConfig.from_properties({
+        "zookeeper.connect": "127.0.0.1:2181", "http.ssl.enabled": "true", "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki.server_keystore), "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki.ca)}))
+
+    async def main() -> None:
+        handler = FakeHandler()
+        server = HttpServer(handler, "127.0.0.1", 0, security=HttpSecurity(control_secret=SECRET), ssl_context=server_tls)
+        await server.start()
+        assert server.scheme == "https"
+        trusting = ControllerChannelManager(0, secret=SECRET, ssl_context=client_tls, **FAST)
+        untrusting = ControllerChannelManager(0, secret=SECRET, **FAST)  # the system's CAs: not the test CA
+        https = BrokerInfo(1, (EndPoint("PLAINTEXT", "127.0.0.1", 9092),), None, 10, server.port, "https")
+        try:
+            untrusting.add_broker(https)
+            untrusting.send(1, um(4))
+            await eventually(lambda: "certificate verify failed" in (untrusting.describe()[1]["last_error"] or ""),
+                             "the untrusting channel to fail verification")
+            responses = Responses()
+            trusting.add_broker(https)
+            trusting.send(1, um(5), responses.callback(1))
+            await responses.wait_for(1)
+            assert handler.calls == [("update_metadata", um(5))]
+            answer = await post_control(https, ControlledShutdownRequest(1, 10), secret=SECRET, ssl_context=client_tls)
+            assert answer == ControlledShutdownResponse(0, (("orders", 1),))
+            with pytest.raises(ConnectionError):  # plain http to the https port
+                await post_control(broker(1, server.port), ControlledShutdownRequest(1, 10), secret=SECRET)
+        finally:
+            await trusting.close()
+            await untrusting.close()
             await server.stop()
 
     asyncio.run(main())
