@@ -1,8 +1,11 @@
 """Acks=all produces parked until the high watermark passes their last offset (Kafka's DelayedProduce).
 
-One ``ProducePurgatory`` per led partition. A leader appends in offset order, so the required offsets
-of parked produces never decrease: the waiters are a FIFO and completing them on a high-watermark
-advance pops from the front only (O(completed), never a scan of everything parked).
+One ``ProducePurgatory`` per led partition. The waiters are kept in required-offset order, so completing
+them on a high-watermark advance pops from the front only (O(completed), never a scan of everything
+parked). A leader appends in offset order, so a new produce almost always parks at the back. The
+exception is a retried idempotent batch (a duplicate): it is answered with its original offsets and
+waits for those, below produces parked after the original. It is inserted in order; that costs
+O(parked), and happens only on retries.
 
 Each waiter is a future resolved with the ErrorCode the producer must see: NONE or
 NOT_ENOUGH_REPLICAS_AFTER_APPEND once the HW reaches it (decided by the caller, who knows the ISR),
@@ -12,6 +15,7 @@ waiting handler's business: it stops waiting; the future is then dropped at the 
 from __future__ import annotations
 
 import asyncio
+from bisect import bisect_right
 from collections import deque
 
 from brokers.protocol.errors import ErrorCode
@@ -28,10 +32,12 @@ class ProducePurgatory:
 
     def park(self, required_offset: int) -> asyncio.Future:
         """A future resolved when the HW reaches ``required_offset`` (= last appended offset + 1)."""
-        if self._waiters and required_offset < self._waiters[-1][0]:
-            raise ValueError(f"required offset {required_offset} below a parked {self._waiters[-1][0]}")
         future = asyncio.get_running_loop().create_future()
-        self._waiters.append((required_offset, future))
+        waiters = self._waiters
+        if waiters and required_offset < waiters[-1][0]:  # a duplicate: its original's offsets
+            waiters.insert(bisect_right([offset for offset, _ in waiters], required_offset), (required_offset, future))
+        else:
+            waiters.append((required_offset, future))
         return future
 
     def complete(self, high_watermark: int, outcome: ErrorCode) -> int:

@@ -99,7 +99,9 @@ def read_all(cluster: ContainerCluster, topic: str, partitions: int) -> dict[int
 
 def assert_nothing_acknowledged_lost_and_in_order(load: LoadProducer, read: dict[int, list[tuple[int, int]]]) -> None:
     kinds = Counter(f.split(": ", 1)[1] for f in load.failed)
-    assert not load.failed, f"{len(load.failed)} deliveries failed: {dict(kinds)}; first {load.failed[:3]}"
+    partitions = Counter(int(f.split()[2]) for f in load.failed)
+    assert not load.failed, (f"{len(load.failed)} deliveries failed: {dict(kinds)}, per partition {dict(partitions)}; "
+                             f"first {load.failed[:3]}, last {load.failed[-1:]}")
     for p, acked in load.acked.items():
         stored, values_read = dict(read[p]), {v for _, v in read[p]}
         # librdkafka reports some deliveries without an offset: an idempotent batch it learned was
