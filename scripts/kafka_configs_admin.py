@@ -46,14 +46,10 @@ class Target:
 
 def command_properties(path: str | None) -> dict[str, str]:
     """``--command-config``'s properties ({} without it); ConfigCommandError naming the flag."""
-    if not path:
-        return {}
     try:
-        properties = client_properties.read(path)
-        client_properties.connection_settings(properties)  # a bad ssl.* / sasl.* fails here, named
-        return properties
+        return client_properties.from_flag("--command-config", path)
     except client_properties.ClientPropertiesError as exc:
-        raise ConfigCommandError(f"--command-config: {exc}") from None
+        raise ConfigCommandError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
