@@ -239,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     config.update(key_values(parser, "--consumer-property", args.consumer_property))
     config["enable.auto.commit"] = "false"  # no group coordinator yet: nothing to commit to
     try:
-        client_properties.check_login(args.bootstrap_server, file)
+        client_properties.check_login(args.bootstrap_server, config)  # the file and the flags, merged
+    except client_properties.ClientPropertiesError as exc:
+        parser.error(f"invalid consumer config: {exc}")
     except client_properties.LoginError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1

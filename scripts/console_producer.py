@@ -220,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
             config[key] = str(value)
     config.update(key_values(parser, "--producer-property", args.producer_property))
     try:
-        client_properties.check_login(args.bootstrap_server, file)
+        client_properties.check_login(args.bootstrap_server, config)  # the file and the flags, merged
+    except client_properties.ClientPropertiesError as exc:
+        parser.error(f"invalid producer config: {exc}")
     except client_properties.LoginError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
