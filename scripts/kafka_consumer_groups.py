@@ -27,6 +27,8 @@ DeleteGroups, as Kafka's tool does. Exactly one action:
   successful.``, else ``Error: Deletion of some consumer groups failed:`` and ``* Group 'G' could not be
   deleted due to: NON_EMPTY_GROUP: ...`` on stderr.
 
+``--command-config`` is Kafka's client properties file (``scripts.client_properties``: security.protocol,
+sasl.*, PEM ssl.*); SASL credentials the brokers refuse are one ``Error: ...`` line.
 No ``--delete-offsets``: confluent-kafka's AdminClient has no OffsetDelete call.
 Exit codes: 0 ok, 1 a Kafka error (``Error: NAME: message`` on stderr), 2 bad flags.
 """

@@ -20,6 +20,9 @@ as Kafka's ``TopicCommand`` does with ``--bootstrap-server``. Output is the ``--
   there is none), Replicas and Isr from the metadata. A ``--topic`` that does not exist is an error
   here (Kafka's behaviour), where the ZooKeeper path prints nothing.
 
+``--command-config`` is Kafka's client properties file (``scripts.client_properties``: security.protocol,
+sasl.*, PEM ssl.*); SASL credentials the brokers refuse are one ``Error: ...`` line.
+
 Exit codes: 0 ok, 1 a Kafka error (printed as ``Error: NAME: message``).
 """
 from __future__ import annotations
