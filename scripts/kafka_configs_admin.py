@@ -55,8 +55,7 @@ def command_properties(path: str | None) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     target = Target(args.bootstrap_server, command_properties(args.command_config))
     try:
-        admin = AdminClient({**client_properties.librdkafka_config(target.properties),
-                             "bootstrap.servers": target.bootstrap})
+        admin = AdminClient(client_properties.tool_config(target.bootstrap, target.properties))
         if args.alter:
             name = "" if args.entity_default else args.entity_name
             _alter(admin, target, args.entity_type, name, args.add_config, args.delete_config)

@@ -39,7 +39,7 @@ def client_config(bootstrap: str, command_config: str | None) -> dict[str, str]:
         props = client_properties.from_flag("--command-config", command_config)
     except client_properties.ClientPropertiesError as exc:
         raise ConfigCommandError(str(exc)) from None
-    return {**client_properties.librdkafka_config(props), "bootstrap.servers": bootstrap}
+    return client_properties.tool_config(bootstrap, props)  # LoginError: refused credentials
 
 
 def alterations(user: str, add: str | None, delete: str | None) -> list:

@@ -121,11 +121,18 @@ def test_kafka_reassign_partitions_throttled_move_list_and_verify(cluster, admin
     ("kafka-consumer-groups", "--command-config", ["--list"]),
     ("kafka-reassign-partitions", "--command-config", ["--list"]),
     ("kafka-console-producer", "--producer.config", ["--topic", "t"]),
+    ("kafka-acls", "--command-config", ["--list"]),
+    ("kafka-configs", "--command-config", ["--describe", "--entity-type", "brokers", "--entity-default"]),
+    ("kafka-leader-election", "--admin.config", ["--election-type", "preferred", "--all-topic-partitions"]),
 ])
 def test_refused_credentials_are_one_clear_error(cluster, wrong_properties, name, flag, args):
-    done = tool(name, "--bootstrap-server", cluster.bootstrap_servers, flag, wrong_properties, *args, stdin="v\n")
+    """One line on stderr, exit 1, at once (librdkafka alone would retry until its request timed out and
+    then report a transport failure)."""
+    done = tool(name, "--bootstrap-server", cluster.bootstrap_servers, flag, wrong_properties, *args, stdin="v\n",
+                timeout=20)
     assert done.returncode == 1, done.stderr
-    assert done.stderr.startswith(f"Error: {AUTH_FAILED}") and "Authentication failed" in done.stderr, done.stderr
+    assert done.stderr.startswith("Error") and done.stderr.count("\n") == 1, done.stderr
+    assert f": {AUTH_FAILED} 127.0.0.1:" in done.stderr and "Authentication failed" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("name, flag, args", [
