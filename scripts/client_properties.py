@@ -11,16 +11,27 @@ Java name -> librdkafka:
   file) -> ``ssl.certificate.location`` and ``ssl.key.location``; ``ssl.key.password`` as it is
 - ``ssl.endpoint.identification.algorithm`` ``https`` | empty -> ``https`` | ``none``
 
+Every tool reads its file with ``from_flag(flag, path)`` (or ``parse_flag`` for argparse): read, every
+setting resolved once (a bad file or key fails before any connection), errors ``argument <flag>: ...``:
+
+- ``--command-config``: kafka-topics, kafka-consumer-groups, kafka-reassign-partitions, kafka-configs, kafka-acls
+- ``--admin.config``: kafka-leader-election
+- ``--producer.config`` / ``--consumer.config``: the console producer / consumer (``--producer-property`` /
+  ``--consumer-property`` override the file's keys, as in Kafka)
+
 Every other key passes as it is (``security.protocol``, ``sasl.mechanism``, ``client.id``, librdkafka's
 own names such as ``sasl.username`` or ``ssl.ca.location``); librdkafka refuses one it does not know.
 A JKS or PKCS12 store (Kafka's default type) is an error naming the key: zkafka reads PEM.
 """
 from __future__ import annotations
 
+import argparse
+import asyncio
 import ssl
 from pathlib import Path
 
-from brokers.config import parse_properties
+from brokers.client.connection import KafkaConnection
+from brokers.config import ConfigError, parse_properties
 from brokers.protocol.sasl import SaslClientConfig, parse_jaas
 
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -32,11 +43,40 @@ class ClientPropertiesError(ValueError):
     """A client properties file that cannot be used; the message names the file or the key."""
 
 
+class LoginError(RuntimeError):
+    """The brokers refused the SASL credentials of a tool's client properties."""
+
+
 def read(path: str) -> dict[str, str]:
     try:
         return parse_properties(Path(path).read_text(encoding="utf-8"), path)
     except OSError as exc:
         raise ClientPropertiesError(f"cannot read {path}: {exc.strerror}") from None
+    except ConfigError as exc:
+        raise ClientPropertiesError(str(exc)) from None
+
+
+def from_flag(flag: str, path: str | None) -> dict[str, str]:
+    """The client properties of the file a tool's ``flag`` names ({} without one), checked: both
+    translations are made once, so a bad file, key or TLS file is a ClientPropertiesError
+    ``argument <flag>: <problem>`` here, before any connection."""
+    if not path:
+        return {}
+    try:
+        props = read(path)
+        librdkafka_config(props)
+        connection_settings(props)
+        return props
+    except ClientPropertiesError as exc:
+        raise ClientPropertiesError(f"argument {flag}: {exc}") from None
+
+
+def parse_flag(parser: argparse.ArgumentParser, flag: str, path: str | None) -> dict[str, str]:
+    """``from_flag`` for an argparse tool: a bad file exits 2 with the message naming ``flag``."""
+    try:
+        return from_flag(flag, path)
+    except ClientPropertiesError as exc:
+        parser.error(str(exc))
 
 
 def _credentials(props: dict[str, str]) -> tuple[str | None, str | None]:
@@ -106,3 +146,37 @@ def _tls_context(props: dict[str, str]) -> ssl.SSLContext:
     except (OSError, ValueError) as exc:
         raise ClientPropertiesError(f"ssl.*: cannot load the truststore or keystore: {exc}") from None
     return context
+
+
+def tool_config(bootstrap: str, props: dict[str, str]) -> dict[str, str]:
+    """confluent-kafka's settings for a tool's client, once ``check_login`` passed (LoginError)."""
+    check_login(bootstrap, props)
+    return {**librdkafka_config(props), "bootstrap.servers": bootstrap}
+
+
+def check_login(bootstrap: str, props: dict[str, str], timeout: float = 15.0) -> None:
+    """With SASL in ``props``, authenticate once to the first bootstrap broker that answers (the broker's
+    own protocol client), so refused credentials are one clear LoginError naming the broker and Kafka's
+    error: librdkafka retries them until its request times out and then only says "Broker transport
+    failure". A broker that cannot be reached is left to the tool's own client to report."""
+    context, sasl = connection_settings(props)
+    if sasl is not None:
+        asyncio.run(_login(bootstrap, context, sasl, timeout))
+
+
+async def _login(bootstrap: str, context: ssl.SSLContext | None, sasl: SaslClientConfig, timeout: float) -> None:
+    for item in bootstrap.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            continue
+        connection = KafkaConnection(host, int(port), "zkafka-login-check", context, sasl)
+        try:
+            await connection.connect(timeout)
+            return
+        except ConnectionError as exc:
+            if exc.errno is None:  # the broker answered and refused the mechanism or the credentials
+                raise LoginError(str(exc)) from None
+        except (OSError, asyncio.TimeoutError):
+            pass  # not reachable (or TLS failed): the tool's client reports it
+        finally:
+            connection.close()

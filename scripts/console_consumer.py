@@ -9,6 +9,7 @@ Kafka's flags::
          --property print.partition=true --property print.headers=true --property print.value=false
          --property key.separator=SEP --property line.separator=SEP --property null.literal=TEXT]
         [--group G] [--consumer-property k=v ...] [--isolation-level read_committed|read_uncommitted]
+        [--consumer.config client.properties]
 
 Records are printed by Kafka's ``DefaultMessageFormatter``: the fields timestamp
 (``CreateTime:1700000000000``, ``LogAppendTime:...`` or ``NO_TIMESTAMP``), partition (``Partition:0``),
@@ -28,6 +29,11 @@ The consumer stops after ``--max-messages`` records, or when ``--timeout-ms`` pa
 (Kafka prints ``Error processing message, terminating consumer process`` with a TimeoutException then;
 so does this tool, and it still exits 0), or on Ctrl-C / SIGTERM.
 
+``--consumer.config`` is Kafka's client properties file (``security.protocol``, ``sasl.jaas.config``,
+PEM ``ssl.*``: ``scripts.client_properties``); its ``group.id`` and ``auto.offset.reset`` apply unless
+``--group`` / ``--from-beginning`` say otherwise, and ``--consumer-property`` overrides its keys, as in
+Kafka. Credentials the brokers refuse: ``Error: ...``, exit 1.
+
 Exit codes: 0 ok, 1 the topic or partition does not exist, the brokers cannot be reached or a fatal
 consumer error, 2 bad flags.
 """
@@ -44,6 +50,7 @@ from typing import BinaryIO
 from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
                              Consumer, KafkaError, KafkaException, Message, TopicPartition)
 
+from scripts import client_properties
 from scripts.console_producer import key_values
 
 FORMATTER_DEFAULTS = {"print.timestamp": "false", "print.partition": "false", "print.offset": "false",
@@ -72,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--group", metavar="G", help="the consumer's group.id (no offsets are committed yet)")
     parser.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a consumer (librdkafka) config property")
+    parser.add_argument("--consumer.config", dest="consumer_config", metavar="config file",
+                        help="consumer config properties file (--consumer-property overrides it)")
     parser.add_argument("--isolation-level", choices=("read_committed", "read_uncommitted"),
                         help="isolation.level")
     return parser
@@ -221,13 +230,21 @@ def main(argv: list[str] | None = None) -> int:
     for flag, value in (("--max-messages", args.max_messages), ("--timeout-ms", args.timeout_ms)):
         if value is not None and value < 0:
             parser.error(f"{flag} must be >= 0, got {value}")
-    config = {"bootstrap.servers": args.bootstrap_server,
-              "group.id": args.group or f"console-consumer-{random.randrange(100000)}",
-              "auto.offset.reset": "earliest" if args.from_beginning else "latest"}
+    file = client_properties.parse_flag(parser, "--consumer.config", args.consumer_config)
+    config = {**client_properties.librdkafka_config(file), "bootstrap.servers": args.bootstrap_server,
+              "group.id": args.group or file.get("group.id") or f"console-consumer-{random.randrange(100000)}",
+              "auto.offset.reset": "earliest" if args.from_beginning else file.get("auto.offset.reset", "latest")}
     if args.isolation_level:
         config["isolation.level"] = args.isolation_level
     config.update(key_values(parser, "--consumer-property", args.consumer_property))
     config["enable.auto.commit"] = "false"  # no group coordinator yet: nothing to commit to
+    try:
+        client_properties.check_login(args.bootstrap_server, config)  # the file and the flags, merged
+    except client_properties.ClientPropertiesError as exc:
+        parser.error(f"invalid consumer config: {exc}")
+    except client_properties.LoginError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
     try:
         consumer = Consumer(config)  # librdkafka checks every property here: a bad one is a usage error
     except KafkaException as exc:

@@ -8,6 +8,7 @@ Kafka's flags::
         [--compression-codec [none|gzip|snappy|lz4|zstd]]  (the flag alone means gzip, as in Kafka)
         [--request-required-acks 0|1|-1|all] (default -1)  [--sync]  [--timeout LINGER_MS]
         [--request-timeout-ms MS] [--message-send-max-retries N] [--producer-property k=v ...]
+        [--producer.config client.properties]
 
 Lines are read as Kafka's ``LineMessageReader`` reads them: the line ending is dropped, an empty line
 is a record with an empty value. With ``parse.key=true`` the key is what precedes the first
@@ -20,6 +21,9 @@ whole line is the value and the key is null). With ``parse.headers=true`` a line
 
 ``--producer-property`` takes librdkafka's property names (most are Kafka's: ``linger.ms``,
 ``batch.size``, ``enable.idempotence``, ``client.id``, ...); an unknown one is a usage error.
+``--producer.config`` is Kafka's client properties file (``security.protocol``, ``sasl.jaas.config``,
+PEM ``ssl.*``: ``scripts.client_properties``); as in Kafka, the tool's flags and then
+``--producer-property`` override its keys. Credentials the brokers refuse: ``Error: ...``, exit 1.
 ``--sync`` waits for each record before reading the next line. At end of input every record is
 waited for; a record that fails is reported on stderr like Kafka's ``ErrorLoggingCallback``
 (``ERROR Error when sending message to topic T with key: 3 bytes, value: 5 bytes with error: ...``).
@@ -35,6 +39,8 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from scripts import client_properties
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 READER_DEFAULTS = {"parse.key": "false", "key.separator": "\t", "ignore.error": "false", "null.marker": "",
@@ -61,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="line reader properties: " + ", ".join(READER_DEFAULTS))
     parser.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a producer (librdkafka) config property")
+    parser.add_argument("--producer.config", dest="producer_config", metavar="config file",
+                        help="producer config properties file (--producer-property overrides it)")
     parser.add_argument("--compression-codec", nargs="?", const="gzip", default="none", choices=CODECS,
                         help="compression for the record batches (the flag alone: gzip)")
     parser.add_argument("--request-required-acks", default="-1", choices=("0", "1", "-1", "all"),
@@ -203,13 +211,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     props = reader_properties(parser, args.property)
-    config = {"bootstrap.servers": args.bootstrap_server, "compression.type": args.compression_codec,
-              "acks": args.request_required_acks}
+    file = client_properties.parse_flag(parser, "--producer.config", args.producer_config)
+    config = {**client_properties.librdkafka_config(file), "bootstrap.servers": args.bootstrap_server,
+              "compression.type": args.compression_codec, "acks": args.request_required_acks}
     for key, value in (("linger.ms", args.timeout), ("request.timeout.ms", args.request_timeout_ms),
                        ("retries", args.message_send_max_retries)):
         if value is not None:
             config[key] = str(value)
     config.update(key_values(parser, "--producer-property", args.producer_property))
+    try:
+        client_properties.check_login(args.bootstrap_server, config)  # the file and the flags, merged
+    except client_properties.ClientPropertiesError as exc:
+        parser.error(f"invalid producer config: {exc}")
+    except client_properties.LoginError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
     try:
         producer = Producer(config)  # librdkafka checks every property here: a bad one is a usage error
     except KafkaException as exc:

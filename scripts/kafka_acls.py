@@ -38,8 +38,8 @@ from confluent_kafka.admin import AclBinding, AclBindingFilter, AdminClient
 
 from brokers import authorizer as acl
 from brokers.authorizer import AclEntry, ResourcePattern
-from scripts.client_properties import ClientPropertiesError, librdkafka_config
-from scripts.kafka_leader_election import java_exception, read_properties
+from scripts.client_properties import LoginError, parse_flag, tool_config
+from scripts.kafka_leader_election import java_exception
 
 RESULT_TIMEOUT_S = 65.0
 NEWLINE = "\n"
@@ -264,12 +264,14 @@ def main(argv: list[str] | None = None, out: Callable = print, confirm: Callable
             check_operations(patterns, aces)
             by_resource = {pattern: aces for pattern in patterns}
         principals = [_principal("--principal", p) for p in args.principal]
-        config = librdkafka_config(read_properties(args.command_config)) if args.command_config else {}
+        properties = parse_flag(parser, "--command-config", args.command_config)
     except FlagError as exc:
         parser.error(str(exc))
-    except (OSError, ClientPropertiesError) as exc:
-        parser.error(f"argument --command-config: {exc}")
-    admin = AdminClient({**config, "bootstrap.servers": args.bootstrap_server})
+    try:
+        admin = AdminClient(tool_config(args.bootstrap_server, properties))
+    except LoginError as exc:
+        print(f"Error while executing ACL command: {exc}", file=sys.stderr)
+        return 1
     try:
         if action == "add":
             add_acls(admin, by_resource, out)

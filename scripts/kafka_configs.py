@@ -43,6 +43,7 @@ from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import ConfigChangeNotificationZNode
 from scripts import kafka_configs_users as users
+from scripts.client_properties import LoginError
 
 ENTITY_TYPES = ("topics", "brokers", "users")
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"  # Kafka's: a separator not inside [...]
@@ -183,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except ZkError as exc:
         print(f"Error: ZooKeeper at {args.zookeeper}: {exc}", file=sys.stderr)
+        return 1
+    except LoginError as exc:  # --command-config's SASL credentials, refused
+        print(f"Error while executing config command: {exc}", file=sys.stderr)
         return 1
 
 

@@ -46,21 +46,16 @@ class Target:
 
 def command_properties(path: str | None) -> dict[str, str]:
     """``--command-config``'s properties ({} without it); ConfigCommandError naming the flag."""
-    if not path:
-        return {}
     try:
-        properties = client_properties.read(path)
-        client_properties.connection_settings(properties)  # a bad ssl.* / sasl.* fails here, named
-        return properties
+        return client_properties.from_flag("--command-config", path)
     except client_properties.ClientPropertiesError as exc:
-        raise ConfigCommandError(f"--command-config: {exc}") from None
+        raise ConfigCommandError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
     target = Target(args.bootstrap_server, command_properties(args.command_config))
     try:
-        admin = AdminClient({**client_properties.librdkafka_config(target.properties),
-                             "bootstrap.servers": target.bootstrap})
+        admin = AdminClient(client_properties.tool_config(target.bootstrap, target.properties))
         if args.alter:
             name = "" if args.entity_default else args.entity_name
             _alter(admin, target, args.entity_type, name, args.add_config, args.delete_config)

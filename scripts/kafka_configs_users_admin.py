@@ -35,14 +35,11 @@ _MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": S
 def client_config(bootstrap: str, command_config: str | None) -> dict[str, str]:
     """The AdminClient's settings from Kafka's ``--command-config`` file (Java client property names,
     ``scripts.client_properties``)."""
-    config = {"bootstrap.servers": bootstrap}
-    if not command_config:
-        return config
     try:
-        props = client_properties.read(command_config)
-        return {**client_properties.librdkafka_config(props), **config}
+        props = client_properties.from_flag("--command-config", command_config)
     except client_properties.ClientPropertiesError as exc:
-        raise ConfigCommandError(f"--command-config: {exc}") from None
+        raise ConfigCommandError(str(exc)) from None
+    return client_properties.tool_config(bootstrap, props)  # LoginError: refused credentials
 
 
 def alterations(user: str, add: str | None, delete: str | None) -> list:

@@ -27,6 +27,8 @@ DeleteGroups, as Kafka's tool does. Exactly one action:
   successful.``, else ``Error: Deletion of some consumer groups failed:`` and ``* Group 'G' could not be
   deleted due to: NON_EMPTY_GROUP: ...`` on stderr.
 
+``--command-config`` is Kafka's client properties file (``scripts.client_properties``: security.protocol,
+sasl.*, PEM ssl.*); SASL credentials the brokers refuse are one ``Error: ...`` line.
 No ``--delete-offsets``: confluent-kafka's AdminClient has no OffsetDelete call.
 Exit codes: 0 ok, 1 a Kafka error (``Error: NAME: message`` on stderr), 2 bad flags.
 """
@@ -40,6 +42,8 @@ from datetime import datetime, timezone
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from scripts import client_properties
 
 TIMEOUT_S = 30.0
 MISSING = "-"
@@ -71,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         "List all consumer groups, describe a consumer group, delete consumer group info, "
         "or reset consumer group offsets."))
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    parser.add_argument("--command-config", metavar="command config property file",
+                        help="the admin client's properties (security.protocol, sasl.*, ssl.*)")
     for flag in ACTIONS + ("--all-groups", "--all-topics", "--execute", "--dry-run", "--to-earliest", "--to-latest"):
         parser.add_argument(flag, action="store_true")
     for flag in DESCRIBE_ONLY:
@@ -286,8 +292,16 @@ def format_reset(plans: dict[str, dict[TP, int]]) -> list[str]:
 
 # --- talking to the brokers ----------------------------------------------------------------------------
 
-def run(args: argparse.Namespace) -> int:
-    admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
+def run(args: argparse.Namespace, properties: dict[str, str] | None = None) -> int:
+    """``properties``: Kafka's client properties of ``--command-config`` (``scripts.client_properties``)."""
+    try:
+        admin = AdminClient(client_properties.tool_config(args.bootstrap_server, properties or {}))
+    except client_properties.LoginError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except KafkaException as exc:  # librdkafka refused a key of the file
+        print(f"Error: argument --command-config: {_error_text(exc)}", file=sys.stderr)
+        return 1
     try:
         if args.list:
             for group in _group_ids(admin):
@@ -482,9 +496,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if problem(args):
         parser.error(problem(args))
+    properties = client_properties.parse_flag(parser, "--command-config", args.command_config)
     if args.reset_offsets and not (args.execute or args.dry_run):
         print(DRY_RUN_WARNING, file=sys.stderr)
-    return run(args)
+    return run(args, properties)
 
 
 if __name__ == "__main__":

@@ -20,14 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from brokers.config import parse_properties
-from scripts.client_properties import ClientPropertiesError, librdkafka_config
+from scripts.client_properties import LoginError, parse_flag, tool_config
 
 RESULT_TIMEOUT_S = 65.0  # librdkafka's request timeout (socket.timeout.ms, 60 s) and a margin
 ERRORS_PACKAGE = "org.apache.kafka.common.errors."
@@ -108,11 +106,6 @@ def parse_election_json(text: str) -> list[tuple[str, int]]:
     return partitions
 
 
-def read_properties(path: str) -> dict[str, str]:
-    """``--admin.config`` / ``--command-config``: a Java properties file (``brokers.config.parse_properties``)."""
-    return parse_properties(Path(path).read_text(encoding="utf-8"), path)
-
-
 def java_exception(error: Any) -> str:
     """Kafka prints the exception: ``org.apache.kafka.common.errors.<Name>Exception: message``."""
     if isinstance(error, KafkaException) and error.args:
@@ -147,8 +140,13 @@ def report(kind: str, results: dict, out=print) -> int:
     return 1 if failed else 0
 
 
-def run(args: argparse.Namespace, partitions: list[tuple[str, int]] | None, admin_config: dict[str, str]) -> int:
-    admin = AdminClient({**admin_config, "bootstrap.servers": args.bootstrap_server})
+def run(args: argparse.Namespace, partitions: list[tuple[str, int]] | None, properties: dict[str, str]) -> int:
+    """``properties``: Kafka's client properties of ``--admin.config`` (``scripts.client_properties``)."""
+    try:
+        admin = AdminClient(tool_config(args.bootstrap_server, properties))
+    except LoginError as exc:
+        print(f"Error while making request: {exc}", file=sys.stderr)
+        return 1
     kind = ElectionType.PREFERRED if args.election_type == "PREFERRED" else ElectionType.UNCLEAN
     tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
     if tps == []:
@@ -180,11 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                 partitions = parse_election_json(f.read())
         except (OSError, ValueError) as exc:
             parser.error(f"argument --path-to-json-file: {args.path_to_json_file}: {exc}")
-    try:
-        admin_config = librdkafka_config(read_properties(args.admin_config)) if args.admin_config else {}
-    except (OSError, ClientPropertiesError) as exc:  # ClientPropertiesError is a ValueError
-        parser.error(f"argument --admin.config: {exc}")
-    return run(args, partitions, admin_config)
+    return run(args, partitions, parse_flag(parser, "--admin.config", args.admin_config))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ sent to the controller, over the broker's own protocol client (``brokers.client`
 reassignment API). ``--throttle`` sets Kafka's throttle configs with confluent-kafka's
 IncrementalAlterConfigs: ``leader/follower.replication.throttled.rate`` on every broker involved and
 ``leader/follower.replication.throttled.replicas`` on the topics; ``--verify`` (and ``--cancel``) clear
-them once nothing is moving, unless ``--preserve-throttles``. Exit codes: 0 ok, 1 an error (a Kafka error
+them once nothing is moving, unless ``--preserve-throttles``. ``--command-config``: Kafka's client properties (``scripts.client_properties``) for both clients.
+Exit codes: 0 ok, 1 an error (a Kafka error
 or a bad file, printed), 2 bad flags.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
+from scripts import client_properties
 from scripts import reassign_plan as plan_
 from scripts.admin_client import ClusterAdmin, ClusterAdminError
 
@@ -38,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     for flag in ("--generate", "--execute", "--verify", "--cancel", "--list"):
         action.add_argument(flag, action="store_true")
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="the admin client's properties (security.protocol, sasl.*, ssl.*)")
     parser.add_argument("--topics-to-move-json-file", type=Path)
     parser.add_argument("--broker-list", metavar="1,2,3")
     parser.add_argument("--reassignment-json-file", type=Path)
@@ -153,8 +157,9 @@ async def _list(admin: ClusterAdmin) -> int:
     return 0
 
 
-async def _run(args: argparse.Namespace) -> int:
-    async with ClusterAdmin(args.bootstrap_server, args.timeout / 1000, "kafka-reassign-partitions") as admin:
+async def _run(args: argparse.Namespace, properties: dict[str, str]) -> int:
+    async with ClusterAdmin(args.bootstrap_server, args.timeout / 1000, "kafka-reassign-partitions",
+                            properties) as admin:
         if args.generate:
             return await _generate(admin, args)
         if args.list:
@@ -171,9 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_flags(parser, args)
+    properties = client_properties.parse_flag(parser, "--command-config", args.command_config)
     try:
-        return asyncio.run(_run(args))
-    except (plan_.PlanError, ClusterAdminError, OSError) as exc:
+        client_properties.check_login(args.bootstrap_server, properties)
+        return asyncio.run(_run(args, properties))
+    except (plan_.PlanError, ClusterAdminError, client_properties.LoginError, OSError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
 

@@ -28,7 +28,7 @@ from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
 from coordinator.partition_addition import add_partitions
 from coordinator.topics import create_topic
-from scripts import kafka_topics_admin
+from scripts import client_properties, kafka_topics_admin
 from scripts.kafka_topics_admin import ADD_PARTITIONS_WARNING
 from scripts.replica_assignment import new_replica_lists, parse_replica_assignment
 
@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     connect = parser.add_mutually_exclusive_group(required=True)
     connect.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="ZooKeeper connect string")
     connect.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="Kafka brokers to talk to")
+    parser.add_argument("--command-config", metavar="command config property file",
+                        help="with --bootstrap-server: the admin client's properties (security.protocol, sasl.*, ssl.*)")
     parser.add_argument("--topic")
     parser.add_argument("--partitions", type=int)
     parser.add_argument("--replication-factor", type=int)
@@ -166,8 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.alter and args.topic == OFFSETS_TOPIC:  # Kafka's TopicCommand refuses it in both modes
         print("Error: The number of partitions for the offsets topic cannot be changed.", file=sys.stderr)
         return 1
+    if args.command_config and not args.bootstrap_server:
+        parser.error("--command-config is only supported with --bootstrap-server")
     if args.bootstrap_server:
-        return kafka_topics_admin.run(args)
+        return kafka_topics_admin.run(args, client_properties.parse_flag(parser, "--command-config",
+                                                                         args.command_config))
     try:
         return asyncio.run(_run(args))
     except KafkaError as exc:

@@ -20,6 +20,9 @@ as Kafka's ``TopicCommand`` does with ``--bootstrap-server``. Output is the ``--
   there is none), Replicas and Isr from the metadata. A ``--topic`` that does not exist is an error
   here (Kafka's behaviour), where the ZooKeeper path prints nothing.
 
+``--command-config`` is Kafka's client properties file (``scripts.client_properties``: security.protocol,
+sasl.*, PEM ssl.*); SASL credentials the brokers refuse are one ``Error: ...`` line.
+
 Exit codes: 0 ok, 1 a Kafka error (printed as ``Error: NAME: message``).
 """
 from __future__ import annotations
@@ -30,6 +33,7 @@ import sys
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic
 
+from scripts import client_properties
 from scripts.replica_assignment import new_replica_lists
 
 TIMEOUT_S = 30.0
@@ -37,8 +41,16 @@ ADD_PARTITIONS_WARNING = ("WARNING: If partitions are increased for a topic that
                           "ordering of the messages will be affected")
 
 
-def run(args: argparse.Namespace) -> int:
-    admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
+def run(args: argparse.Namespace, properties: dict[str, str] | None = None) -> int:
+    """``properties``: Kafka's client properties of ``--command-config`` (``scripts.client_properties``)."""
+    try:
+        admin = AdminClient(client_properties.tool_config(args.bootstrap_server, properties or {}))
+    except client_properties.LoginError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except KafkaException as exc:  # librdkafka refused a key of the file
+        print(f"Error: argument --command-config: {exc.args[0].str() if exc.args else exc}", file=sys.stderr)
+        return 1
     try:
         if args.create:
             return _create(admin, args)

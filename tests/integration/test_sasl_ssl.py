@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from scripts.cluster import Cluster, ClusterSpec
 from tests.certs import make_pki
 from tests.integration.scram_users import ADMIN_JAAS, add_scram_users
+from tests.integration.test_console_tools import tool
 from tests.integration.test_sasl import consume_all
 
 
@@ -90,3 +91,29 @@ def test_a_wrong_password_or_an_untrusted_broker_writes_nothing(cluster, pki):
     untrusted.flush(15)
     assert errors and errors[0] is not None
     assert consume_all(confluent(cluster, pki), "guarded", 1) == []
+
+
+def test_the_tools_over_sasl_ssl_with_a_client_properties_file(cluster, pki, tmp_path):
+    """README's example: Kafka's Java client properties (sasl.jaas.config, a PEM truststore) for
+    kafka-topics --command-config and the console tools' --producer.config / --consumer.config; the same
+    file with a wrong password is one clear authentication error (exit 1)."""
+    admin = tmp_path / "admin.properties"
+    admin.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={ADMIN_JAAS}\n"
+                     f"ssl.truststore.type=PEM\nssl.truststore.location={pki.ca}\n")
+    server = ["--bootstrap-server", cluster.bootstrap_servers]
+    created = tool("kafka-topics", *server, "--command-config", str(admin), "--create", "--topic", "tools-tls",
+                   "--partitions", "1", "--replication-factor", "3")
+    assert (created.returncode, created.stdout) == (0, "Created topic tools-tls.\n"), created.stderr
+    described = tool("kafka-topics", *server, "--command-config", str(admin), "--describe", "--topic", "tools-tls")
+    assert described.stdout.startswith("Topic: tools-tls\tPartitionCount: 1\tReplicationFactor: 3"), described.stderr
+    produced = tool("kafka-console-producer", *server, "--producer.config", str(admin), "--topic", "tools-tls",
+                    stdin="over\ntls\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = tool("kafka-console-consumer", *server, "--consumer.config", str(admin), "--topic", "tools-tls",
+                    "--from-beginning", "--max-messages", "2", timeout=60)
+    assert (consumed.returncode, consumed.stdout) == (0, "over\ntls\n"), consumed.stderr
+    wrong = tmp_path / "wrong.properties"
+    wrong.write_text(admin.read_text().replace("admin-secret", "wrong"))
+    refused = tool("kafka-topics", *server, "--command-config", str(wrong), "--list")
+    assert refused.returncode == 1 and refused.stderr.startswith("Error: SASL SCRAM-SHA-512 authentication with"), \
+        refused.stderr

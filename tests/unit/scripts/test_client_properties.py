@@ -2,12 +2,14 @@
 settings and the internal client's TLS context and SASL credentials."""
 from __future__ import annotations
 
+import argparse
 import ssl
 
 import pytest
 
 from brokers.protocol.sasl import SaslClientConfig
-from scripts.client_properties import ClientPropertiesError, connection_settings, librdkafka_config, read
+from scripts.client_properties import (ClientPropertiesError, check_login, connection_settings, from_flag,
+                                       librdkafka_config, parse_flag, read, tool_config)
 from tests.certs import make_pki
 
 JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="a b\\"c";'
@@ -79,3 +81,56 @@ def test_read_names_an_unreadable_file(tmp_path):
     assert read(str(tmp_path / "c.properties")) == {"security.protocol": "SASL_SSL"}
     with pytest.raises(ClientPropertiesError, match="cannot read .*missing"):
         read(str(tmp_path / "missing"))
+
+
+# -- the one reader every tool uses: from_flag / parse_flag ----------------------------------------------
+
+def test_from_flag_without_a_file_is_empty_and_with_one_its_properties(tmp_path):
+    assert from_flag("--command-config", None) == {}
+    path = tmp_path / "admin.properties"
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'
+    path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n")
+    assert from_flag("--command-config", str(path)) == {"security.protocol": "SASL_PLAINTEXT",
+                                                        "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas}
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "cannot read {path}: No such file or directory"),
+    ("=no key\n", "{path}:1: cannot parse '=no key'"),
+    ("security.protocol=SASL_SSL\n", "security.protocol=SASL_SSL needs sasl.jaas.config"),
+    ("security.protocol=SASL_PLAINTEXT\nsasl.jaas.config=nonsense\n", "sasl.jaas.config"),
+    ("security.protocol=SSL\nssl.truststore.location=/t.jks\nssl.truststore.type=JKS\n", "ssl.truststore.type: JKS"),
+    ("security.protocol=SSL\nssl.truststore.location=/nonexistent/ca.pem\n", "ssl.*: cannot load"),
+    ("security.protocol=KERBEROS\n", "security.protocol: 'KERBEROS'"),
+])
+@pytest.mark.parametrize("flag", ["--command-config", "--admin.config", "--producer.config", "--consumer.config"])
+def test_an_unusable_file_is_an_error_naming_the_flag_then_the_problem(tmp_path, content, words, flag):
+    path = tmp_path / "client.properties"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ClientPropertiesError) as info:
+        from_flag(flag, str(path))
+    assert str(info.value).startswith(f"argument {flag}: ") and words.format(path=path) in str(info.value)
+
+
+def test_parse_flag_exits_2_with_the_message(tmp_path, capsys):
+    parser = argparse.ArgumentParser(prog="kafka-topics")
+    with pytest.raises(SystemExit) as exit_:
+        parse_flag(parser, "--command-config", str(tmp_path / "missing.properties"))
+    assert exit_.value.code == 2
+    assert (f"kafka-topics: error: argument --command-config: cannot read {tmp_path / 'missing.properties'}"
+            in capsys.readouterr().err)
+
+
+def test_tool_config_translates_and_names_the_bootstrap_servers():
+    props = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.jaas.config": JAAS,
+             "bootstrap.servers": "ignored:1"}
+    assert tool_config("127.0.0.1:1", props) == {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin",
+        "sasl.password": 'a b"c', "bootstrap.servers": "127.0.0.1:1"}
+
+
+def test_check_login_needs_no_broker_without_sasl_and_leaves_an_unreachable_one_to_the_client():
+    check_login("127.0.0.1:1", {})  # PLAINTEXT: nothing to check, no connection
+    check_login("127.0.0.1:1,not-a-host-port", {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                                               "sasl.username": "u", "sasl.password": "p"}, timeout=2)

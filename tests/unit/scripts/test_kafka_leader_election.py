@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from scripts import client_properties
 from scripts import kafka_leader_election as kle
 
 BOOT = ["--bootstrap-server", "localhost:9092"]
@@ -82,8 +83,8 @@ def test_bad_json_says_what_is_wrong(text, words):
 def test_admin_config_properties(tmp_path):
     path = tmp_path / "admin.properties"
     path.write_text("# comment\nclient.id = tool\n\nsocket.timeout.ms:1000\n!x\nsasl.jaas.config=a=b\n")
-    assert kle.read_properties(str(path)) == {"client.id": "tool", "socket.timeout.ms": "1000",
-                                              "sasl.jaas.config": "a=b"}
+    assert client_properties.read(str(path)) == {"client.id": "tool", "socket.timeout.ms": "1000",
+                                                    "sasl.jaas.config": "a=b"}
 
 
 # -- Kafka's output --------------------------------------------------------------------------------------

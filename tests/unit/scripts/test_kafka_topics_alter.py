@@ -31,3 +31,10 @@ def test_bad_alter_flags_exit_2_naming_the_flag(args, named, capsys):
 def test_the_offsets_topic_cannot_grow(capsys):
     assert main([*ZK, "--alter", "--topic", "__consumer_offsets", "--partitions", "60"]) == 1
     assert capsys.readouterr().err == "Error: The number of partitions for the offsets topic cannot be changed.\n"
+
+
+def test_command_config_goes_with_bootstrap_server_only(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--zookeeper", "127.0.0.1:1", "--list", "--command-config", str(tmp_path / "c.properties")])
+    assert exit_.value.code == 2
+    assert "--command-config is only supported with --bootstrap-server" in capsys.readouterr().err

@@ -1,0 +1,151 @@
+"""Every admin and console tool on a secured cluster, through its client properties file: the cluster of
+``test_acl_principals`` (2 real brokers whose only listener is SASL_PLAINTEXT with SCRAM-SHA-512, an ACL
+authorizer with ``allow.everyone.if.no.acl.found=false``, ``User:admin`` a super user), and the tools run
+as the operator runs them (their console scripts, in subprocesses) with Kafka's flags: ``kafka-topics``,
+``kafka-consumer-groups`` and ``kafka-reassign-partitions`` ``--command-config``, the console producer's
+``--producer.config`` and the console consumer's ``--consumer.config``. Without the file none of them
+could even connect (the listener speaks SASL only). Refused credentials are one clear error, exit 1, and
+a missing file exits 2 naming the flag."""
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from tests.integration.conditions import wait_for
+from tests.integration.scram_users import ADMIN_JAAS
+from tests.integration.test_acl_principals import SCRAM, admin_properties, cluster, confluent  # noqa: F401 (fixtures)
+from tests.integration.test_console_tools import tool
+
+TIMEOUT = 30
+WRONG_JAAS = ADMIN_JAAS.replace('password="admin-secret"', 'password="wrong"')
+AUTH_FAILED = "SASL SCRAM-SHA-512 authentication with"
+
+
+@pytest.fixture(scope="module")
+def wrong_properties(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("wrong") / "wrong.properties"
+    path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={SCRAM}\nsasl.jaas.config={WRONG_JAAS}\n")
+    return str(path)
+
+
+def topics(cluster, properties: str, *args: str):
+    return tool("kafka-topics", "--bootstrap-server", cluster.bootstrap_servers, "--command-config", properties, *args)
+
+
+def create(cluster, properties: str, partitions: int = 1, replicas: int = 2) -> str:
+    topic = f"secured-{uuid.uuid4().hex[:8]}"
+    done = topics(cluster, properties, "--create", "--topic", topic, "--partitions", str(partitions),
+                  "--replication-factor", str(replicas))
+    assert (done.returncode, done.stdout) == (0, f"Created topic {topic}.\n"), done.stderr
+    return topic
+
+
+def test_kafka_topics_create_list_describe(cluster, admin_properties):
+    topic = create(cluster, admin_properties, partitions=2)
+    listed = topics(cluster, admin_properties, "--list")
+    assert listed.returncode == 0 and topic in listed.stdout.split("\n"), listed.stderr
+    described = topics(cluster, admin_properties, "--describe", "--topic", topic)
+    lines = described.stdout.splitlines()
+    assert described.returncode == 0 and lines[0] == (f"Topic: {topic}\tPartitionCount: 2\tReplicationFactor: 2\t"
+                                                      f"Configs: "), described.stderr
+    assert [line.split("\t")[2] for line in lines[1:]] == ["Partition: 0", "Partition: 1"]
+
+
+def test_console_producer_then_consumer_round_trip(cluster, admin_properties, tmp_path):
+    """--producer.config / --consumer.config; the consumer's file has a wrong password that
+    --consumer-property overrides (Kafka's precedence); without the override it is refused."""
+    topic = create(cluster, admin_properties)
+    produced = tool("kafka-console-producer", "--bootstrap-server", cluster.bootstrap_servers, "--topic", topic,
+                    "--producer.config", admin_properties, "--property", "parse.key=true", stdin="k1\tone\nk2\ttwo\n")
+    assert produced.returncode == 0, produced.stderr
+    consumer_file = tmp_path / "consumer.properties"
+    consumer_file.write_text(Path(admin_properties).read_text().replace("admin-secret", "wrong"))
+    consumed = tool("kafka-console-consumer", "--bootstrap-server", cluster.bootstrap_servers, "--topic", topic,
+                    "--consumer.config", str(consumer_file), "--consumer-property", "sasl.password=admin-secret",
+                    "--from-beginning", "--max-messages", "2", "--property", "print.key=true", timeout=60)
+    assert (consumed.returncode, consumed.stdout) == (0, "k1\tone\nk2\ttwo\n"), consumed.stderr
+    refused = tool("kafka-console-consumer", "--bootstrap-server", cluster.bootstrap_servers, "--topic", topic,
+                   "--consumer.config", str(consumer_file), "--max-messages", "1")
+    assert refused.returncode == 1 and AUTH_FAILED in refused.stderr, refused.stderr
+
+
+def test_kafka_consumer_groups_list_and_describe(cluster, admin_properties):
+    topic, group = create(cluster, admin_properties), f"readers-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(confluent(cluster, "admin", **{"group.id": group, "enable.auto.commit": False}))
+    try:  # a committed offset, as admin (the group then exists, Empty once the consumer left)
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    common = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", admin_properties]
+    listed = wait_for(lambda: (r := tool("kafka-consumer-groups", *common, "--list")).returncode == 0
+                      and group in r.stdout.split("\n") and r, TIMEOUT, "the group in --list")
+    assert listed.stderr == ""
+    described = tool("kafka-consumer-groups", *common, "--describe", "--group", group)
+    assert described.returncode == 0, described.stderr
+    row = next(line.split() for line in described.stdout.splitlines() if line.startswith(group))
+    assert row[:6] == [group, topic, "0", "0", "0", "0"], described.stdout
+
+
+def test_kafka_reassign_partitions_throttled_move_list_and_verify(cluster, admin_properties, tmp_path):
+    """--command-config reaches both clients: the kio one (Metadata, AlterPartitionReassignments,
+    ListPartitionReassignments to the controller) and confluent-kafka's (the throttles set by --execute
+    --throttle and cleared by --verify)."""
+    topic = create(cluster, admin_properties, replicas=1)
+    common = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", admin_properties]
+    listed = tool("kafka-reassign-partitions", *common, "--list")
+    assert listed.returncode == 0, listed.stderr
+    current = topics(cluster, admin_properties, "--describe", "--topic", topic).stdout
+    source = int(current.splitlines()[1].split("Replicas: ")[1].split("\t")[0])
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [3 - source]}]}))
+    executed = tool("kafka-reassign-partitions", *common, "--execute", "--reassignment-json-file", str(plan),
+                    "--throttle", "50000000")
+    assert executed.returncode == 0 and "The inter-broker throttle limit was set to 50000000 B/s" in executed.stdout, \
+        executed.stderr + executed.stdout
+    completed = f"Reassignment of partition {topic}-0 is completed."
+    verified = wait_for(lambda: completed in (r := tool("kafka-reassign-partitions", *common, "--verify",
+                                                        "--reassignment-json-file", str(plan))).stdout and r,
+                        TIMEOUT, "the move to complete")
+    assert verified.returncode == 0, verified.stderr
+    assert "Clearing broker-level throttles on brokers 1,2" in verified.stdout, verified.stdout
+    assert "No partition reassignments found." in tool("kafka-reassign-partitions", *common, "--list").stdout
+
+
+@pytest.mark.parametrize("name, flag, args", [
+    ("kafka-topics", "--command-config", ["--list"]),
+    ("kafka-consumer-groups", "--command-config", ["--list"]),
+    ("kafka-reassign-partitions", "--command-config", ["--list"]),
+    ("kafka-console-producer", "--producer.config", ["--topic", "t"]),
+    ("kafka-acls", "--command-config", ["--list"]),
+    ("kafka-configs", "--command-config", ["--describe", "--entity-type", "brokers", "--entity-default"]),
+    ("kafka-leader-election", "--admin.config", ["--election-type", "preferred", "--all-topic-partitions"]),
+])
+def test_refused_credentials_are_one_clear_error(cluster, wrong_properties, name, flag, args):
+    """One line on stderr, exit 1, at once (librdkafka alone would retry until its request timed out and
+    then report a transport failure)."""
+    done = tool(name, "--bootstrap-server", cluster.bootstrap_servers, flag, wrong_properties, *args, stdin="v\n",
+                timeout=20)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("Error") and done.stderr.count("\n") == 1, done.stderr
+    assert f": {AUTH_FAILED} 127.0.0.1:" in done.stderr and "Authentication failed" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("name, flag, args", [
+    ("kafka-topics", "--command-config", ["--list"]),
+    ("kafka-consumer-groups", "--command-config", ["--list"]),
+    ("kafka-reassign-partitions", "--command-config", ["--list"]),
+    ("kafka-console-producer", "--producer.config", ["--topic", "t"]),
+    ("kafka-console-consumer", "--consumer.config", ["--topic", "t"]),
+    ("kafka-acls", "--command-config", ["--list"]),
+    ("kafka-leader-election", "--admin.config", ["--election-type", "preferred", "--all-topic-partitions"]),
+])
+def test_a_missing_file_exits_2_naming_the_flag(name, flag, args, tmp_path):
+    missing = tmp_path / "missing.properties"
+    done = tool(name, "--bootstrap-server", "127.0.0.1:1", flag, str(missing), *args)
+    assert done.returncode == 2, done.stderr
+    assert f"argument {flag}: cannot read {missing}: No such file or directory" in done.stderr, done.stderr
