@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ssl
+import sys
 from pathlib import Path
 
 from brokers.client.connection import KafkaConnection
@@ -180,3 +181,17 @@ async def _login(bootstrap: str, context: ssl.SSLContext | None, sasl: SaslClien
             pass  # not reachable (or TLS failed): the tool's client reports it
         finally:
             connection.close()
+
+
+def admin_client(bootstrap: str, props: dict[str, str]):
+    """The confluent-kafka AdminClient of a tool run with ``--command-config`` ``props``; None after printing
+    the one-line error (refused credentials, a key librdkafka does not know) to stderr: the tool exits 1."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    try:
+        return AdminClient(tool_config(bootstrap, props))
+    except LoginError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+    except KafkaException as exc:
+        print(f"Error: argument --command-config: {exc.args[0].str() if exc.args else exc}", file=sys.stderr)
+    return None

@@ -294,13 +294,8 @@ def format_reset(plans: dict[str, dict[TP, int]]) -> list[str]:
 
 def run(args: argparse.Namespace, properties: dict[str, str] | None = None) -> int:
     """``properties``: Kafka's client properties of ``--command-config`` (``scripts.client_properties``)."""
-    try:
-        admin = AdminClient(client_properties.tool_config(args.bootstrap_server, properties or {}))
-    except client_properties.LoginError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    except KafkaException as exc:  # librdkafka refused a key of the file
-        print(f"Error: argument --command-config: {_error_text(exc)}", file=sys.stderr)
+    admin = client_properties.admin_client(args.bootstrap_server, properties or {})
+    if admin is None:
         return 1
     try:
         if args.list:

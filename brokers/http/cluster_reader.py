@@ -97,7 +97,7 @@ class ClusterReader:
             headers = {"Accept": MSGPACK, **signed_headers(self.secret, "GET", path)}
             async with self.session().get(control_base_url(info) + path, headers=headers) as response:
                 if response.status != 200:
-                    log.info("broker %d answered %s with HTTP %d", info.id, url, response.status)
+                    log.info("broker %d answered %s with HTTP %d", info.id, path, response.status)
                     return None
                 return unpack(await response.read())
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:

@@ -509,3 +509,32 @@ def test_over_https_the_channel_and_post_control_verify_the_broker_against_the_t
             await server.stop()
 
     asyncio.run(main())
+
+
+def test_a_broker_refusing_the_fan_out_counts_as_not_answering(caplog):
+    """The admin API's fan-out (ClusterReader) to a broker that answers 401 (another secret): that broker
+    did not answer (None) and one INFO line names it and the path; the overview goes on without it."""
+    from brokers.http.cluster_reader import ClusterReader
+
+    async def main():
+        async def refuse(request):
+            return web.Response(status=401)
+
+        app = web.Application()
+        app.router.add_get("/api/v1/local/{what}", refuse)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        reader = ClusterReader(broker=None, secret=b"another")
+        try:
+            return await reader._ask(BrokerInfo(2, (EndPoint("PLAINTEXT", "127.0.0.1", 9092),), None, 10, port),
+                                     "partitions")
+        finally:
+            await reader.close()
+            await runner.cleanup()
+
+    caplog.set_level("INFO", logger="brokers.http.cluster_reader")
+    assert asyncio.run(main()) is None
+    assert "broker 2 answered /api/v1/local/partitions with HTTP 401" in caplog.text
