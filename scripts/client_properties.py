@@ -183,13 +183,13 @@ async def _login(bootstrap: str, context: ssl.SSLContext | None, sasl: SaslClien
             connection.close()
 
 
-def admin_client(bootstrap: str, props: dict[str, str]):
-    """The confluent-kafka AdminClient of a tool run with ``--command-config`` ``props``; None after printing
-    the one-line error (refused credentials, a key librdkafka does not know) to stderr: the tool exits 1."""
+def admin_client(factory, bootstrap: str, props: dict[str, str]):
+    """``factory(config)`` (the tool's confluent-kafka AdminClient) for a tool run with ``--command-config``
+    ``props``; None after printing the one-line error (refused credentials, a key librdkafka does not know)
+    to stderr: the tool exits 1."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
     try:
-        return AdminClient(tool_config(bootstrap, props))
+        return factory(tool_config(bootstrap, props))
     except LoginError as exc:
         print(f"Error: {exc}", file=sys.stderr)
     except KafkaException as exc:

@@ -294,7 +294,7 @@ def format_reset(plans: dict[str, dict[TP, int]]) -> list[str]:
 
 def run(args: argparse.Namespace, properties: dict[str, str] | None = None) -> int:
     """``properties``: Kafka's client properties of ``--command-config`` (``scripts.client_properties``)."""
-    admin = client_properties.admin_client(args.bootstrap_server, properties or {})
+    admin = client_properties.admin_client(AdminClient, args.bootstrap_server, properties or {})
     if admin is None:
         return 1
     try:

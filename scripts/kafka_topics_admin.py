@@ -43,7 +43,7 @@ ADD_PARTITIONS_WARNING = ("WARNING: If partitions are increased for a topic that
 
 def run(args: argparse.Namespace, properties: dict[str, str] | None = None) -> int:
     """``properties``: Kafka's client properties of ``--command-config`` (``scripts.client_properties``)."""
-    admin = client_properties.admin_client(args.bootstrap_server, properties or {})
+    admin = client_properties.admin_client(AdminClient, args.bootstrap_server, properties or {})
     if admin is None:
         return 1
     try:
