@@ -117,6 +117,16 @@ def refused(error: KafkaError | None) -> bool:
     return error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
+def assert_kafka_python_refused(cluster: Cluster, user: str, topic: str, value: bytes) -> None:
+    """kafka-python's produce as ``user`` fails with TopicAuthorizationFailedError."""
+    producer = kafka.KafkaProducer(retries=0, max_block_ms=10000, **python_client(cluster, user))
+    try:
+        with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
+            producer.send(topic, value).get(timeout=TIMEOUT)
+    finally:
+        producer.close()
+
+
 def end_offset(cluster: Cluster, topic: str) -> int:
     """The topic's end offset as admin (a super user sees everything)."""
     consumer = Consumer(confluent(cluster, "admin", **{"group.id": "watermarks"}))
@@ -190,12 +200,7 @@ def test_bob_cannot_produce_to_or_see_alices_topic(cluster, admin_properties, us
 
     error = produce_one(cluster, "bob", topic, b"bob was here")
     assert refused(error), error
-    producer = kafka.KafkaProducer(retries=0, max_block_ms=10000, **python_client(cluster, "bob"))
-    try:
-        with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
-            producer.send(topic, b"bob was here too").get(timeout=TIMEOUT)
-    finally:
-        producer.close()
+    assert_kafka_python_refused(cluster, "bob", topic, b"bob was here too")
     assert end_offset(cluster, topic) == before  # nothing written
     assert topic not in visible(cluster, "bob")  # Metadata leaves out what bob may not describe
     assert topic in visible(cluster, "alice") and topic in visible(cluster, "admin")
@@ -248,12 +253,7 @@ def test_a_deny_overrides_alices_allow_live(cluster, admin_properties, users):
     acls(cluster, admin_properties, "--add", "--deny-principal", "User:alice", "--operation", "Write", "--topic", topic)
     wait_for(lambda: refused(produce_one(cluster, "alice", topic, b"denied")), TIMEOUT,
              "alice's Deny to override her Allow")
-    producer = kafka.KafkaProducer(retries=0, max_block_ms=10000, **python_client(cluster, "alice"))
-    try:
-        with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
-            producer.send(topic, b"denied too").get(timeout=TIMEOUT)
-    finally:
-        producer.close()
+    assert_kafka_python_refused(cluster, "alice", topic, b"denied too")
     assert end_offset(cluster, topic) == before  # nothing written since the Deny
     values, error = consume(cluster, "alice", topic, group, 1)  # the Deny is for Write: Read still allowed
     assert error is None and values == [b"allowed"]
