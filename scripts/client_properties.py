@@ -183,15 +183,29 @@ async def _login(bootstrap: str, context: ssl.SSLContext | None, sasl: SaslClien
             connection.close()
 
 
-def admin_client(factory, bootstrap: str, props: dict[str, str]):
-    """``factory(config)`` (the tool's confluent-kafka AdminClient) for a tool run with ``--command-config``
-    ``props``; None after printing the one-line error (refused credentials, a key librdkafka does not know)
-    to stderr: the tool exits 1."""
+def admin_client(factory, bootstrap: str, props: dict[str, str], *, error: str = "Error: ",
+                 flag: str = "--command-config"):
+    """``factory(config)`` (the tool's confluent-kafka AdminClient) for a tool run with ``flag``'s ``props``;
+    None after printing the one-line error (refused credentials, a key librdkafka does not know), after the
+    tool's ``error`` prefix, to stderr: the tool exits 1."""
     from confluent_kafka import KafkaException
     try:
         return factory(tool_config(bootstrap, props))
     except LoginError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        print(f"{error}{exc}", file=sys.stderr)
     except KafkaException as exc:
-        print(f"Error: argument --command-config: {exc.args[0].str() if exc.args else exc}", file=sys.stderr)
+        print(f"{error}argument {flag}: {exc.args[0].str() if exc.args else exc}", file=sys.stderr)
+    return None
+
+
+def checked_login(parser: argparse.ArgumentParser, bootstrap: str, config: dict[str, str], what: str) -> int | None:
+    """A console tool's ``check_login`` over its merged settings: a bad setting is a usage error (exit 2),
+    refused credentials one line on stderr and the exit code 1 to return; None when the login passed."""
+    try:
+        check_login(bootstrap, config)
+    except ClientPropertiesError as exc:
+        parser.error(f"invalid {what} config: {exc}")
+    except LoginError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
     return None

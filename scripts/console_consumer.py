@@ -238,13 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         config["isolation.level"] = args.isolation_level
     config.update(key_values(parser, "--consumer-property", args.consumer_property))
     config["enable.auto.commit"] = "false"  # no group coordinator yet: nothing to commit to
-    try:
-        client_properties.check_login(args.bootstrap_server, config)  # the file and the flags, merged
-    except client_properties.ClientPropertiesError as exc:
-        parser.error(f"invalid consumer config: {exc}")
-    except client_properties.LoginError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
+    refused = client_properties.checked_login(parser, args.bootstrap_server, config, "consumer")  # file + flags
+    if refused is not None:
+        return refused
     try:
         consumer = Consumer(config)  # librdkafka checks every property here: a bad one is a usage error
     except KafkaException as exc:

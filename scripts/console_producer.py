@@ -219,13 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None:
             config[key] = str(value)
     config.update(key_values(parser, "--producer-property", args.producer_property))
-    try:
-        client_properties.check_login(args.bootstrap_server, config)  # the file and the flags, merged
-    except client_properties.ClientPropertiesError as exc:
-        parser.error(f"invalid producer config: {exc}")
-    except client_properties.LoginError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
+    refused = client_properties.checked_login(parser, args.bootstrap_server, config, "producer")  # file + flags
+    if refused is not None:
+        return refused
     try:
         producer = Producer(config)  # librdkafka checks every property here: a bad one is a usage error
     except KafkaException as exc:

@@ -38,7 +38,7 @@ from confluent_kafka.admin import AclBinding, AclBindingFilter, AdminClient
 
 from brokers import authorizer as acl
 from brokers.authorizer import AclEntry, ResourcePattern
-from scripts.client_properties import LoginError, parse_flag, tool_config
+from scripts.client_properties import admin_client, parse_flag
 from scripts.kafka_leader_election import java_exception
 
 RESULT_TIMEOUT_S = 65.0
@@ -267,10 +267,8 @@ def main(argv: list[str] | None = None, out: Callable = print, confirm: Callable
         properties = parse_flag(parser, "--command-config", args.command_config)
     except FlagError as exc:
         parser.error(str(exc))
-    try:
-        admin = AdminClient(tool_config(args.bootstrap_server, properties))
-    except LoginError as exc:
-        print(f"Error while executing ACL command: {exc}", file=sys.stderr)
+    admin = admin_client(AdminClient, args.bootstrap_server, properties, error="Error while executing ACL command: ")
+    if admin is None:
         return 1
     try:
         if action == "add":

@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
 from brokers.protocol.scram import DEFAULT_ITERATIONS, HASHES
 from scripts import client_properties
 from scripts.kafka_configs import ConfigCommandError, parse_add_config, parse_delete_config
+from scripts.kafka_configs_admin import command_properties
 
 TIMEOUT_S = 30.0
 _MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
@@ -35,11 +36,7 @@ _MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": S
 def client_config(bootstrap: str, command_config: str | None) -> dict[str, str]:
     """The AdminClient's settings from Kafka's ``--command-config`` file (Java client property names,
     ``scripts.client_properties``)."""
-    try:
-        props = client_properties.from_flag("--command-config", command_config)
-    except client_properties.ClientPropertiesError as exc:
-        raise ConfigCommandError(str(exc)) from None
-    return client_properties.tool_config(bootstrap, props)  # LoginError: refused credentials
+    return client_properties.tool_config(bootstrap, command_properties(command_config))  # LoginError: refused
 
 
 def alterations(user: str, add: str | None, delete: str | None) -> list:
@@ -65,7 +62,10 @@ def alterations(user: str, add: str | None, delete: str | None) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin = AdminClient(client_config(args.bootstrap_server, args.command_config))
+    admin = client_properties.admin_client(AdminClient, args.bootstrap_server, command_properties(args.command_config),
+                                           error="Error while executing config command: ")
+    if admin is None:
+        return 1
     try:
         if args.alter:
             for future in admin.alter_user_scram_credentials(

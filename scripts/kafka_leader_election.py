@@ -25,7 +25,7 @@ from typing import Any
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from scripts.client_properties import LoginError, parse_flag, tool_config
+from scripts.client_properties import admin_client, parse_flag
 
 RESULT_TIMEOUT_S = 65.0  # librdkafka's request timeout (socket.timeout.ms, 60 s) and a margin
 ERRORS_PACKAGE = "org.apache.kafka.common.errors."
@@ -142,10 +142,9 @@ def report(kind: str, results: dict, out=print) -> int:
 
 def run(args: argparse.Namespace, partitions: list[tuple[str, int]] | None, properties: dict[str, str]) -> int:
     """``properties``: Kafka's client properties of ``--admin.config`` (``scripts.client_properties``)."""
-    try:
-        admin = AdminClient(tool_config(args.bootstrap_server, properties))
-    except LoginError as exc:
-        print(f"Error while making request: {exc}", file=sys.stderr)
+    admin = admin_client(AdminClient, args.bootstrap_server, properties, error="Error while making request: ",
+                         flag="--admin.config")
+    if admin is None:
         return 1
     kind = ElectionType.PREFERRED if args.election_type == "PREFERRED" else ElectionType.UNCLEAN
     tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]

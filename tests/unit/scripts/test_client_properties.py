@@ -134,3 +134,29 @@ def test_check_login_needs_no_broker_without_sasl_and_leaves_an_unreachable_one_
     check_login("127.0.0.1:1", {})  # PLAINTEXT: nothing to check, no connection
     check_login("127.0.0.1:1,not-a-host-port", {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                                                "sasl.username": "u", "sasl.password": "p"}, timeout=2)
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["kafka-acls", "--command-config", "{file}", "--list"],
+     'Error while executing ACL command: argument --command-config: No such configuration property: "foo.bar"'),
+    (["kafka-leader-election", "--admin.config", "{file}", "--election-type", "PREFERRED", "--all-topic-partitions"],
+     'Error while making request: argument --admin.config: No such configuration property: "foo.bar"'),
+    (["kafka-configs", "--command-config", "{file}", "--entity-type", "users", "--describe"],
+     'Error while executing config command: argument --command-config: No such configuration property: "foo.bar"'),
+    (["kafka-topics", "--command-config", "{file}", "--list"],
+     'Error: argument --command-config: No such configuration property: "foo.bar"'),
+])
+def test_a_key_librdkafka_does_not_know_is_one_line_and_exit_1(tmp_path, argv, line):
+    """Every admin tool opens its AdminClient through client_properties.admin_client: no traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    file = tmp_path / "client.properties"
+    file.write_text("foo.bar=1\n")
+    tool, *args = argv
+    module = {"kafka-acls": "kafka_acls", "kafka-leader-election": "kafka_leader_election",
+              "kafka-configs": "kafka_configs", "kafka-topics": "kafka_topics"}[tool]
+    done = subprocess.run([sys.executable, "-m", f"scripts.{module}", "--bootstrap-server", "127.0.0.1:1",
+                           *(a.replace("{file}", str(file)) for a in args)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[3])
+    assert (done.returncode, done.stderr.strip().splitlines()) == (1, [line])
