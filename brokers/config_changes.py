@@ -37,7 +37,6 @@ class ConfigChangeListener(ChangeNotificationListener):
     def __init__(self, kzc: KafkaZkClient, handlers: dict[str, Handler]):
         super().__init__("config change", kzc.get_config_change_notifications, ConfigChangeNotificationZNode.sequence,
                          kzc.read_config_change_notification, self._dispatch)
-        self.kzc = kzc
         self.handlers = handlers
 
     def _dispatch(self, child: str, entity: tuple[str, str]) -> Awaitable[None] | None:

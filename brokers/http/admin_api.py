@@ -29,6 +29,7 @@ needs Describe on the cluster (the brokers' own fan-out is signed and always all
 """
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -102,12 +103,13 @@ async def brokers(request: web.Request) -> web.Response:
 
 
 def visibility(request: web.Request) -> Visibility | None:
-    """The caller's Describe rights on topics and groups; None when it may describe everything."""
+    """The caller's Describe rights on topics and groups; None when it may describe everything. Each name is
+    decided once per request (a topic has a row per partition and per group that committed on it)."""
     security = request.app[SECURITY_KEY]
     if security.authorizer is None or auth.identity(request).broker:
         return None
-    return Visibility(lambda name: auth.allowed(request, acl.DESCRIBE, acl.TOPIC, name),
-                      lambda name: auth.allowed(request, acl.DESCRIBE, acl.GROUP, name))
+    return Visibility(functools.cache(lambda name: auth.allowed(request, acl.DESCRIBE, acl.TOPIC, name)),
+                      functools.cache(lambda name: auth.allowed(request, acl.DESCRIBE, acl.GROUP, name)))
 
 
 def forbidden(request: web.Request, resource_type: int, name: str) -> web.Response:
@@ -153,7 +155,7 @@ async def partitions(request: web.Request) -> web.Response:
 
 async def groups(request: web.Request) -> web.Response:
     reader = request.app[READER_KEY]
-    return respond(request, {"groups": await reader.groups(await _partitions(request, None), visibility(request))})
+    return respond(request, {"groups": await reader.groups(visible=visibility(request))})
 
 
 async def group(request: web.Request) -> web.Response:
@@ -161,7 +163,7 @@ async def group(request: web.Request) -> web.Response:
     if not auth.allowed(request, acl.DESCRIBE, acl.GROUP, group_id):
         return forbidden(request, acl.GROUP, group_id)
     reader = request.app[READER_KEY]
-    for row in await reader.groups(await _partitions(request, None), visibility(request)):
+    for row in await reader.groups(visible=visibility(request)):
         if row["group_id"] == group_id:
             return respond(request, row)
     return error(request, 404, f"group {group_id!r} is not known to any coordinator")

@@ -16,7 +16,7 @@ A middleware gives every request an ``HttpIdentity`` before its handler runs (``
 3. Nothing: ``User:ANONYMOUS``, unless ``http.authentication.method=BASIC``, which makes it 401.
 
 Authorization is the Kafka listeners' (``brokers.acl_store.AclAuthorizer``, host = the peer address):
-handlers ask ``allowed`` / ``allowed_names``; without an authorizer everything is allowed.
+handlers ask ``allowed``; without an authorizer everything is allowed.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import hmac
 import logging
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable
 
 from aiohttp import web
 
@@ -159,10 +159,6 @@ def identity(request: web.Request) -> HttpIdentity:
 def allowed(request: web.Request, operation: int, resource_type: int, name: str) -> bool:
     """Whether the caller may do ``operation`` on the resource (``brokers.authorizer`` codes)."""
     return request.app[SECURITY_KEY].allowed(identity(request), request.remote or "", operation, resource_type, name)
-
-
-def allowed_names(request: web.Request, operation: int, resource_type: int, names: Iterable[str]) -> set[str]:
-    return {name for name in names if allowed(request, operation, resource_type, name)}
 
 
 def unauthorized(message: str = FAILED) -> web.Response:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_right
 from collections import deque
+from operator import itemgetter
 
 from brokers.protocol.errors import ErrorCode
 
@@ -35,7 +36,7 @@ class ProducePurgatory:
         future = asyncio.get_running_loop().create_future()
         waiters = self._waiters
         if waiters and required_offset < waiters[-1][0]:  # a duplicate: its original's offsets
-            waiters.insert(bisect_right([offset for offset, _ in waiters], required_offset), (required_offset, future))
+            waiters.insert(bisect_right(waiters, required_offset, key=itemgetter(0)), (required_offset, future))
         else:
             waiters.append((required_offset, future))
         return future
