@@ -27,6 +27,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -38,6 +39,9 @@ from brokers.protocol.scram import ScramCredential, ScramError, check_password, 
 from brokers.server.sasl import ScramLookup
 
 log = logging.getLogger(__name__)
+# PBKDF2 has threads of its own: in asyncio's default executor a flood of wrong passwords (never remembered,
+# each up to 16384 iterations) would queue every ZooKeeper call (kazoo runs there) behind the hashing
+PASSWORD_CHECKS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="password-check")
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")  # the credential basic auth checks, in this order
@@ -128,8 +132,8 @@ class HttpSecurity:
         key = (user, mechanism, text or "", hmac.new(self._key, password.encode(), hashlib.sha256).digest())
         if credential is not None and key in self._remembered:
             return True
-        ok = await asyncio.to_thread(  # PBKDF2, the decoy's first derivation included, off the event loop
-            lambda: check_password(mechanism, password, credential or self._decoy_credential()))
+        ok = await asyncio.get_running_loop().run_in_executor(  # PBKDF2 (the decoy's first one too), off the loop
+            PASSWORD_CHECKS, lambda: check_password(mechanism, password, credential or self._decoy_credential()))
         if ok and credential is not None:
             if len(self._remembered) >= MAX_REMEMBERED:
                 self._remembered.clear()
