@@ -31,7 +31,7 @@ import ssl
 import sys
 from pathlib import Path
 
-from brokers.client.connection import KafkaConnection
+from brokers.client.connection import KafkaConnection, SaslAuthenticationError
 from brokers.config import ConfigError, parse_properties
 from brokers.protocol.sasl import SaslClientConfig, parse_jaas
 
@@ -174,11 +174,10 @@ async def _login(bootstrap: str, context: ssl.SSLContext | None, sasl: SaslClien
         try:
             await connection.connect(timeout)
             return
-        except ConnectionError as exc:
-            if exc.errno is None:  # the broker answered and refused the mechanism or the credentials
-                raise LoginError(str(exc)) from None
+        except SaslAuthenticationError as exc:  # the broker refused the mechanism or the credentials
+            raise LoginError(str(exc)) from None
         except (OSError, asyncio.TimeoutError):
-            pass  # not reachable (or TLS failed): the tool's client reports it
+            pass  # not reachable, TLS failed, no answer: the next one, else the tool's client reports it
         finally:
             connection.close()
 

@@ -31,6 +31,11 @@ log = logging.getLogger(__name__)
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 
 
+class SaslAuthenticationError(ConnectionError):
+    """The broker refused the SASL mechanism or the credentials (the connection is closed); any other
+    ConnectionError is the network's or the broker's going away."""
+
+
 class _ResponseReader(asyncio.Protocol):
     """Frames in, responses handed to the connection; the connection's end reported once."""
 
@@ -84,7 +89,7 @@ class KafkaConnection:
         handshake = await self.request(SASL_HANDSHAKE, 1, codec.build(codec.request_class(SASL_HANDSHAKE, 1),
                                                                        mechanism=config.mechanism), timeout)
         if handshake.error_code != 0:
-            self.close(ConnectionError(f"{self.host}:{self.port} refused SASL mechanism {config.mechanism} "
+            self.close(SaslAuthenticationError(f"{self.host}:{self.port} refused SASL mechanism {config.mechanism} "
                                        f"(error {int(handshake.error_code)}; enabled: {list(handshake.mechanisms)})"))
             raise self._closed_error
         client = SaslClient(config)
@@ -97,7 +102,7 @@ class KafkaConnection:
                     raise ScramError(f"error {int(response.error_code)}: {response.error_message}")
                 token = client.respond(response.auth_bytes)
         except ScramError as exc:
-            self.close(ConnectionError(f"SASL {config.mechanism} authentication with {self.host}:{self.port} "
+            self.close(SaslAuthenticationError(f"SASL {config.mechanism} authentication with {self.host}:{self.port} "
                                        f"failed: {exc}"))
             raise self._closed_error from None
 

@@ -130,6 +130,27 @@ def test_tool_config_translates_and_names_the_bootstrap_servers():
         "sasl.password": 'a b"c', "bootstrap.servers": "127.0.0.1:1"}
 
 
+def test_check_login_leaves_a_broker_that_closes_without_answering_to_the_client():
+    """Only a refused SASL exchange is a LoginError: a peer that accepts and closes is the network's."""
+    import socket
+    import threading
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def accept_and_close():
+        for _ in range(2):
+            conn, _ = server.accept()
+            conn.close()
+
+    threading.Thread(target=accept_and_close, daemon=True).start()
+    try:
+        check_login(f"127.0.0.1:{server.getsockname()[1]}", {
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                'username="u" password="p";'}, timeout=5)
+    finally:
+        server.close()
+
+
 def test_check_login_needs_no_broker_without_sasl_and_leaves_an_unreachable_one_to_the_client():
     check_login("127.0.0.1:1", {})  # PLAINTEXT: nothing to check, no connection
     check_login("127.0.0.1:1,not-a-host-port", {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
