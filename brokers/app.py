@@ -14,12 +14,12 @@ import urllib.parse
 from collections import Counter
 from typing import Any
 
-from brokers.acl_store import AclAuthorizer
-from brokers.admin import ZkAdmin
-from brokers.authorizer import parse_super_users
+from brokers.security.authorizer import AclAuthorizer
+from brokers.admin.zk_admin import ZkAdmin
+from brokers.security.acls import parse_super_users
 from brokers.config import BrokerConfig, ConfigError
-from brokers.config_changes import ConfigChangeListener
-from brokers.dynamic_config import DynamicBrokerConfig
+from brokers.dynamic_config.change_listener import ConfigChangeListener
+from brokers.dynamic_config.broker_config import DynamicBrokerConfig
 from brokers.control import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
@@ -30,7 +30,7 @@ from brokers.control import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from brokers.credential_cache import CredentialCache
+from brokers.security.credential_cache import CredentialCache
 from brokers.http.auth import HttpSecurity
 from brokers.http.client import post_control
 from brokers.http.server import HttpServer

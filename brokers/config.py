@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from brokers.authorizer import AUTHORIZER_CLASSES
+from brokers.security.acls import AUTHORIZER_CLASSES
 from brokers.model import EndPoint
 
 
@@ -88,7 +88,7 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "http.ssl.enabled": ("bool", False),
     # brokers.http.auth: BASIC makes every HTTP path but /healthz and /readyz need a SCRAM user's password
     "http.authentication.method": ("str", "NONE"),
-    # brokers.control_auth: the key brokers sign their HTTP calls to each other with (unset: generated
+    # brokers.security.control_auth: the key brokers sign their HTTP calls to each other with (unset: generated
     # once per cluster and kept in ZooKeeper)
     "control.plane.secret": ("str", None),
     "authorizer.class.name": ("str", ""),  # kafka.security.authorizer.AclAuthorizer enables ACLs

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import aiohttp
 
 from brokers.control import ControlRequest, api_for, control_base_url, decode, encode
-from brokers.control_auth import signed_headers
+from brokers.security.control_auth import signed_headers
 from brokers.model import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class ControllerChannelManager:
                  ssl_context: ssl.SSLContext | None = None):
         self.controller_id = controller_id
         self.ssl_context = ssl_context  # verifies the brokers' https ports (brokers.server.tls.http_contexts)
-        self.secret = secret  # the control-plane secret every request is signed with (brokers.control_auth)
+        self.secret = secret  # the control-plane secret every request is signed with (brokers.security.control_auth)
         self.request_timeout = request_timeout
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max

@@ -26,7 +26,7 @@ from coordinator.partition_state_machine import PartitionState, PartitionStates
 from coordinator.reassignment import PartitionReassignments
 from coordinator.preferred_election import ReplicaLeaderElections
 from coordinator.request_batch import ControllerBrokerRequestBatch
-from coordinator.topics import TopicDeletionManager
+from coordinator.topic_deletion import TopicDeletionManager
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_seconds: float = 300
     leader_imbalance_per_broker_percentage: int = 10
-    control_secret: bytes | None = None  # what control requests are signed with (brokers.control_auth)
+    control_secret: bytes | None = None  # what control requests are signed with (brokers.security.control_auth)
     http_ssl_context: ssl.SSLContext | None = None  # verifies the brokers' https ports (http.ssl.enabled)
 
     @classmethod

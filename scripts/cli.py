@@ -2,9 +2,9 @@
 
 Subcommands so far: ``--version``, ``log dump <dir|file>``,
 ``bench all|storage|cluster|produce|consume|replication|group|spark|http|reassign|security``, ``zookeeper start|stop|status``
-(scripts/zookeeper.py), ``cluster up|status|down`` (scripts/cluster.py), ``demo groups``
-(scripts/demo_groups.py), ``demo spark`` (scripts/demo_spark.py), ``demo cluster``
-(scripts/demo_cluster.py, ``make demo``).
+(scripts/local/zookeeper.py), ``cluster up|status|down`` (scripts/local/cluster.py), ``demo groups``
+(scripts/demo/groups.py), ``demo spark`` (scripts/demo/spark.py), ``demo cluster``
+(scripts/demo/cluster.py, ``make demo``).
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spark_bench(bench_commands)
     _add_http_bench(bench_commands)
     _add_suite_bench(bench_commands)
-    from scripts.bench_security_options import add_parser as _add_security_bench
+    from scripts.bench.security_options import add_parser as _add_security_bench
     _add_security_bench(bench_commands)
     reassign = bench_commands.add_parser(
         "reassign", help="a partition moved between brokers on a 4-broker cluster, unthrottled and throttled, "
@@ -177,10 +177,10 @@ def _bench_suite(args: argparse.Namespace, argv: list[str]) -> int:
     import dataclasses
     import shlex
 
-    from scripts.bench_suite import report
-    from scripts.bench_suite.peers import tansu_binary
-    from scripts.bench_suite.scenarios import select
-    from scripts.bench_suite.suite import SuiteOptions, run_suite
+    from scripts.bench.suite import report
+    from scripts.bench.suite.peers import tansu_binary
+    from scripts.bench.suite.scenarios import select
+    from scripts.bench.suite.suite import SuiteOptions, run_suite
 
     try:
         scenarios = select(args.scenarios)
@@ -203,7 +203,7 @@ def _bench_suite(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _bench_http(args: argparse.Namespace) -> int:
-    from scripts.bench_http import HttpBenchOptions, format_report, run_http_bench
+    from scripts.bench.http_api import HttpBenchOptions, format_report, run_http_bench
 
     if min(args.records, args.batch, args.record_size, args.threads, args.scrapes) < 1:
         args.subparser.error("--records, --batch, --record-size, --threads and --scrapes must be positive")
@@ -215,7 +215,7 @@ def _bench_http(args: argparse.Namespace) -> int:
 
 
 def _bench_spark(args: argparse.Namespace, argv: list[str]) -> int:
-    from scripts.bench_spark import SparkBenchOptions, bench_command
+    from scripts.bench.spark import SparkBenchOptions, bench_command
 
     if args.records < 1 or args.record_size < 1 or args.partitions < 1:
         args.subparser.error("--records, --record-size and --partitions must be positive")
@@ -225,7 +225,7 @@ def _bench_spark(args: argparse.Namespace, argv: list[str]) -> int:
 def _bench_group(args: argparse.Namespace, argv: list[str]) -> int:
     import shlex
 
-    from scripts.bench_group import GroupBenchOptions, format_report, run_group_bench
+    from scripts.bench.group import GroupBenchOptions, format_report, run_group_bench
 
     try:
         delays = [int(d) for d in args.delays.split(",") if d.strip()]
@@ -292,7 +292,7 @@ def _demo(args: argparse.Namespace) -> int:
         return _demo_cluster(args)
     if args.demo_command == "spark":
         return _demo_spark(args)
-    from scripts.demo_groups import MIN_DURATION_S, demo_command
+    from scripts.demo.groups import MIN_DURATION_S, demo_command
 
     if args.duration_s < MIN_DURATION_S or args.rate < 1:
         args.subparser.error(f"--duration-s must be at least {MIN_DURATION_S:g} and --rate positive")
@@ -300,7 +300,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _demo_spark(args: argparse.Namespace) -> int:
-    from scripts.demo_spark import MIN_DURATION_S, demo_command
+    from scripts.demo.spark import MIN_DURATION_S, demo_command
 
     if args.duration_s < MIN_DURATION_S or args.rate < 1:
         args.subparser.error(f"--duration-s must be at least {MIN_DURATION_S:g} and --rate positive")
@@ -308,8 +308,8 @@ def _demo_spark(args: argparse.Namespace) -> int:
 
 
 def _demo_cluster(args: argparse.Namespace) -> int:
-    from scripts.demo_cluster import DemoOptions, demo_command
-    from scripts.demo_groups import MIN_DURATION_S
+    from scripts.demo.cluster import DemoOptions, demo_command
+    from scripts.demo.groups import MIN_DURATION_S
 
     if not 1 <= args.brokers <= 64 or args.records < 1:
         args.subparser.error("--brokers must be between 1 and 64 and --records positive")
@@ -341,8 +341,8 @@ def _add_replication_bench(bench_commands) -> None:
 
 
 def _bench_replication(args: argparse.Namespace) -> int:
-    from scripts.bench_replication import ReplicationBenchOptions, format_report, run_replication_bench
-    from scripts.bench_stats import parse_rates
+    from scripts.bench.replication import ReplicationBenchOptions, format_report, run_replication_bench
+    from scripts.bench.stats import parse_rates
 
     try:
         rates = parse_rates(args.rates)
@@ -381,8 +381,8 @@ def _add_cluster_commands(commands) -> None:
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    from scripts.cluster import Cluster, ClusterError, ClusterSpec
-    from scripts.zookeeper import ZooKeeperError
+    from scripts.local.cluster import Cluster, ClusterError, ClusterSpec
+    from scripts.local.zookeeper import ZooKeeperError
 
     try:
         if args.cluster_command == "up":
@@ -428,7 +428,7 @@ def _print_cluster(info: dict) -> None:
 
 
 def _zookeeper(args: argparse.Namespace) -> int:
-    from scripts import zookeeper
+    from scripts.local import zookeeper
 
     if args.zk_command == "start":
         if not 1 <= args.ensemble <= zookeeper.MAX_ENSEMBLE:
@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return 0
     if args.command == "bench" and args.bench_command in ("produce", "consume"):
-        from scripts.bench_clients import BenchOptions, run_client_bench
+        from scripts.bench.clients import BenchOptions, run_client_bench
 
         if args.records < 1 or args.record_size < 1 or args.partitions < 1 or args.producers < 1:
             parser.error("--records, --record-size, --partitions and --producers must be positive")
@@ -499,15 +499,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench" and args.bench_command == "http":
         return _bench_http(args)
     if args.command == "bench" and args.bench_command == "security":
-        from scripts import bench_security
+        from scripts.bench import security as bench_security
         return bench_security.main(args)
     if args.command == "bench" and args.bench_command == "reassign":
-        from scripts import bench_reassign
+        from scripts.bench import reassign as bench_reassign
         return bench_reassign.main(args)
     if args.command == "bench" and args.bench_command == "group":
         return _bench_group(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "bench" and args.bench_command == "cluster":
-        from scripts.bench_cluster import run_cluster_bench
+        from scripts.bench.cluster import run_cluster_bench
 
         if args.rounds < 1 or args.brokers < 2 or args.partitions < 1 or args.session_timeout_ms < 1000:
             parser.error("bench cluster needs --rounds >= 1, --brokers >= 2, --partitions >= 1, "
@@ -515,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         run_cluster_bench(args.dir, args.rounds, args.brokers, args.session_timeout_ms, args.partitions)
         return 0
     if args.command == "bench":
-        from scripts.bench_storage import run_storage_bench
+        from scripts.bench.storage import run_storage_bench
 
         try:
             sizes = [int(s) for s in args.batch_sizes.split(",") if s]

@@ -35,7 +35,7 @@ from typing import Any
 
 from aiohttp import web
 
-from brokers import authorizer as acl
+from brokers.security import acls as acl
 from brokers.control import pack
 from brokers.http import auth, views
 from brokers.http.auth import SECURITY_KEY

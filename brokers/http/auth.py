@@ -3,7 +3,7 @@
 A middleware gives every request an ``HttpIdentity`` before its handler runs (``/healthz`` and
 ``/readyz`` stay open to anyone: probes carry no credentials, and they show no data):
 
-1. ``X-Zkafka-Broker-Auth`` (``brokers.control_auth``): another broker of this cluster. A signature that
+1. ``X-Zkafka-Broker-Auth`` (``brokers.security.control_auth``): another broker of this cluster. A signature that
    does not verify is 401. A broker may do anything, and is the only caller the control endpoints
    (``/control/v1/*``) accept.
 2. ``Authorization: Basic`` (RFC 7617): a SCRAM user of the Kafka listeners (``/config/users/<user>``,
@@ -15,7 +15,7 @@ A middleware gives every request an ``HttpIdentity`` before its handler runs (``
    pays PBKDF2 once, until the credential changes.
 3. Nothing: ``User:ANONYMOUS``, unless ``http.authentication.method=BASIC``, which makes it 401.
 
-Authorization is the Kafka listeners' (``brokers.acl_store.AclAuthorizer``, host = the peer address):
+Authorization is the Kafka listeners' (``brokers.security.authorizer.AclAuthorizer``, host = the peer address):
 handlers ask ``allowed``; without an authorizer everything is allowed.
 """
 from __future__ import annotations
@@ -33,8 +33,8 @@ from typing import Any, Awaitable, Callable
 
 from aiohttp import web
 
-from brokers import control_auth
-from brokers.authorizer import ANONYMOUS
+from brokers.security import control_auth
+from brokers.security.acls import ANONYMOUS
 from brokers.protocol.scram import ScramCredential, ScramError, check_password, make_credential
 from brokers.server.sasl import ScramLookup
 
@@ -86,7 +86,7 @@ class HttpSecurity:
     control_secret: bytes | None = None  # None: an open control plane (tests of the HTTP layer alone)
     basic_required: bool = False  # http.authentication.method=BASIC
     scram_credential: ScramLookup | None = None
-    authorizer: Any = None  # brokers.acl_store.AclAuthorizer, or None: everything is allowed
+    authorizer: Any = None  # brokers.security.authorizer.AclAuthorizer, or None: everything is allowed
     peer_tls: Any = None  # ssl.SSLContext verifying other brokers' https ports (http.ssl.enabled), or None
     _remembered: set[tuple[str, str, str, bytes]] = field(default_factory=set)
     _key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
@@ -161,7 +161,7 @@ def identity(request: web.Request) -> HttpIdentity:
 
 
 def allowed(request: web.Request, operation: int, resource_type: int, name: str) -> bool:
-    """Whether the caller may do ``operation`` on the resource (``brokers.authorizer`` codes)."""
+    """Whether the caller may do ``operation`` on the resource (``brokers.security.acls`` codes)."""
     return request.app[SECURITY_KEY].allowed(identity(request), request.remote or "", operation, resource_type, name)
 
 

@@ -6,7 +6,7 @@ import ssl
 import aiohttp
 
 from brokers.control import api_for, control_base_url, decode, encode
-from brokers.control_auth import signed_headers
+from brokers.security.control_auth import signed_headers
 from brokers.model import BrokerInfo
 
 MSGPACK = "application/msgpack"

@@ -16,7 +16,7 @@ from typing import Any, Callable, NamedTuple, Protocol
 import aiohttp
 
 from brokers.control import control_base_url, unpack
-from brokers.control_auth import signed_headers
+from brokers.security.control_auth import signed_headers
 from brokers.http import views
 from brokers.model import BrokerInfo
 from brokers.replication.metadata_cache import MetadataCache

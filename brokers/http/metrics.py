@@ -21,7 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
-from brokers import authorizer as acl
+from brokers.security import acls as acl
 from brokers.http import auth, views
 from brokers.http.cluster_reader import BrokerState, ClusterReader, local_groups
 from brokers.stats import LatencyHistogram

@@ -17,7 +17,7 @@ import time
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record import ConsumerRecord, Record, build_batch, iter_records
-from brokers.protocol.records import batch_size_at
+from brokers.protocol.record_batch import batch_size_at
 from brokers.replication.replica_manager import PartitionError, ReplicaManager, leader_partition
 from brokers.stats import BrokerStats
 

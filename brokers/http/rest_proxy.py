@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from brokers import authorizer as acl
+from brokers.security import acls as acl
 from brokers.control import control_base_url, pack, unpack
 from brokers.http import auth, partition_io, records_body
 from brokers.http.admin_api import BROKER_KEY, READER_KEY, error, respond, wants_msgpack

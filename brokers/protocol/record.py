@@ -27,7 +27,7 @@ from typing import Iterable, Iterator
 
 from brokers.protocol.compression import NONE, compress, decompress
 from brokers.protocol.errors import CorruptRecordError
-from brokers.protocol.records import (
+from brokers.protocol.record_batch import (
     CONTROL_BIT,
     CRC_AT,
     CRC_START,

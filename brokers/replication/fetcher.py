@@ -31,7 +31,7 @@ from brokers.client.connection import KafkaConnection
 from brokers.model import EndPoint, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
-from brokers.protocol.records import batch_size_at
+from brokers.protocol.record_batch import batch_size_at
 from brokers.protocol.sasl import SASL_PROTOCOLS, SaslClientConfig
 from brokers.replication import isr as decide
 from brokers.replication.partition import Partition

@@ -14,7 +14,7 @@ import struct
 import time
 from typing import Any, Awaitable, Callable
 
-from brokers.authorizer import ANONYMOUS
+from brokers.security.acls import ANONYMOUS
 from brokers.protocol import codec
 from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name, api_versions_response, is_flexible, is_supported
 from brokers.protocol.errors import ErrorCode

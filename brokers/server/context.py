@@ -11,7 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
-from brokers.authorizer import ANONYMOUS
+from brokers.security.acls import ANONYMOUS
 from brokers.config import BrokerConfig
 from brokers.model import TopicPartition
 from brokers.replication.metadata_cache import MetadataCache
@@ -107,12 +107,12 @@ class ServerContext:
     elect_leaders: ElectLeaders | None = None  # the controller's elections (brokers.app wires it)
     sasl: Any = None  # brokers.server.sasl.SaslServerConfig of a SASL_PLAINTEXT / SASL_SSL listener
     user_configs: Any = None  # handlers.scram_credentials.UserConfigs: /config/users (brokers.app wires it)
-    # brokers.acl_store.AclAuthorizer when authorizer.class.name is set; None: everything is allowed.
+    # brokers.security.authorizer.AclAuthorizer when authorizer.class.name is set; None: everything is allowed.
     authorizer: Any = None
 
     def authorize(self, operation: int, resource_type: int, names: Iterable[str]) -> set[str]:
         """The names of ``names`` on which the requesting principal may do ``operation`` (codes of
-        ``brokers.authorizer``); all of them when no authorizer is configured."""
+        ``brokers.security.acls``); all of them when no authorizer is configured."""
         if self.authorizer is None:
             return set(names)
         principal, host = PRINCIPAL.get(), CLIENT_HOST.get().lstrip("/")

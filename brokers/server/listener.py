@@ -27,9 +27,9 @@ import socket
 import ssl
 from typing import Any, Awaitable, Callable
 
-from brokers.authorizer import ANONYMOUS
+from brokers.security.acls import ANONYMOUS
 from brokers.protocol.framing import FrameDecoder, ProtocolError
-from brokers.server.principal_mapping import NoMatchingRule, SslPrincipalMapper
+from brokers.security.principal_mapping import NoMatchingRule, SslPrincipalMapper
 from brokers.server.tls import handshake_failure, peer_principal
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ that listener, ``BrokerConfig.listener_value``):
   certificate's name; empty turns that off.
 
 Principal (Kafka's default principal builder): ``User:`` and the name ``ssl.principal.mapping.rules``
-(brokers/server/principal_mapping.py) gives the certificate's subject DN in RFC 2253 form, most specific
+(brokers/security/principal_mapping.py) gives the certificate's subject DN in RFC 2253 form, most specific
 RDN first; with the default rules (``DEFAULT``) the DN itself (``User:CN=alice,OU=eng,O=zkafka``).
 ``User:ANONYMOUS`` when the client presented no (verified) certificate. A DN no rule applies to is
 ``NoMatchingRule``: the listener refuses that connection. Rules apply to SSL listeners only (on SASL_SSL
@@ -39,9 +39,9 @@ import ssl
 from dataclasses import dataclass
 from typing import Any
 
-from brokers.authorizer import ANONYMOUS
+from brokers.security.acls import ANONYMOUS
 from brokers.config import BrokerConfig, ConfigError
-from brokers.server.principal_mapping import InvalidRule, SslPrincipalMapper
+from brokers.security.principal_mapping import InvalidRule, SslPrincipalMapper
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from brokers.model import TopicPartition
 from brokers.protocol.record import batch_records, build_batch
-from brokers.protocol.records import TIMESTAMP_TYPE_BIT, BatchHeader, read_header
+from brokers.protocol.record_batch import TIMESTAMP_TYPE_BIT, BatchHeader, read_header
 from brokers.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from brokers.storage.files import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, offset_file_name
 from brokers.storage.log import Log

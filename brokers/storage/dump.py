@@ -12,7 +12,7 @@ from typing import Iterator
 
 from brokers.protocol.errors import KafkaError
 from brokers.protocol.record import batch_records
-from brokers.protocol.records import BatchHeader, check_crc, read_header
+from brokers.protocol.record_batch import BatchHeader, check_crc, read_header
 from brokers.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of
 from brokers.storage.offset_index import OffsetIndex
 from brokers.storage.segment import scan_batches

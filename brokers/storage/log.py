@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple, Protocol
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError
-from brokers.protocol.records import BatchSetInfo, assign_offsets, set_log_append_time, validate_batches
+from brokers.protocol.record_batch import BatchSetInfo, assign_offsets, set_log_append_time, validate_batches
 from brokers.storage.files import DELETED_SUFFIX
 from brokers.storage.leader_epoch_cache import LeaderEpochCache
 from brokers.storage.log_config import LogConfig
@@ -480,7 +480,7 @@ def _require_keys(buf, info: BatchSetInfo) -> None:
 def _first_record_at_or_after(batch, timestamp: int) -> tuple[int, int] | None:
     """Read one batch's record timestamps (the only record-level work on this path)."""
     from brokers.protocol.record import record_timestamps
-    from brokers.protocol.records import read_header
+    from brokers.protocol.record_batch import read_header
 
     for offset, record_timestamp in record_timestamps(batch, read_header(batch)):
         if record_timestamp >= timestamp:

@@ -48,7 +48,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 import crc32c
 
 from brokers.protocol.errors import InvalidProducerEpochError, InvalidRecordError, OutOfOrderSequenceError
-from brokers.protocol.records import CONTROL_BIT, BatchHeader
+from brokers.protocol.record_batch import CONTROL_BIT, BatchHeader
 from brokers.storage.files import atomic_write, base_offset_of, offset_file_name
 from brokers.storage.segment import INT32_MAX, LogSegment
 

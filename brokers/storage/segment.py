@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from brokers.protocol.errors import CorruptRecordError
-from brokers.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, batch_size_at, check_crc, read_header
+from brokers.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, batch_size_at, check_crc, read_header
 from brokers.storage.files import (
     INDEX_SUFFIX,
     LOG_SUFFIX,

@@ -399,7 +399,7 @@ class ClusterIdZNode:
 
 class ControlPlaneSecretZNode:
     """``/zkafka/control_plane_secret`` (zkafka's, not Kafka's): ``{"version":1,"secret":<base64>}``, the key
-    brokers sign their HTTP requests to each other with (``brokers.control_auth``) when
+    brokers sign their HTTP requests to each other with (``brokers.security.control_auth``) when
     ``control.plane.secret`` is not configured. Created once by the first broker (create-if-absent, like
     ``/cluster/id``), never changed; below a sensitive root, so with ``zookeeper.set.acl`` only the brokers'
     identity can read it."""

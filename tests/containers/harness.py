@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from scripts.zookeeper import find_free_base_port
+from scripts.local.zookeeper import find_free_base_port
 from tests.integration.conditions import wait_for
 
 BROKER_IMAGE = os.environ.get("ZKAFKA_BROKER_IMAGE", "zkafka-broker:local")

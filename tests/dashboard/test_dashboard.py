@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from kazoo.client import KazooClient
 
-from scripts.cluster import Cluster, ClusterError, ClusterSpec
-from scripts.zookeeper import ZooKeeperServer, find_free_base_port
+from scripts.local.cluster import Cluster, ClusterError, ClusterSpec
+from scripts.local.zookeeper import ZooKeeperServer, find_free_base_port
 
 SESSION_MS = 4000
 

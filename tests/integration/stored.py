@@ -1,11 +1,11 @@
 """What the brokers actually stored: batch headers read straight from the partitions' .log files,
-with the project's own RecordBatch reader (brokers.protocol.records)."""
+with the project's own RecordBatch reader (brokers.protocol.record_batch)."""
 from __future__ import annotations
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import CorruptRecordError
-from brokers.protocol.records import BatchHeader, iter_batches
-from scripts.cluster import Cluster
+from brokers.protocol.record_batch import BatchHeader, iter_batches
+from scripts.local.cluster import Cluster
 
 
 def stored_batches(cluster: Cluster, topic: str) -> dict[int, list[BatchHeader]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.bench_http import Client, HttpBenchOptions, format_report, run_http_bench
+from scripts.bench.http_api import Client, HttpBenchOptions, format_report, run_http_bench
 
 
 @pytest.mark.parametrize("secure, tls", [(False, False), (True, False), (True, True)])

@@ -9,8 +9,8 @@ from __future__ import annotations
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.bench_security import format_report, run_security_bench, start_mode
-from scripts.bench_security_options import MODES, SecurityBenchOptions
+from scripts.bench.security import format_report, run_security_bench, start_mode
+from scripts.bench.security_options import MODES, SecurityBenchOptions
 
 
 def test_a_small_run_measures_every_mode_and_login(tmp_path):

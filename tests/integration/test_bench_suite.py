@@ -3,9 +3,9 @@ produce, consume and group scenarios with a warm-up and repetitions, costs them 
 report and goals come out whole. The numbers are not judged here: benchmarks are never asserted."""
 from __future__ import annotations
 
-from scripts.bench_suite import report
-from scripts.bench_suite.scenarios import select
-from scripts.bench_suite.suite import SuiteOptions, run_suite
+from scripts.bench.suite import report
+from scripts.bench.suite.scenarios import select
+from scripts.bench.suite.suite import SuiteOptions, run_suite
 
 
 def test_a_small_suite_run_measures_every_scenario_and_renders(tmp_path):

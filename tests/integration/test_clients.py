@@ -14,7 +14,7 @@ NOW_MS = int(time.time() * 1000) - 3_600_000  # an hour ago: inside the default 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import running_cluster
+from scripts.local.cluster import running_cluster
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 

@@ -40,7 +40,7 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import TopicAlreadyExistsError
 from kafka.partitioner.default import murmur2
 
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.stored import stored_batches as read_stored
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from brokers.control import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, decode, encode
-from brokers.control_auth import signed_headers
+from brokers.security.control_auth import signed_headers
 from brokers.protocol.errors import ErrorCode
 from brokers.zk.paths import ControlPlaneSecretZNode
-from scripts.cluster import Cluster, ClusterSpec
-from scripts.zookeeper import find_free_base_port
+from scripts.local.cluster import Cluster, ClusterSpec
+from scripts.local.zookeeper import find_free_base_port
 from tests.integration.conditions import wait_for
 
 SESSION_MS = 4000

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 BIN = Path(sys.executable).parent

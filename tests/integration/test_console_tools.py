@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts.cluster import running_cluster
-from scripts.console_consumer import FORMATTER_DEFAULTS, MessageFormatter
-from scripts.console_producer import READER_DEFAULTS, LineError, LineReader
+from scripts.local.cluster import running_cluster
+from scripts.tools.console_consumer import FORMATTER_DEFAULTS, MessageFormatter
+from scripts.tools.console_producer import READER_DEFAULTS, LineError, LineReader
 from tests.integration.conditions import wait_for as _wait_for
 
 BIN = Path(sys.executable).parent

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def cluster(tmp_path_factory):
 
 
 def tool(cluster: Cluster, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scripts.kafka_consumer_groups",
+    return subprocess.run([sys.executable, "-m", "scripts.tools.kafka_consumer_groups",
                            "--bootstrap-server", cluster.bootstrap_servers, *argv],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
 

@@ -438,7 +438,7 @@ def test_a_failing_callback_does_not_stop_the_worker_and_close_cancels_everythin
     asyncio.run(main())
 
 
-# -- a closed control plane (brokers.control_auth) -------------------------------------------------
+# -- a closed control plane (brokers.security.control_auth) -------------------------------------------------
 SECRET = b"the cluster's control-plane secret"
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from brokers.protocol.record import iter_records
-from brokers.protocol.records import iter_batches, read_header
+from brokers.protocol.record_batch import iter_batches, read_header
 from brokers.storage.log_manager import LogManager
 from tests.integration.crash_writer import COMPACT_CONFIG, CONFIG, TP, planned_records, planned_values
 

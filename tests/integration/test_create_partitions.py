@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kafka import KafkaAdminClient
 from kafka.errors import InvalidPartitionsError, InvalidReplicationAssignmentError, UnknownTopicOrPartitionError
 
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 BIN = Path(sys.executable).parent

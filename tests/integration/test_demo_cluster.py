@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scripts.cluster import ClusterSpec
+from scripts.local.cluster import ClusterSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scripts.cluster import running_cluster
+from scripts.local.cluster import running_cluster
 
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 4) + b"fuzz"
 

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from consumer_group.coordinator.placement import partition_for
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 PARTITIONS = 6

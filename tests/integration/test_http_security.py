@@ -22,8 +22,8 @@ from confluent_kafka.admin import (
 )
 
 from brokers.control import UpdateMetadataRequest, encode
-from brokers.control_auth import HEADER, sign
-from scripts.cluster import Cluster, ClusterSpec
+from brokers.security.control_auth import HEADER, sign
+from scripts.local.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
 from tests.integration.scram_users import ADMIN_JAAS, add_scram_users
 

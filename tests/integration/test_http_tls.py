@@ -14,7 +14,7 @@ import pytest
 import requests
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.local.cluster import Cluster, ClusterSpec
 from tests.certs import make_pki
 from tests.integration.conditions import wait_for
 from tests.integration.scram_users import add_scram_users

@@ -21,7 +21,7 @@ from brokers.model import BrokerInfo, EndPoint
 from brokers.model import TopicPartition as TP
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record import Record, build_batch
-from brokers.protocol.records import iter_batches, read_header
+from brokers.protocol.record_batch import iter_batches, read_header
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.server.apis import KafkaApis

@@ -26,7 +26,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.stored import stored_batches as read_stored
 
 KCAT = "/usr/bin/kcat"

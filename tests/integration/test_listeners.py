@@ -8,8 +8,8 @@ import dataclasses
 from confluent_kafka import OFFSET_INVALID, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, ClusterSpec
-from scripts.zookeeper import find_free_base_port
+from scripts.local.cluster import Cluster, ClusterSpec
+from scripts.local.zookeeper import find_free_base_port
 
 
 def test_each_listener_advertises_its_own_endpoints(tmp_path):

@@ -1,4 +1,4 @@
-"""``coordinator.partition_addition.add_partitions`` against a real ZooKeeper: the rewrite of
+"""``brokers.admin.partition_addition.add_partitions`` against a real ZooKeeper: the rewrite of
 ``/brokers/topics/<t>`` keeps every other field, is a compare-and-set (a concurrent writer makes it read
 and decide again once, then fail), and Kafka's refusals (deletion queued, reassignment running, unknown
 topic) leave the znode alone."""
@@ -14,7 +14,7 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import TopicZNode
-from coordinator.partition_addition import add_partitions
+from brokers.admin.partition_addition import add_partitions
 
 TOPIC_ID = "q0SAh6cFTjqTAXdPgYQVkA"
 

@@ -26,7 +26,7 @@ from kafka import TopicPartition as KTP
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
 from kazoo.client import KazooClient
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.local.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
 
 
@@ -239,7 +239,7 @@ def tool(*args: str) -> "subprocess.CompletedProcess[str]":
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "scripts.kafka_reassign_partitions", *args],
+    return subprocess.run([sys.executable, "-m", "scripts.tools.kafka_reassign_partitions.command", *args],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -331,14 +331,14 @@ def test_a_throttled_move_copies_at_the_throttle_rate_while_producers_keep_their
     assert "Reassignment of partition throttled-0 is still in progress." in verify.stdout
     assert "Clearing" not in verify.stdout  # throttles stay while anything moves
 
-    lifted = subprocess.run([sys.executable, "-m", "scripts.kafka_configs", *bootstrap, "--entity-type", "brokers",
+    lifted = subprocess.run([sys.executable, "-m", "scripts.tools.kafka_configs.command", *bootstrap, "--entity-type", "brokers",
                              "--entity-default", "--alter", "--add-config",
                              "leader.replication.throttled.rate=1000000000,follower.replication.throttled.rate=1000000000"],
                             capture_output=True, text=True, timeout=60)
     assert lifted.returncode == 0, lifted.stderr
     # the per-broker values set by --throttle win over the default entity: lift them where they are
     for broker in (1, 2, 3, 4):
-        one = subprocess.run([sys.executable, "-m", "scripts.kafka_configs", *bootstrap, "--entity-type", "brokers",
+        one = subprocess.run([sys.executable, "-m", "scripts.tools.kafka_configs.command", *bootstrap, "--entity-type", "brokers",
                               "--entity-name", str(broker), "--alter", "--delete-config",
                               "leader.replication.throttled.rate,follower.replication.throttled.rate"],
                              capture_output=True, text=True, timeout=60)

@@ -38,7 +38,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from scripts.cluster import Cluster
+from scripts.local.cluster import Cluster
 from tests.integration.conditions import wait_for
 
 SESSION_MS = 4000

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.partitioner.default import murmur2  # kafka-python's port of the Java client's
 
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 PARTITIONS = 3

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, running_cluster
+from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 
 TOPIC = "rolling"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scripts.cluster import running_cluster
+from scripts.local.cluster import running_cluster
 from tests.integration.scram_users import add_scram_users
 
 PROPERTIES = {

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.local.cluster import Cluster, ClusterSpec
 from tests.certs import make_pki
 from tests.integration.scram_users import ADMIN_JAAS, add_scram_users
 from tests.integration.test_console_tools import tool

@@ -17,8 +17,8 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 
 from brokers.protocol import codec
-from scripts.cluster import Cluster, ClusterSpec
-from scripts.zookeeper import find_free_base_port
+from scripts.local.cluster import Cluster, ClusterSpec
+from scripts.local.zookeeper import find_free_base_port
 from tests.certs import make_pki
 from tests.integration.conditions import wait_for
 

@@ -11,7 +11,7 @@ from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndContro
 from brokers.zk.client import DuplicateBrokerIdError, KafkaZkClient
 from brokers.zk.errors import ControllerMovedError
 from brokers.zk.gateway import ZkGateway
-from scripts.zookeeper import find_free_base_port
+from scripts.local.zookeeper import find_free_base_port
 
 
 def run(coro):
@@ -162,7 +162,7 @@ def test_a_deposed_controller_resigns_when_its_write_is_fenced(zookeeper):
 def test_reads_ride_out_a_zookeeper_leader_change(tmp_path):
     """kill -9 the ensemble's leader while a broker-side gateway keeps reading: every read succeeds
     (brief connection losses are retried), and the session and its ephemeral node survive."""
-    from scripts.zookeeper import ZooKeeperEnsemble
+    from scripts.local.zookeeper import ZooKeeperEnsemble
 
     ensemble = ZooKeeperEnsemble(tmp_path / "ensemble", find_free_base_port(3), 3, tick_time=500)
     ensemble.start(90)

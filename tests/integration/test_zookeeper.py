@@ -18,7 +18,7 @@ import pytest
 from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 
-from scripts import zookeeper as zk
+from scripts.local import zookeeper as zk
 from tests.integration.conditions import wait_for
 
 ZKAFKA = Path(sys.executable).with_name("zkafka")

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from brokers.zk.paths import ControlPlaneSecretZNode
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.local.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
 
 CREDENTIALS = "kafka:zk-secret"

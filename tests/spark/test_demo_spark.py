@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from scripts.demo_spark import parse_count_line  # noqa: E402
+from scripts.demo.spark import parse_count_line  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Kafka 2.8's AclAuthorizer rules (brokers.authorizer), exhaustively: matching (literal, wildcard,
+"""Kafka 2.8's AclAuthorizer rules (brokers.security.acls), exhaustively: matching (literal, wildcard,
 prefixed), deny over allow, principals and hosts with wildcards, implied operations, super users,
 allow.everyone.if.no.acl.found, the any-resource rule of InitProducerId, filters and validation."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ import itertools
 
 import pytest
 
-from brokers import authorizer as acl
-from brokers.authorizer import (
+from brokers.security import acls as acl
+from brokers.security.acls import (
     ALL, ALLOW, ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_ACTION, CREATE, DELETE, DENY, DESCRIBE, DESCRIBE_CONFIGS,
     GROUP, IDEMPOTENT_WRITE, LITERAL, MATCH, PREFIXED, READ, TOPIC, WRITE, AclEntry, AclFilter, ResourcePattern,
 )

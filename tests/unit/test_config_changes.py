@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from brokers.config_changes import ConfigChangeListener, unprocessed
+from brokers.dynamic_config.change_listener import ConfigChangeListener, unprocessed
 from brokers.zk.errors import ConnectionLossError
 from brokers.zk.gateway import WatchEvent
 

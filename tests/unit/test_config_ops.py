@@ -1,9 +1,9 @@
-"""The pure override-set arithmetic of AlterConfigs / IncrementalAlterConfigs (brokers.config_ops)."""
+"""The pure override-set arithmetic of AlterConfigs / IncrementalAlterConfigs (brokers.dynamic_config.config_ops)."""
 from __future__ import annotations
 
 import pytest
 
-from brokers.config_ops import (
+from brokers.dynamic_config.config_ops import (
     APPEND,
     DELETE,
     SET,

@@ -1,11 +1,11 @@
-"""brokers.control_auth: what a broker signs, another verifies; anything else is refused with a reason."""
+"""brokers.security.control_auth: what a broker signs, another verifies; anything else is refused with a reason."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brokers.control_auth import HEADER, MAX_SKEW_MS, sign, signed_headers, verify
+from brokers.security.control_auth import HEADER, MAX_SKEW_MS, sign, signed_headers, verify
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 NOW = 1_800_000_000_000

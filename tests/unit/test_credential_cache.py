@@ -1,9 +1,9 @@
-"""brokers.credential_cache.CredentialCache: one read per user until an invalidation, never a stale store."""
+"""brokers.security.credential_cache.CredentialCache: one read per user until an invalidation, never a stale store."""
 from __future__ import annotations
 
 import asyncio
 
-from brokers.credential_cache import CredentialCache
+from brokers.security.credential_cache import CredentialCache
 
 
 class Users:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from brokers.config import BrokerConfig
-from brokers.dynamic_config import (
+from brokers.dynamic_config.broker_config import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,

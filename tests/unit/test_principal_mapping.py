@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.server.principal_mapping import InvalidRule, NoMatchingRule, SslPrincipalMapper, split_rules
+from brokers.security.principal_mapping import InvalidRule, NoMatchingRule, SslPrincipalMapper, split_rules
 
 DN = "CN=alice,OU=ServiceUsers,O=zkafka,L=Oslo,C=NO"
 

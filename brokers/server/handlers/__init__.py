@@ -10,8 +10,8 @@ import asyncio
 import time
 from typing import Callable
 
-from brokers.authorizer import CLUSTER, CLUSTER_NAME, TOPIC
-from brokers.config_ops import TOPIC_RESOURCE
+from brokers.security.acls import CLUSTER, CLUSTER_NAME, TOPIC
+from brokers.dynamic_config.config_ops import TOPIC_RESOURCE
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.replication.partition import Partition

@@ -1,5 +1,5 @@
 """The ACL APIs: DescribeAcls (29), CreateAcls (30), DeleteAcls (31), v1-v3 (v2+ flexible), as Kafka
-2.8's ``KafkaApis`` with the AclAuthorizer (``brokers.acl_store``).
+2.8's ``KafkaApis`` with the AclAuthorizer (``brokers.security.authorizer``).
 
 * Without an authorizer (``authorizer.class.name`` unset) every answer is SECURITY_DISABLED (54).
 * CreateAcls and DeleteAcls need Alter on the cluster, DescribeAcls Describe on the cluster, else
@@ -17,8 +17,8 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from brokers import authorizer as acl
-from brokers.authorizer import AclEntry, AclFilter, ResourcePattern
+from brokers.security import acls as acl
+from brokers.security.acls import AclEntry, AclFilter, ResourcePattern
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader

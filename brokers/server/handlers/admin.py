@@ -35,7 +35,7 @@ broker config (DYNAMIC_BROKER_CONFIG 2, DYNAMIC_DEFAULT_BROKER_CONFIG 3), server
 UNKNOWN_TOPIC_OR_PARTITION. Resource type 4 with this broker's id lists the broker's own keys that
 have a value, source STATIC_BROKER_CONFIG (4) when it differs from the default and DEFAULT_CONFIG (5)
 when it is the default (as Kafka reports them), read-only, plus the dynamic broker keys
-(``brokers.dynamic_config``) with their current source, not read-only; the empty name (the cluster
+(``brokers.dynamic_config.broker_config``) with their current source, not read-only; the empty name (the cluster
 default) lists only the cluster-default dynamic overrides, as Kafka does. Another broker's id is
 INVALID_REQUEST, other resource types too. ``configuration_keys`` null means every key (librdkafka
 sends null), a list filters. With ``include_synonyms`` each entry carries its synonyms, highest
@@ -47,7 +47,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.authorizer import (
+from brokers.security.acls import (
     CLUSTER,
     CLUSTER_NAME,
     CREATE,
@@ -60,7 +60,7 @@ from brokers.authorizer import (
     WRITE,
 )
 from brokers.config import SCHEMA, is_sensitive
-from brokers.config_ops import BROKER_RESOURCE, TOPIC_RESOURCE
+from brokers.dynamic_config.config_ops import BROKER_RESOURCE, TOPIC_RESOURCE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader

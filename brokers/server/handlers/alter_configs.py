@@ -17,7 +17,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.authorizer import ALTER_CONFIGS
+from brokers.security.acls import ALTER_CONFIGS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader

@@ -20,7 +20,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.authorizer import ALTER, TOPIC
+from brokers.security.acls import ALTER, TOPIC
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader

@@ -24,7 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from brokers.model import NO_LEADER, TopicPartition
-from brokers.authorizer import ALTER, CLUSTER, CLUSTER_NAME
+from brokers.security.acls import ALTER, CLUSTER, CLUSTER_NAME
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader

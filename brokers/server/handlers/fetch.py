@@ -46,7 +46,7 @@ import asyncio
 import time
 from typing import Any
 
-from brokers.authorizer import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC
+from brokers.security.acls import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response
 from brokers.protocol.framing import RequestHeader

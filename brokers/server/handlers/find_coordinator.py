@@ -22,7 +22,7 @@ from typing import Any
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
-from brokers.authorizer import DESCRIBE, GROUP
+from brokers.security.acls import DESCRIBE, GROUP
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import ServerContext
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokers.authorizer import DESCRIBE, TOPIC
+from brokers.security.acls import DESCRIBE, TOPIC
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from brokers.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
+from brokers.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from brokers.authorizer import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
+from brokers.security.acls import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Protocol
 
-from brokers.authorizer import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
+from brokers.security.acls import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader

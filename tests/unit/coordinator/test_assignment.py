@@ -1,4 +1,4 @@
-"""coordinator.assignment: Kafka's rack-unaware replica assignment, CreatePartitions, topic names."""
+"""brokers.admin.assignment: Kafka's rack-unaware replica assignment, CreatePartitions, topic names."""
 from __future__ import annotations
 
 import random
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brokers.protocol.errors import ErrorCode, KafkaError
-from coordinator.assignment import (
+from brokers.admin.assignment import (
     MAX_TOPIC_NAME_LENGTH,
     assign_new_partitions,
     assign_replicas_to_brokers,

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brokers.protocol.errors import ErrorCode, KafkaError
-from coordinator.assignment import assign_new_partitions, assign_replicas_to_brokers, partitions_to_add
-from scripts.replica_assignment import new_replica_lists, parse_replica_assignment
+from brokers.admin.assignment import assign_new_partitions, assign_replicas_to_brokers, partitions_to_add
+from scripts.tools.kafka_topics.replica_assignment import new_replica_lists, parse_replica_assignment
 
 EXISTING = {0: [1, 2], 1: [2, 3], 2: [3, 1]}
 LIVE = [1, 2, 3]

@@ -14,7 +14,7 @@ import pytest
 
 from brokers.protocol.compression import CODEC_BY_NAME, XERIAL_MAGIC, decompress
 from brokers.protocol.record import Record, batch_records, build_batch, decode_records, encode_records, iter_records
-from brokers.protocol.records import (
+from brokers.protocol.record_batch import (
     CRC_AT,
     CRC_START,
     HEADER,

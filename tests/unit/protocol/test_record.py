@@ -24,7 +24,7 @@ from brokers.protocol.record import (
     encode_varlong,
     iter_records,
 )
-from brokers.protocol.records import HEADER_SIZE, check_crc, iter_batches, read_header, validate_batches
+from brokers.protocol.record_batch import HEADER_SIZE, check_crc, iter_batches, read_header, validate_batches
 
 CODECS = sorted(CODEC_BY_NAME.values())
 int32s = st.integers(INT32_MIN, INT32_MAX)

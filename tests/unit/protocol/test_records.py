@@ -7,7 +7,7 @@ import pytest
 
 from brokers.protocol.errors import CorruptRecordError, ErrorCode, InvalidRecordError
 from brokers.protocol.record import Record, batch_records, build_batch, iter_records
-from brokers.protocol.records import (
+from brokers.protocol.record_batch import (
     CRC_AT,
     CRC_START,
     LENGTH_AT,

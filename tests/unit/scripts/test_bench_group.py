@@ -1,7 +1,7 @@
 """``zkafka bench group``'s pure parts: summaries, the "both members share the partitions" test and the report."""
 from __future__ import annotations
 
-from scripts.bench_group import ALL, format_report, shared, summary_ms
+from scripts.bench.group import ALL, format_report, shared, summary_ms
 
 
 def test_summary_is_median_and_max_in_ms():

@@ -8,13 +8,13 @@ from collections import Counter
 
 import pytest
 
-from brokers import authorizer as acl
-from brokers.acl_store import pattern_znode
+from brokers.security import acls as acl
+from brokers.security.authorizer import pattern_znode
 from brokers.zk.paths import AclZNode
 from scripts import cli
-from scripts.bench_security import ENVIRONMENT, _environment, format_report, grants, rotated, summarize
-from scripts.bench_security_acls import CASES, acl_mix, count_entries, decision, format_decisions, rate, run_decisions
-from scripts.bench_security_options import MODES, options_from_args
+from scripts.bench.security import ENVIRONMENT, _environment, format_report, grants, rotated, summarize
+from scripts.bench.security_acls import CASES, acl_mix, count_entries, decision, format_decisions, rate, run_decisions
+from scripts.bench.security_options import MODES, options_from_args
 
 
 def kinds(acls):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.bench_replication import format_report
-from scripts.bench_stats import (KREPS_RF1, KREPS_RF3_ACKS1, KREPS_RF3_ACKSALL, first_ack_after, latency_summary,
+from scripts.bench.replication import format_report
+from scripts.bench.stats import (KREPS_RF1, KREPS_RF3_ACKS1, KREPS_RF3_ACKSALL, first_ack_after, latency_summary,
                                  parse_rates, percentile, read_stamp, replication_ratios, schedule, spread_assignment,
                                  stamped_value)
 from scripts.cli import build_parser, main

@@ -1,4 +1,4 @@
-"""scripts.client_properties: Kafka's Java client properties (a tool's --command-config) -> librdkafka's
+"""scripts.tools.common.client_properties: Kafka's Java client properties (a tool's --command-config) -> librdkafka's
 settings and the internal client's TLS context and SASL credentials."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import ssl
 import pytest
 
 from brokers.protocol.sasl import SaslClientConfig
-from scripts.client_properties import (ClientPropertiesError, check_login, connection_settings, from_flag,
+from scripts.tools.common.client_properties import (ClientPropertiesError, check_login, connection_settings, from_flag,
                                        librdkafka_config, parse_flag, read, tool_config)
 from tests.certs import make_pki
 
@@ -176,8 +176,8 @@ def test_a_key_librdkafka_does_not_know_is_one_line_and_exit_1(tmp_path, argv, l
     file.write_text("foo.bar=1\n")
     tool, *args = argv
     module = {"kafka-acls": "kafka_acls", "kafka-leader-election": "kafka_leader_election",
-              "kafka-configs": "kafka_configs", "kafka-topics": "kafka_topics"}[tool]
-    done = subprocess.run([sys.executable, "-m", f"scripts.{module}", "--bootstrap-server", "127.0.0.1:1",
+              "kafka-configs": "kafka_configs.command", "kafka-topics": "kafka_topics.command"}[tool]
+    done = subprocess.run([sys.executable, "-m", f"scripts.tools.{module}", "--bootstrap-server", "127.0.0.1:1",
                            *(a.replace("{file}", str(file)) for a in args)], capture_output=True, text=True,
                           timeout=60, cwd=Path(__file__).resolve().parents[3])
     assert (done.returncode, done.stderr.strip().splitlines()) == (1, [line])

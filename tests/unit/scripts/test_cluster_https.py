@@ -1,10 +1,10 @@
-"""scripts.cluster for an https cluster (``http.ssl.enabled=true`` among its properties): the health polls
+"""scripts.local.cluster for an https cluster (``http.ssl.enabled=true`` among its properties): the health polls
 and ``http_url`` use https and trust the brokers' truststore; a plain cluster is exactly as before."""
 from __future__ import annotations
 
 import ssl
 
-from scripts.cluster import Cluster, ClusterSpec
+from scripts.local.cluster import Cluster, ClusterSpec
 from tests.certs import make_pki
 
 

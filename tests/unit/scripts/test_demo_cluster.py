@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import demo_cluster
+from scripts.demo import cluster as demo_cluster
 from scripts.cli import build_parser, main
-from scripts.cluster import Cluster, ClusterSpec
-from scripts.demo_cluster import (DemoError, DemoOptions, Progress, busy_ports, check_java, demo_ports,
+from scripts.local.cluster import Cluster, ClusterSpec
+from scripts.demo.cluster import (DemoError, DemoOptions, Progress, busy_ports, check_java, demo_ports,
                                   java_problem, parse_java_version, ports_message, running_cluster, stop_hint_for,
                                   summary)
 

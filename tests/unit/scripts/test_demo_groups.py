@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from scripts.cli import main
-from scripts.demo_groups import (MEMBERS, PARTITIONS, GroupDemo, GroupMetadata, MemberProcess, check_delivery,
+from scripts.demo.groups import (MEMBERS, PARTITIONS, GroupDemo, GroupMetadata, MemberProcess, check_delivery,
                                  describe_event, parse_event, parse_group_metadata, ranges, throughput_line, timeline)
 
 

@@ -7,7 +7,7 @@ import random
 
 import msgpack
 
-from scripts.demo_spark import PAGES, USERS, click_event, encode_click, format_count, parse_count_line, progress_line
+from scripts.demo.spark import PAGES, USERS, click_event, encode_click, format_count, parse_count_line, progress_line
 
 
 def test_click_events_are_pages_users_and_the_time():

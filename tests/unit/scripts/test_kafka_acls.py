@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from brokers import authorizer as acl
-from brokers.authorizer import AclEntry, ResourcePattern
-from scripts import kafka_acls
-from scripts.kafka_acls import build_parser, check_operations, entries, format_acls, resource_patterns
+from brokers.security import acls as acl
+from brokers.security.acls import AclEntry, ResourcePattern
+from scripts.tools import kafka_acls
+from scripts.tools.kafka_acls import build_parser, check_operations, entries, format_acls, resource_patterns
 
 B = ["--bootstrap-server", "127.0.0.1:1"]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.kafka_configs import main, parse_add_config, parse_delete_config
+from scripts.tools.kafka_configs.command import main, parse_add_config, parse_delete_config
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -6,9 +6,9 @@ import pytest
 from confluent_kafka.admin import ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
 
 from brokers.protocol.scram import ScramClient, ScramCredential, ScramServer
-from scripts.kafka_configs import ConfigCommandError, parse_add_config
-from scripts.kafka_configs_users import UserConfigError, apply_changes, describe_lines, entity_name
-from scripts.kafka_configs_users_admin import alterations, client_config
+from scripts.tools.kafka_configs.command import ConfigCommandError, parse_add_config
+from scripts.tools.kafka_configs.users import UserConfigError, apply_changes, describe_lines, entity_name
+from scripts.tools.kafka_configs.users_admin import alterations, client_config
 
 
 def test_add_config_stores_kafkas_credential_and_no_password():

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
 
-from scripts import kafka_consumer_groups as cg
-from scripts.kafka_consumer_groups import Member, OffsetRow, ResetSpec
+from scripts.tools import kafka_consumer_groups as cg
+from scripts.tools.kafka_consumer_groups import Member, OffsetRow, ResetSpec
 
 BOOT = ["--bootstrap-server", "localhost:9092"]
 

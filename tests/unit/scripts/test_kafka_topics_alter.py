@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.kafka_topics import main
+from scripts.tools.kafka_topics.command import main
 
 ZK = ["--zookeeper", "127.0.0.1:1"]
 

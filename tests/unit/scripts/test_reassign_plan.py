@@ -7,8 +7,8 @@ import random
 import pytest
 
 from brokers.model import TopicPartition
-from scripts import reassign_plan as plan
-from scripts.kafka_reassign_partitions import build_parser, check_flags
+from scripts.tools.kafka_reassign_partitions import plan
+from scripts.tools.kafka_reassign_partitions.command import build_parser, check_flags
 
 T0, T1, U0 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
 

@@ -1,4 +1,4 @@
-"""scripts/zookeeper.py without processes or sockets: zoo.cfg, classpath by prefix, java lookup, srvr parsing,
+"""scripts/local/zookeeper.py without processes or sockets: zoo.cfg, classpath by prefix, java lookup, srvr parsing,
 the state file, and the ``zkafka zookeeper`` flags."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import zookeeper as zk
+from scripts.local import zookeeper as zk
 from scripts.cli import build_parser, main
 
 PYSPARK_LIKE = [  # the 8 we need, as pyspark 4.3.0 names them
@@ -164,7 +164,7 @@ def test_zookeeper_home(tmp_path):
 
 
 def test_the_installed_wheel_resolves_without_importing_pyspark():
-    code = ("import sys; from scripts import zookeeper as z; cp = z.resolve_classpath({}); "
+    code = ("import sys; from scripts.local import zookeeper as z; cp = z.resolve_classpath({}); "
             "assert 'pyspark' not in sys.modules, 'pyspark was imported'; print(cp)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     jars = out.strip().split(os.pathsep)

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from brokers import authorizer as acl
-from brokers.acl_store import AclAuthorizer
-from brokers.authorizer import ALLOW, DENY, AclEntry, ResourcePattern
+from brokers.security import acls as acl
+from brokers.security.authorizer import AclAuthorizer
+from brokers.security.acls import ALLOW, DENY, AclEntry, ResourcePattern
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode

@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from brokers.admin import ZkAdmin
+from brokers.admin.zk_admin import ZkAdmin
 from brokers.config import BrokerConfig
 from brokers.control import PartitionState, UpdateMetadataRequest
-from brokers.dynamic_config import DynamicBrokerConfig
+from brokers.dynamic_config.broker_config import DynamicBrokerConfig
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader

@@ -8,7 +8,7 @@ import base64
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from brokers.control_auth import HEADER, sign
+from brokers.security.control_auth import HEADER, sign
 from brokers.http import auth
 from brokers.http.auth import ANONYMOUS_IDENTITY, BROKER_IDENTITY, HttpIdentity, HttpSecurity, Unauthenticated
 from brokers.protocol.scram import make_credential

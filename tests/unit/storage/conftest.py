@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from brokers.protocol.record import Record, build_batch, iter_records
-from brokers.protocol.records import iter_batches
+from brokers.protocol.record_batch import iter_batches
 from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
 

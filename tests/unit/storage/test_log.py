@@ -14,7 +14,7 @@ from brokers.protocol.errors import (
     UnsupportedCompressionError,
 )
 from brokers.protocol.record import iter_records
-from brokers.protocol.records import CRC_AT, iter_batches
+from brokers.protocol.record_batch import CRC_AT, iter_batches
 
 from .conftest import batch, read_all
 

@@ -6,7 +6,7 @@ import threading
 import time
 
 from brokers.protocol.errors import OffsetOutOfRangeError
-from brokers.protocol.records import batch_size_at, iter_batches
+from brokers.protocol.record_batch import batch_size_at, iter_batches
 from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
 from brokers.storage.scheduler import Scheduler

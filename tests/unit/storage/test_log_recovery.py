@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from brokers.protocol.records import read_header
+from brokers.protocol.record_batch import read_header
 from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
 

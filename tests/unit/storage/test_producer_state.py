@@ -15,7 +15,7 @@ from brokers.protocol.errors import (
     UnknownProducerIdError,
 )
 from brokers.protocol.record import Record, build_batch
-from brokers.protocol.records import iter_batches, read_header
+from brokers.protocol.record_batch import iter_batches, read_header
 from brokers.storage.log import Log, LogAppendInfo
 from brokers.storage.log_config import LogConfig
 from brokers.storage.producer_state import (

@@ -1,5 +1,5 @@
 """The ACL znodes in Kafka 2.8's exact layout (ZkData.scala: ZkAclStore, LiteralAclChangeStore,
-ExtendedAclChangeStore) and brokers.acl_store's conditional writes and change processing, over an
+ExtendedAclChangeStore) and brokers.security.authorizer's conditional writes and change processing, over an
 in-memory ZooKeeper (the real one is in tests/integration/test_acls.py)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from brokers.acl_store import AclAuthorizer
-from brokers.authorizer import ALLOW, DENY, LITERAL, PREFIXED, READ, TOPIC, GROUP, WRITE, AclEntry, ResourcePattern
+from brokers.security.authorizer import AclAuthorizer
+from brokers.security.acls import ALLOW, DENY, LITERAL, PREFIXED, READ, TOPIC, GROUP, WRITE, AclEntry, ResourcePattern
 from brokers.zk.errors import BadVersionError, NodeExistsError, NoNodeError
 from brokers.zk.gateway import WatchEvent
 from brokers.zk.paths import AclChangeNotificationZNode, AclZNode

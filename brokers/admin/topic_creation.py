@@ -1,0 +1,36 @@
+"""Topic creation, Kafka's ``AdminZkClient.createTopic``: the admin path that CreateTopics and
+``kafka-topics --zookeeper`` share. Validates the name, assigns replicas (``brokers.admin.assignment``)
+and writes the topic's znodes; the controller notices the new topic through its watch and does the rest.
+"""
+from __future__ import annotations
+
+import logging
+import random
+
+from brokers.admin.assignment import assign_replicas_to_brokers, topics_collide, validate_topic_name
+from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.zk.client import KafkaZkClient
+from brokers.zk.errors import NodeExistsError
+
+log = logging.getLogger(__name__)
+
+
+async def create_topic(kzc: KafkaZkClient, topic: str, num_partitions: int, replication_factor: int,
+                       config: dict[str, str] | None = None, *, rng: random.Random | None = None) -> dict[int, list[int]]:
+    """Validate, assign replicas (Kafka's rack-unaware algorithm) and write the topic's znodes."""
+    validate_topic_name(topic)
+    existing = await kzc.get_all_topics()
+    if topic in existing:
+        raise KafkaError(f"topic {topic!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS)
+    clash = next((t for t in existing if topics_collide(t, topic)), None)
+    if clash is not None:
+        raise KafkaError(f"topic {topic!r} collides with existing topic {clash!r} ('.' and '_' clash in metric names)",
+                         ErrorCode.INVALID_TOPIC_EXCEPTION)
+    brokers = await kzc.get_broker_ids()
+    assignment = assign_replicas_to_brokers(brokers, num_partitions, replication_factor, rng=rng)
+    try:
+        await kzc.create_topic(topic, assignment, dict(config or {}))
+    except NodeExistsError:
+        raise KafkaError(f"topic {topic!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS) from None
+    log.info("created topic %s with assignment %s", topic, assignment)
+    return assignment

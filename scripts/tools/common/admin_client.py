@@ -1,0 +1,163 @@
+"""ClusterAdmin: what the operator tools need that confluent-kafka's AdminClient lacks (one way for them to
+speak the broker's own protocol client: ``request_any`` for any API, KIP-455's reassignments to the controller).
+
+KIP-455's AlterPartitionReassignments and ListPartitionReassignments (librdkafka has neither) go to the
+controller over the broker's own protocol client (``brokers.client.KafkaConnection``, kio-encoded), found
+with Metadata v4 like every Kafka admin client does: the controller id in Metadata, retried once on
+NOT_CONTROLLER after a fresh Metadata (the controller moved). Configs go through confluent-kafka's
+``incremental_alter_configs`` (the throttles of ``kafka-reassign-partitions --throttle``).
+``properties`` are Kafka's client properties (a tool's ``--command-config``, ``scripts.tools.common.client_properties``):
+both kinds of connection use their ``security.protocol``, TLS and SASL settings.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+from brokers.client.connection import KafkaConnection
+from brokers.model import ReplicaAssignment, TopicPartition
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode
+from scripts.tools.common.client_properties import connection_settings, librdkafka_config
+
+METADATA, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 3, 45, 46
+CLIENT_ID = "zkafka-admin"
+
+
+class ClusterAdminError(RuntimeError):
+    pass
+
+
+def _endpoints(bootstrap: str) -> list[tuple[str, int]]:
+    out = []
+    for item in bootstrap.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ClusterAdminError(f"bad --bootstrap-server entry {item!r}: expected HOST:PORT")
+        out.append((host, int(port)))
+    return out
+
+
+class ClusterAdmin:
+    def __init__(self, bootstrap: str, timeout: float, client_id: str = CLIENT_ID,
+                 properties: dict[str, str] | None = None):
+        self.bootstrap, self.timeout, self.client_id = bootstrap, timeout, client_id
+        self.properties = properties or {}
+        self._ssl_context, self._sasl = connection_settings(self.properties)  # ClientPropertiesError if unusable
+        self._connections: dict[tuple[str, int], KafkaConnection] = {}
+        self._configs: AdminClient | None = None
+
+    async def __aenter__(self) -> "ClusterAdmin":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        for connection in self._connections.values():
+            connection.close()
+
+    async def _connection(self, host: str, port: int) -> KafkaConnection:
+        connection = self._connections.get((host, port))
+        if connection is None or not connection.connected:
+            connection = KafkaConnection(host, port, self.client_id, self._ssl_context, self._sasl)
+            await connection.connect(self.timeout)
+            self._connections[(host, port)] = connection
+        return connection
+
+    async def request_any(self, api_key: int, version: int, body: Any) -> Any:
+        """``body`` to the first bootstrap broker that answers; ClusterAdminError naming each failure."""
+        errors = []
+        for host, port in _endpoints(self.bootstrap):
+            try:
+                connection = await self._connection(host, port)
+                return await connection.request(api_key, version, body, self.timeout)
+            except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+                errors.append(f"{host}:{port}: {exc}")
+        raise ClusterAdminError(f"no broker answered API key {api_key} ({'; '.join(errors)})")
+
+    async def _metadata(self, topics: list[str] | None) -> Any:
+        body = codec.build(codec.request_class(METADATA, 4),
+                           topics=None if topics is None else [{"name": t} for t in topics],
+                           allow_auto_topic_creation=False)
+        return await self.request_any(METADATA, 4, body)
+
+    async def broker_ids(self) -> list[int]:
+        return sorted(int(b.node_id) for b in (await self._metadata([])).brokers)
+
+    async def assignment(self, topics: list[str]) -> dict[TopicPartition, list[int]]:
+        """The replica lists of ``topics`` (unknown topics are left out)."""
+        metadata = await self._metadata(topics)
+        return {TopicPartition(t.name, int(p.partition_index)): [int(r) for r in p.replica_nodes]
+                for t in metadata.topics if t.error_code == 0 for p in t.partitions}
+
+    async def _to_controller(self, api_key: int, body: Any) -> Any:
+        for attempt in (1, 2):
+            metadata = await self._metadata([])
+            controller = next((b for b in metadata.brokers if b.node_id == metadata.controller_id), None)
+            if controller is None:
+                raise ClusterAdminError("the cluster names no controller")
+            connection = await self._connection(controller.host, int(controller.port))
+            response = await connection.request(api_key, 0, body, self.timeout)
+            if response.error_code != ErrorCode.NOT_CONTROLLER or attempt == 2:
+                if response.error_code != 0:
+                    raise ClusterAdminError(f"{ErrorCode(int(response.error_code)).name}: {response.error_message}")
+                return response
+            await asyncio.sleep(0.5)
+
+    async def alter_reassignments(self, targets: dict[TopicPartition, list[int] | None]
+                                  ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        by_topic: dict[str, list[dict]] = {}
+        for tp, replicas in sorted(targets.items()):
+            by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "replicas": replicas})
+        body = codec.build(codec.request_class(ALTER_REASSIGNMENTS, 0), timeout=int(self.timeout * 1000),
+                           topics=[{"name": t, "partitions": ps} for t, ps in by_topic.items()])
+        response = await self._to_controller(ALTER_REASSIGNMENTS, body)
+        return {TopicPartition(t.name, int(p.partition_index)): (ErrorCode(int(p.error_code)), p.error_message)
+                for t in response.responses for p in t.partitions}
+
+    async def list_reassignments(self) -> dict[TopicPartition, ReplicaAssignment]:
+        body = codec.build(codec.request_class(LIST_REASSIGNMENTS, 0), timeout=int(self.timeout * 1000), topics=None)
+        response = await self._to_controller(LIST_REASSIGNMENTS, body)
+        return {TopicPartition(t.name, int(p.partition_index)): ReplicaAssignment(
+            tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+            for t in response.topics for p in t.partitions}
+
+    # -- throttles (confluent-kafka) ---------------------------------------------------------------
+    def _alter(self, resources: list[ConfigResource]) -> None:
+        """One call for the topics and one per broker (librdkafka sends a BROKER resource to that broker)."""
+        if self._configs is None:
+            self._configs = AdminClient({**librdkafka_config(self.properties), "bootstrap.servers": self.bootstrap})
+        topics = [r for r in resources if r.restype == ConfigResource.Type.TOPIC]
+        calls = [[r] for r in resources if r.restype != ConfigResource.Type.TOPIC] + ([topics] if topics else [])
+        for call in calls:
+            for resource, future in self._configs.incremental_alter_configs(call).items():
+                try:
+                    future.result(self.timeout)
+                except Exception as exc:  # noqa: BLE001 - confluent's KafkaException carries the broker's error
+                    raise ClusterAdminError(f"cannot alter the configs of {resource}: {exc}") from None
+
+    def set_throttles(self, brokers: list[int], rate: int, replicas: dict[str, dict[str, str]]) -> None:
+        def entry(key: str, value: str) -> ConfigEntry:
+            return ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+
+        resources = [ConfigResource(ConfigResource.Type.BROKER, str(b),
+                                    incremental_configs=[entry(k, str(rate)) for k in
+                                                         ("leader.replication.throttled.rate",
+                                                          "follower.replication.throttled.rate")])
+                     for b in brokers]
+        resources += [ConfigResource(ConfigResource.Type.TOPIC, topic,
+                                     incremental_configs=[entry(k, v) for k, v in configs.items()])
+                      for topic, configs in sorted(replicas.items())]
+        self._alter(resources)
+
+    def clear_throttles(self, brokers: list[int], topics: list[str]) -> None:
+        def delete(key: str) -> ConfigEntry:
+            return ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE)
+
+        resources = [ConfigResource(ConfigResource.Type.BROKER, str(b), incremental_configs=[
+            delete("leader.replication.throttled.rate"), delete("follower.replication.throttled.rate")])
+            for b in brokers]
+        resources += [ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[
+            delete("leader.replication.throttled.replicas"), delete("follower.replication.throttled.replicas")])
+            for t in topics]
+        self._alter(resources)
