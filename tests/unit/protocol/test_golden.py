@@ -1,4 +1,4 @@
-"""Records sections captured from real clients (see shared/golden/README.md), read back with our codecs.
+"""Records sections captured from real clients (see tests/golden/README.md), read back with our codecs.
 
 Each ``produce/*.bin`` file is the compressed records section of the first compressed batch a client sent;
 the number before ``.bin`` is the codec id. Files named ``<client>-prod-<codec>-<acks>-<id>.bin`` carry
@@ -27,7 +27,7 @@ from brokers.protocol.record_batch import (
     validate_batches,
 )
 
-GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden" / "produce"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "produce"
 FILES = sorted(GOLDEN.glob("*.bin")) if GOLDEN.is_dir() else []
 NAMED = re.compile(r"(?P<client>[a-z]+)-prod-(?P<codec>[a-z0-9]+)-(?P<acks>all|default|-?\d+)-(?P<id>\d+)")
 CODEC_NAMES = {v: k for k, v in CODEC_BY_NAME.items()}
@@ -77,7 +77,7 @@ def _check_value(path: Path, record: Record) -> None:
 
 
 def test_golden_files_are_present():
-    """Fails loudly when shared/golden is not checked out beside the repo (every test below would be empty)."""
+    """Fails loudly when tests/golden is missing (every test below would be empty)."""
     assert len(FILES) >= 4, f"no golden files under {GOLDEN}"
     assert {_codec(p) for p in FILES} == {1, 2, 3, 4}
 
