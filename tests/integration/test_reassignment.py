@@ -1,4 +1,4 @@
-"""Partition reassignment (issue 11, KIP-455) against a real ZooKeeper and 4 real brokers.
+"""Partition reassignment (KIP-455) against a real ZooKeeper and 4 real brokers.
 
 1. Move a partition from brokers {1,2} to {3,4} with kafka-python's AlterPartitionReassignments while an
    idempotent acks=all producer and a consumer group run: every acknowledged record is consumed, the

@@ -1,4 +1,4 @@
-"""Replication against real processes (issue 5; reference §3.3-§3.7, §7 pitfall 2): a real ZooKeeper,
+"""Replication against real processes (reference §3.3-§3.7, §7 pitfall 2): a real ZooKeeper,
 real brokers, confluent-kafka producers and consumers, kill -9 / SIGSTOP on the brokers' own pids.
 
 1. RF 3 under acks=all: every replica's segment files are byte-identical, HW == LEO, ISR == all.

@@ -1,6 +1,6 @@
 """A rolling restart of all three brokers (SIGTERM: controlled shutdown, then start again) while a
 confluent-kafka idempotent producer sends with acks=all to an RF 3 topic with min.insync.replicas=2:
-every acknowledged record is read back exactly once, in order, and every replica ends with the same log (issue 5, "controlled shutdown"). How long producers stall per broker is measured by
+every acknowledged record is read back exactly once, in order, and every replica ends with the same log ("controlled shutdown"). How long producers stall per broker is measured by
 ``zkafka bench replication`` (BENCHMARKS.md), not asserted here."""
 from __future__ import annotations
 

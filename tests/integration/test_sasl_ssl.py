@@ -1,4 +1,4 @@
-"""SASL_SSL end to end (issue 12's first test): ZooKeeper + 3 brokers whose only listener is SASL_SSL —
+"""SASL_SSL end to end: ZooKeeper + 3 brokers whose only listener is SASL_SSL —
 TLS from the ``ssl.*`` keys, SCRAM-SHA-512 inside it, replication between the brokers over the same
 (inter-broker TLS + SASL). confluent-kafka and kafka-python produce and consume with SCRAM-SHA-512 over
 TLS (RF 3, min.insync.replicas=3: an acknowledged write proves every follower authenticated); a wrong

@@ -1,4 +1,4 @@
-"""``zookeeper.set.acl=true`` (issue 12): brokers authenticate to a real ZooKeeper with digest credentials and
+"""``zookeeper.set.acl=true``: brokers authenticate to a real ZooKeeper with digest credentials and
 give every znode they create Kafka's secure ACLs, so a client without the credentials can read the cluster
 state (outside ``/config/users``) but cannot change it; the cluster itself works as before."""
 from __future__ import annotations
