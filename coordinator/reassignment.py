@@ -43,6 +43,12 @@ log = logging.getLogger(__name__)
 Result = dict[TopicPartition, tuple[ErrorCode, str | None]]
 
 
+def zk_reassignment_event(kind: str) -> ev.ZkPartitionReassignment:
+    """The event of the ``/admin/reassign_partitions`` existence watch: only the znode's creation starts
+    moves (Kafka's PartitionReassignmentHandler); any other change only re-arms the watch."""
+    return ev.ZkPartitionReassignment(created=kind == "CREATED")
+
+
 class PartitionReassignments:
     def __init__(self, kzc: KafkaZkClient, context: ControllerContext, batch: ControllerBrokerRequestBatch,
                  leadership: PartitionLeadership, deletion: TopicDeletionManager, watch: WatchFactory):
@@ -68,10 +74,6 @@ class PartitionReassignments:
         else:
             event.result.set_result(self.list(event.partitions))
 
-    def _watch_znode(self):
-        """``/admin/reassign_partitions`` existence watch: only its creation starts moves (Kafka's handler)."""
-        return self.watch(lambda kind: ev.ZkPartitionReassignment(created=kind == "CREATED"))
-
     async def on_api_request(self, targets: dict[TopicPartition, list[int] | None]) -> Result:
         """AlterPartitionReassignments (Kafka's ``processApiPartitionReassignment``)."""
         moves, results = self._plan(targets)
@@ -81,7 +83,7 @@ class PartitionReassignments:
 
     async def process_zk_partition_reassignment(self, event: ev.ZkPartitionReassignment) -> set[TopicPartition]:
         """``/admin/reassign_partitions``: re-arm the existence watch; start what it lists when created."""
-        targets = await self.kzc.get_partition_reassignment(watch=self._watch_znode())
+        targets = await self.kzc.get_partition_reassignment(watch=self.watch(zk_reassignment_event))
         if not event.created or not targets:
             if targets == {}:
                 await self.kzc.set_partition_reassignment(self.context.epoch_zk_version, {})

@@ -23,6 +23,7 @@ from brokers.zk.client import KafkaZkClient
 from coordinator import events as ev
 from coordinator.collaborators import WatchFactory
 from coordinator.context import ControllerContext
+from coordinator.event_manager import EventFor
 from coordinator.leadership import PartitionLeadership
 from coordinator.partition_state_machine import PartitionState, PartitionStates
 from coordinator.reassignment import PartitionReassignments
@@ -50,7 +51,7 @@ class TopicChangeProcessor:
         ctx, new = self.context, []
         for topic in topics:
             ctx.topic_configs[topic] = await self.kzc.get_topic_config(topic)
-            watch = self._topic_watch(topic)
+            watch = self.watch(self._partition_modifications(topic))
             assignment, _ = await self.kzc.get_full_topic_assignment(topic, watch) or ({}, None)
             for partition, full in assignment.items():
                 tp = TopicPartition(topic, partition)
@@ -68,11 +69,11 @@ class TopicChangeProcessor:
                     self.states.set_initial(tp, PartitionState.Online if online else PartitionState.Offline)
         return new
 
-    def _topic_watch(self, topic: str):
-        """The data watch on ``/brokers/topics/<topic>`` (PartitionModifications). One armed by an earlier
-        term of this controller only lapses: the new term armed its own when it loaded the topic."""
+    def _partition_modifications(self, topic: str) -> EventFor:
+        """The event of the data watch on ``/brokers/topics/<topic>``. A watch armed by an earlier term of
+        this controller only lapses: the new term armed its own when it loaded the topic."""
         term = self.term()
-        return self.watch(lambda _kind: ev.PartitionModifications(topic) if term == self.term() else None)
+        return lambda _kind: ev.PartitionModifications(topic) if term == self.term() else None
 
     async def process_topic_change(self) -> None:
         ctx = self.context
@@ -94,7 +95,8 @@ class TopicChangeProcessor:
         ctx = self.context
         if topic not in ctx.all_topics:
             return  # deleted, or new and TopicChange will load it (and arm its watch)
-        assignment, _ = await self.kzc.get_full_topic_assignment(topic, self._topic_watch(topic)) or ({}, None)
+        watch = self.watch(self._partition_modifications(topic))
+        assignment, _ = await self.kzc.get_full_topic_assignment(topic, watch) or ({}, None)
         new = {TopicPartition(topic, p): list(full.replicas) for p, full in sorted(assignment.items())
                if TopicPartition(topic, p) not in ctx.assignments}
         if not new:
