@@ -144,7 +144,7 @@ class ReplicaLeaderElections:
     # -- lifecycle ---------------------------------------------------------------------------------
     async def on_failover(self) -> None:
         """Watch the znode (processing a pending one) and start the auto-rebalance timer."""
-        await self._on_znode()
+        await self._elect_from_znode()
         self._schedule(AUTO_REBALANCE_FIRST_CHECK_SECONDS)
 
     def stop(self) -> None:
@@ -164,7 +164,7 @@ class ReplicaLeaderElections:
         """ElectLeaders (answers NOT_CONTROLLER when inactive), or the znode's watch fired."""
         if event.result is None:
             if self.is_active():
-                await self._on_znode()
+                await self._elect_from_znode()
             return
         try:
             outcomes = await self.elect_for_admin(event.election_type, event.partitions or frozenset())
@@ -202,7 +202,7 @@ class ReplicaLeaderElections:
                  sum(1 for code, _, _ in outcomes.values() if code == ErrorCode.NONE))
         return outcomes
 
-    async def _on_znode(self) -> None:
+    async def _elect_from_znode(self) -> None:
         ctx = self.context
         try:
             pending = await self.kzc.get_preferred_replica_election(watch=self.watch(ev.ReplicaLeaderElection()))
