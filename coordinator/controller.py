@@ -1,8 +1,15 @@
 """KafkaController: election with epoch fencing, failover, and the reactions of reference §2.5.
 
 Every broker runs one. All work goes through one event queue (``ControllerEventManager``); ZooKeeper
-watches only enqueue events. Every controller write is fenced by the ``/controller_epoch`` version
-won at election: when one fails with ControllerMovedError the controller resigns and re-elects.
+watches only enqueue events (``ControllerEventManager.watch``). Every controller write is fenced by the
+``/controller_epoch`` version won at election: when one fails with ControllerMovedError the controller
+resigns and re-elects.
+
+As in Kafka, events are handled by ``process_*`` methods, picked by event type from a table built once;
+reactions are ``on_*`` (``on_controller_failover``, ``on_broker_failure``, ``on_broker_startup``). This
+module keeps election, failover, broker changes and controlled shutdown; each term's managers get the
+pieces they use at construction: topic and partition changes (``topic_changes``), topic deletion
+(``topic_deletion``), reassignments (``reassignment``) and replica leader elections (``preferred_election``).
 """
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import asyncio
 import logging
 import ssl
 from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
 
 from brokers.config import BrokerConfig
 from brokers.control import ControlledShutdownResponse, StopReplicaResponse
@@ -26,9 +34,12 @@ from coordinator.partition_state_machine import PartitionState, PartitionStates
 from coordinator.reassignment import PartitionReassignments
 from coordinator.preferred_election import ReplicaLeaderElections
 from coordinator.request_batch import ControllerBrokerRequestBatch
+from coordinator.topic_changes import TopicChangeProcessor
 from coordinator.topic_deletion import TopicDeletionManager
 
 log = logging.getLogger(__name__)
+
+Process = Callable[[Any], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -58,20 +69,59 @@ class KafkaController:
         self.config = config
         self.events = ControllerEventManager(self.process)
         self.active_controller_id = -1
-        self.context = ControllerContext()
         self.channel: ControllerChannelManager | None = None
         self.elections_won = 0
         self.resignations = 0
+        self._any_role, self._active_only = self._processors()
         self._reset_state()
 
     def _reset_state(self) -> None:
-        self.context = ControllerContext()
+        """A new term's context, state machines and managers (each given the pieces it uses)."""
+        watch, ctx = self.events.watch, ControllerContext()
+        self.context = ctx
         self.states = PartitionStates()
-        self.batch = ControllerBrokerRequestBatch(self.broker_id, self.context)
-        self.leadership = PartitionLeadership(self.kzc, self.context, self.batch, self.states, self.unclean_allowed)
-        self.deletion = TopicDeletionManager(self)
-        self.reassignments = PartitionReassignments(self)
-        self.elections = ReplicaLeaderElections(self)
+        self.batch = ControllerBrokerRequestBatch(self.broker_id, ctx)
+        self.leadership = PartitionLeadership(self.kzc, ctx, self.batch, self.states, self.unclean_allowed)
+        self.deletion = TopicDeletionManager(self.broker_id, self.kzc, ctx, self.batch, self.states, watch,
+                                             self.config.delete_topic_enable)
+        self.reassignments = PartitionReassignments(self.kzc, ctx, self.batch, self.leadership, self.deletion, watch)
+        self.elections = ReplicaLeaderElections(self.broker_id, self.kzc, ctx, self.leadership, self.config,
+                                                lambda: self.is_active, self.events.put, watch)
+        self.topics = TopicChangeProcessor(self.broker_id, self.kzc, ctx, self.batch, self.states, self.leadership,
+                                           self.reassignments, watch, lambda: self.elections_won)
+
+    def _processors(self) -> tuple[dict[type, Process], dict[type, Process]]:
+        """Event type -> its process method (Kafka's ``KafkaController.process``): those run whatever
+        this broker's role (they answer NOT_CONTROLLER themselves), and those run only by the active
+        controller (for anyone else they are watches that fired for a term that ended). The managers
+        are rebuilt every term, so their entries look the current one up when the event runs."""
+        any_role: dict[type, Process] = {
+            ev.Startup: self.process_reelect,
+            ev.Reelect: self.process_reelect,
+            ev.RegisterBrokerAndReelect: self.process_reelect,
+            ev.Expire: self.process_expire,
+            ev.ControlledShutdown: self.process_controlled_shutdown,
+            ev.ApiPartitionReassignment:
+                lambda e: self.reassignments.process_api_partition_reassignment(e, self.is_active),
+            ev.ListPartitionReassignments:
+                lambda e: self.reassignments.process_list_partition_reassignments(e, self.is_active),
+            ev.ReplicaLeaderElection: lambda e: self.elections.process_replica_leader_election(e),
+        }
+        active_only: dict[type, Process] = {
+            ev.BrokerChange: self.process_broker_change,
+            ev.TopicChange: lambda e: self.topics.process_topic_change(),
+            ev.TopicDeletion: lambda e: self.deletion.process_topic_deletion(),
+            ev.StopReplicaResponseReceived: lambda e: self.deletion.process_stop_replica_response(e),
+            ev.IsrChangeNotification: lambda e: self.topics.process_isr_change_notification(),
+            ev.PartitionModifications: lambda e: self.topics.process_partition_modifications(e.topic),
+            ev.ZkPartitionReassignment: lambda e: self.reassignments.process_zk_partition_reassignment(e),
+            ev.PartitionReassignmentIsrChange: lambda e: self.reassignments.process_partition_reassignment_isr_change(
+                TopicPartition(e.topic, e.partition)),
+            ev.TopicConfigChange: self.process_topic_config_change,
+            ev.AutoPreferredReplicaLeaderElection:
+                lambda e: self.elections.process_auto_preferred_replica_leader_election(e),
+        }
+        return any_role, active_only
 
     def unclean_allowed(self, topic: str) -> bool:
         """``unclean.leader.election.enable``: the topic's override, else the broker's setting."""
@@ -132,50 +182,27 @@ class KafkaController:
                 event.result.set_result(ErrorCode.NOT_CONTROLLER)
 
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
-        if isinstance(event, (ev.Startup, ev.Reelect, ev.RegisterBrokerAndReelect)):
-            await self._elect()
-        elif isinstance(event, ev.Expire):
-            await self._resign(delete_znode=False)
-        elif isinstance(event, ev.ControlledShutdown):
-            await self._on_controlled_shutdown(event)
-        elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
-            await self.reassignments.on_api_event(event, self.is_active)
-        elif isinstance(event, ev.ReplicaLeaderElection):
-            await self.elections.on_replica_leader_election(event)  # answers NOT_CONTROLLER when inactive
-        elif not self.is_active:
-            return  # watches that fired for a controller we no longer are
-        elif isinstance(event, ev.BrokerChange):
-            await self._on_broker_change()
-        elif isinstance(event, ev.TopicChange):
-            await self._on_topic_change()
-        elif isinstance(event, ev.TopicDeletion):
-            await self.deletion.on_deletion_requests()
-        elif isinstance(event, ev.StopReplicaResponseReceived):
-            await self.deletion.on_stop_replica_response(event)
-        elif isinstance(event, ev.IsrChangeNotification):
-            await self._on_isr_change()
-        elif isinstance(event, ev.PartitionModifications):
-            await self._on_partition_modifications(event.topic)
-        elif isinstance(event, ev.ZkPartitionReassignment):
-            await self.reassignments.on_zk_request(event)
-        elif isinstance(event, ev.PartitionReassignmentIsrChange):
-            await self.reassignments.on_isr_change(TopicPartition(event.topic, event.partition))
-        elif isinstance(event, ev.TopicConfigChange) and event.topic in self.context.all_topics:
+        process = self._any_role.get(type(event))
+        if process is None and self.is_active:
+            process = self._active_only.get(type(event))
+        if process is not None:
+            await process(event)
+
+    async def process_reelect(self, event: ev.Startup | ev.Reelect | ev.RegisterBrokerAndReelect) -> None:
+        """Kafka's processStartup, processReelect and processRegisterBrokerAndReelect: all end in elect."""
+        await self._elect()
+
+    async def process_expire(self, event: ev.Expire) -> None:
+        await self._resign(delete_znode=False)
+
+    async def process_topic_config_change(self, event: ev.TopicConfigChange) -> None:
+        if event.topic in self.context.all_topics:
             self.context.topic_configs[event.topic] = event.config
-        elif isinstance(event, ev.AutoPreferredReplicaLeaderElection):
-            await self.elections.on_auto_rebalance(event)
-
-    def _watch(self, event: ev.ControllerEvent):
-        def fire(watch_event) -> None:
-            if watch_event.type != "NONE":  # session-state notifications are handled as Expire
-                self.events.put(event)
-
-        return fire
 
     # -- election ------------------------------------------------------------------------------
     async def _elect(self) -> None:
         was_active = self.is_active
-        current = await self.kzc.get_controller_id(watch=self._watch(ev.Reelect()))
+        current = await self.kzc.get_controller_id(watch=self.events.watch(ev.Reelect()))
         if was_active and current == self.broker_id:
             return  # a spurious Reelect: still us
         if was_active:
@@ -183,7 +210,7 @@ class KafkaController:
         if current == self.broker_id:
             # Named controller without being one (a failover that died half-way): free the znode.
             await self.kzc.delete_controller_if_owned()
-            current = await self.kzc.get_controller_id(watch=self._watch(ev.Reelect()))
+            current = await self.kzc.get_controller_id(watch=self.events.watch(ev.Reelect()))
         if current is not None:
             self.active_controller_id = current
             return
@@ -193,21 +220,21 @@ class KafkaController:
             self.context.epoch, self.context.epoch_zk_version = result.epoch, result.epoch_zk_version
             self.elections_won += 1
             log.info("broker %d is controller with epoch %d", self.broker_id, result.epoch)
-            await self._on_failover()
+            await self.on_controller_failover()
 
-    async def _on_failover(self) -> None:
+    async def on_controller_failover(self) -> None:
         """Become controller (§2.3): watches, context from ZooKeeper, metadata first, then leaders."""
         ctx = self.context
         self.channel = ControllerChannelManager(self.broker_id, secret=self.config.control_secret,
                                                 ssl_context=self.config.http_ssl_context)
-        broker_ids = await self.kzc.get_broker_ids(watch=self._watch(ev.BrokerChange()))
+        broker_ids = await self.kzc.get_broker_ids(watch=self.events.watch(ev.BrokerChange()))
         for broker_id in broker_ids:
             info = await self.kzc.get_broker(broker_id)
             if info is not None:
                 ctx.live_brokers[broker_id] = info
                 self.channel.add_broker(info)
-        await self._load_topics(await self.kzc.get_all_topics(watch=self._watch(ev.TopicChange())))
-        await self.kzc.get_isr_change_notifications(watch=self._watch(ev.IsrChangeNotification()))
+        await self.topics.load_topics(await self.kzc.get_all_topics(watch=self.events.watch(ev.TopicChange())))
+        await self.kzc.get_isr_change_notifications(watch=self.events.watch(ev.IsrChangeNotification()))
         self.batch.add_update_metadata(ctx.live_brokers, ctx.leadership)
         self._send_batch()  # brokers learn the live brokers before any LeaderAndIsr (pitfall 10)
         for tp in sorted(ctx.leadership):
@@ -215,38 +242,16 @@ class KafkaController:
         await self._elect_offline_and_new()
         dead = {b for replicas in ctx.assignments.values() for b in replicas} - ctx.live_broker_ids
         await self.leadership.take_replicas_offline(dead)  # replica state machine start-up: OfflineReplica
-        zk_moves = await self.reassignments.on_zk_request(ev.ZkPartitionReassignment(created=True))
+        reassignments = self.reassignments
+        zk_moves = await reassignments.process_zk_partition_reassignment(ev.ZkPartitionReassignment(created=True))
         for tp in sorted(set(ctx.reassignments) - zk_moves):
-            await self.reassignments.resume_one(tp)
-        await self.deletion.on_deletion_requests()
+            await reassignments.resume_one(tp)
+        await self.deletion.process_topic_deletion()
         await self.elections.on_failover()  # pending /admin/preferred_replica_election, auto-rebalance timer
-
-    async def _load_topics(self, topics: list[str]) -> list[TopicPartition]:
-        """Read assignments and partition states of ``topics`` into the context; return new partitions."""
-        ctx, new = self.context, []
-        for topic in topics:
-            ctx.topic_configs[topic] = await self.kzc.get_topic_config(topic)
-            watch = self._topic_watch(topic)
-            assignment, _ = await self.kzc.get_full_topic_assignment(topic, watch) or ({}, None)
-            for partition, full in assignment.items():
-                tp = TopicPartition(topic, partition)
-                ctx.assignments[tp] = list(full.replicas)
-                if full.is_being_reassigned:
-                    ctx.reassignments[tp] = full
-                state = await self.kzc.get_partition_state(tp)
-                if state is None:
-                    self.states.set_initial(tp, PartitionState.New)
-                    new.append(tp)
-                else:
-                    ctx.leadership[tp] = state
-                    leader = state.leader_and_isr.leader
-                    online = leader in ctx.live_brokers
-                    self.states.set_initial(tp, PartitionState.Online if online else PartitionState.Offline)
-        return new
 
     async def _elect_offline_and_new(self) -> None:
         new = sorted(tp for tp in self.context.assignments if self.states.get(tp) is PartitionState.New)
-        await self.leadership.online_new_partitions(new)
+        await self.leadership.on_new_partition_creation(new)
         offline = sorted(tp for tp in self.context.leadership if self.states.get(tp) is PartitionState.Offline
                          and tp.topic not in self.context.topics_to_delete)
         await self.leadership.elect(offline, self.leadership.offline_strategy())
@@ -268,29 +273,29 @@ class KafkaController:
     def _send_batch(self) -> None:
         if self.channel is None:
             return
-        self.batch.send(self.channel.send, self._on_stop_replica_response)
+        self.batch.send(self.channel.send, self._enqueue_stop_replica_response)
 
-    def _on_stop_replica_response(self, broker_id: int, response: StopReplicaResponse) -> None:
+    def _enqueue_stop_replica_response(self, broker_id: int, response: StopReplicaResponse) -> None:
         self.events.put(ev.StopReplicaResponseReceived(broker_id, response.partition_errors, response.error_code))
 
     # -- broker changes ------------------------------------------------------------------------
-    async def _on_broker_change(self) -> None:
+    async def process_broker_change(self, event: ev.BrokerChange) -> None:
         ctx = self.context
-        current = set(await self.kzc.get_broker_ids(watch=self._watch(ev.BrokerChange())))
+        current = set(await self.kzc.get_broker_ids(watch=self.events.watch(ev.BrokerChange())))
         infos = {b: await self.kzc.get_broker(b) for b in current}
         infos = {b: info for b, info in infos.items() if info is not None}
         dead = {b for b in ctx.live_brokers if b not in infos}
         bounced = {b for b, info in infos.items() if b in ctx.live_brokers and info.epoch != ctx.live_brokers[b].epoch}
         new = {b for b in infos if b not in ctx.live_brokers}
         if dead | bounced:
-            await self._on_brokers_failed(dead | bounced)
+            await self.on_broker_failure(dead | bounced)
         if new | bounced:
             for b in new | bounced:
                 ctx.live_brokers[b] = infos[b]
                 self.channel.add_broker(infos[b])
-            await self._on_brokers_started(new | bounced)
+            await self.on_broker_startup(new | bounced)
 
-    async def _on_brokers_failed(self, brokers: set[int]) -> None:
+    async def on_broker_failure(self, brokers: set[int]) -> None:
         ctx = self.context
         log.info("controller %d: brokers %s failed", self.broker_id, sorted(brokers))
         for b in brokers:
@@ -305,7 +310,7 @@ class KafkaController:
         await self.leadership.take_replicas_offline(brokers)
         self.batch.add_update_metadata(ctx.live_brokers, [])
 
-    async def _on_brokers_started(self, brokers: set[int]) -> None:
+    async def on_broker_startup(self, brokers: set[int]) -> None:
         ctx = self.context
         log.info("controller %d: brokers %s started", self.broker_id, sorted(brokers))
         self.batch.add_update_metadata(ctx.live_brokers, [])
@@ -317,67 +322,7 @@ class KafkaController:
                     self.batch.add_leader_and_isr([b], tp)
         await self._elect_offline_and_new()
         await self.reassignments.resume(brokers)
-        await self.deletion.resume()
-
-    # -- topics --------------------------------------------------------------------------------
-    async def _on_topic_change(self) -> None:
-        ctx = self.context
-        topics = set(await self.kzc.get_all_topics(watch=self._watch(ev.TopicChange())))
-        for gone in ctx.all_topics - topics:
-            for tp in ctx.partitions_of(gone):
-                self.states.remove(tp)
-            ctx.remove_topic(gone)
-        new_topics = sorted(topics - ctx.all_topics)
-        if new_topics:
-            new = await self._load_topics(new_topics)
-            log.info("controller %d: new topics %s", self.broker_id, new_topics)
-            await self.leadership.online_new_partitions(new)
-
-    def _topic_watch(self, topic: str):
-        """The data watch on ``/brokers/topics/<topic>`` (PartitionModifications). One armed by an earlier
-        term of this controller only lapses: the new term armed its own when it loaded the topic."""
-        term = self.elections_won
-
-        def fire(watch_event) -> None:
-            if watch_event.type != "NONE" and term == self.elections_won:
-                self.events.put(ev.PartitionModifications(topic))
-
-        return fire
-
-    async def _on_partition_modifications(self, topic: str) -> None:
-        """Kafka's processPartitionModifications: partitions without an assignment in the context are
-        new (CreatePartitions); they go New -> Online. Existing partitions' replica lists are left to
-        whoever rewrote them (a reassignment); a topic queued for deletion gets no new partitions."""
-        ctx = self.context
-        if topic not in ctx.all_topics:
-            return  # deleted, or new and TopicChange will load it (and arm its watch)
-        assignment, _ = await self.kzc.get_full_topic_assignment(topic, self._topic_watch(topic)) or ({}, None)
-        new = {TopicPartition(topic, p): list(full.replicas) for p, full in sorted(assignment.items())
-               if TopicPartition(topic, p) not in ctx.assignments}
-        if not new:
-            return
-        if topic in ctx.topics_to_delete:
-            log.warning("controller %d: not adding partitions %s to %s, it is being deleted",
-                        self.broker_id, sorted(tp.partition for tp in new), topic)
-            return
-        log.info("controller %d: new partitions %s", self.broker_id, sorted(new))
-        ctx.assignments.update(new)
-        await self.leadership.online_new_partitions(sorted(new))
-
-    async def _on_isr_change(self) -> None:
-        ctx = self.context
-        names = await self.kzc.get_isr_change_notifications(watch=self._watch(ev.IsrChangeNotification()))
-        changed = set()
-        for name in names:
-            changed.update(await self.kzc.read_isr_change_notification(name))
-        for tp in changed:
-            state = await self.kzc.get_partition_state(tp)
-            if state is not None and tp in ctx.assignments:
-                ctx.leadership[tp] = state
-        self.batch.add_update_metadata(ctx.live_brokers, sorted(changed & set(ctx.assignments)))
-        await self.kzc.delete_isr_change_notifications(ctx.epoch_zk_version, names)
-        for tp in sorted(changed & set(ctx.reassignments)):
-            await self.reassignments.on_isr_change(tp, rearm=False)
+        await self.deletion.resume_deletions()
 
     # -- controlled shutdown -------------------------------------------------------------------
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
@@ -385,7 +330,7 @@ class KafkaController:
         self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, future))
         return await future
 
-    async def _on_controlled_shutdown(self, event: ev.ControlledShutdown) -> None:
+    async def process_controlled_shutdown(self, event: ev.ControlledShutdown) -> None:
         ctx = self.context
         if not self.is_active:
             event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER), ()))

@@ -3,6 +3,10 @@
 One asyncio task takes events off one queue and runs them one at a time; only this task mutates the
 controller context, so no handler ever interleaves with another (Kafka's ControllerEventThread).
 A handler that raises is logged and the loop goes on.
+
+ZooKeeper watches only enqueue: :meth:`ControllerEventManager.watch` is how the controller and its
+managers arm every watch (Kafka's ZNodeChangeHandler / ZNodeChildChangeHandler, whose callbacks put
+a ControllerEvent on this queue and nothing else).
 """
 from __future__ import annotations
 
@@ -10,9 +14,13 @@ import asyncio
 import logging
 from typing import Awaitable, Callable
 
+from brokers.zk.gateway import WatchEvent
 from coordinator.events import ControllerEvent, ShutdownEventThread
 
 log = logging.getLogger(__name__)
+
+WatchCallback = Callable[[WatchEvent], None]
+EventFor = Callable[[str], "ControllerEvent | None"]  # a fired watch's type -> the event to enqueue, or None
 
 
 class ControllerEventManager:
@@ -28,6 +36,21 @@ class ControllerEventManager:
     def put(self, event: ControllerEvent) -> None:
         """Enqueue from the loop (watch callbacks already hop onto it)."""
         self._queue.put_nowait(event)
+
+    def watch(self, event: ControllerEvent | EventFor) -> WatchCallback:
+        """A ZooKeeper watch callback that enqueues ``event`` when the watch fires. ``event`` may instead
+        be a function of the fired watch's type (CREATED, DELETED, CHANGED, CHILD) returning the event
+        to enqueue, or None for none. Session-state notifications (type NONE) enqueue nothing: the
+        session's loss reaches the controller as Expire."""
+
+        def fire(watch_event: WatchEvent) -> None:
+            if watch_event.type == "NONE":
+                return
+            chosen = event(watch_event.type) if callable(event) else event
+            if chosen is not None:
+                self.put(chosen)
+
+        return fire
 
     async def _run(self) -> None:
         while True:

@@ -67,7 +67,9 @@ class PartitionLeadership:
         return lambda tp, replicas, isr: controlled_shutdown_election(replicas, isr, live, shutting)
 
     # -- New -> Online -------------------------------------------------------------------------
-    async def online_new_partitions(self, tps: list[TopicPartition]) -> None:
+    async def on_new_partition_creation(self, tps: list[TopicPartition]) -> None:
+        """Kafka's onNewPartitionCreation: ``tps`` go New -> Online (a partition without a live replica
+        stays New)."""
         ctx = self.context
         for tp in tps:
             if self.states.get(tp) is PartitionState.NonExistent:

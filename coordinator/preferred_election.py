@@ -31,14 +31,14 @@ import asyncio
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from brokers.model import NO_LEADER, TopicPartition
 from brokers.protocol.errors import ErrorCode
+from brokers.zk.client import KafkaZkClient
 from coordinator import events as ev
-
-if TYPE_CHECKING:
-    from coordinator.controller import KafkaController
+from coordinator.collaborators import AutoRebalanceConfig, Enqueue, IsActive, WatchFactory
+from coordinator.context import ControllerContext
+from coordinator.leadership import PartitionLeadership
 
 log = logging.getLogger(__name__)
 
@@ -129,18 +129,22 @@ def auto_rebalance_candidates(assignments: Mapping[TopicPartition, Sequence[int]
 
 # -- the controller's shell ------------------------------------------------------------------------
 class ReplicaLeaderElections:
-    def __init__(self, controller: "KafkaController"):
-        self.controller = controller
+    def __init__(self, broker_id: int, kzc: KafkaZkClient, context: ControllerContext, leadership: PartitionLeadership,
+                 config: AutoRebalanceConfig, is_active: IsActive, enqueue: Enqueue, watch: WatchFactory):
+        self.broker_id = broker_id
+        self.kzc = kzc
+        self.context = context
+        self.leadership = leadership
+        self.config = config
+        self.is_active = is_active
+        self.enqueue = enqueue
+        self.watch = watch
         self._timer: asyncio.TimerHandle | None = None
-
-    @property
-    def context(self):
-        return self.controller.context
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def on_failover(self) -> None:
         """Watch the znode (processing a pending one) and start the auto-rebalance timer."""
-        await self._on_znode()
+        await self._elect_from_znode()
         self._schedule(AUTO_REBALANCE_FIRST_CHECK_SECONDS)
 
     def stop(self) -> None:
@@ -150,16 +154,17 @@ class ReplicaLeaderElections:
 
     def _schedule(self, delay: float) -> None:
         self.stop()
-        if not self.controller.config.auto_leader_rebalance_enable:
+        if not self.config.auto_leader_rebalance_enable:
             return
         event = ev.AutoPreferredReplicaLeaderElection(self.context.epoch)
-        self._timer = asyncio.get_running_loop().call_later(delay, self.controller.events.put, event)
+        self._timer = asyncio.get_running_loop().call_later(delay, self.enqueue, event)
 
     # -- events ------------------------------------------------------------------------------------
-    async def on_replica_leader_election(self, event: ev.ReplicaLeaderElection) -> None:
+    async def process_replica_leader_election(self, event: ev.ReplicaLeaderElection) -> None:
+        """ElectLeaders (answers NOT_CONTROLLER when inactive), or the znode's watch fired."""
         if event.result is None:
-            if self.controller.is_active:
-                await self._on_znode()
+            if self.is_active():
+                await self._elect_from_znode()
             return
         try:
             outcomes = await self.elect_for_admin(event.election_type, event.partitions or frozenset())
@@ -173,37 +178,38 @@ class ReplicaLeaderElections:
         if not event.result.done():  # the request may have timed out and gone
             event.result.set_result(outcomes)
 
-    async def on_auto_rebalance(self, event: ev.AutoPreferredReplicaLeaderElection) -> None:
+    async def process_auto_preferred_replica_leader_election(self, event: ev.AutoPreferredReplicaLeaderElection
+                                                             ) -> None:
         if event.epoch != self.context.epoch:
             return  # a timer of an earlier term
         try:
             await self._auto_rebalance()
         finally:
-            self._schedule(self.controller.config.leader_imbalance_check_interval_seconds)
+            self._schedule(self.config.leader_imbalance_check_interval_seconds)
 
     # -- the three sources -------------------------------------------------------------------------
     async def elect_for_admin(self, election_type: int, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Outcome]:
         """ElectLeaders: one outcome per requested partition."""
         partitions = set(partitions)
-        if not self.controller.is_active:
+        if not self.is_active():
             return {tp: (int(ErrorCode.NOT_CONTROLLER), None, NO_LEADER) for tp in partitions}
         ctx = self.context
         found = triage(election_type, partitions, ctx.assignments, self._leaders(), self._live(), ctx.topics_to_delete)
         outcomes = dict(found.outcomes)
         outcomes.update(await self._elect(found.electable, election_type))
         log.info("controller %d: %s leader election for %d partition(s) requested by an admin client: %d elected",
-                 self.controller.broker_id, ELECTION_TYPES[election_type], len(partitions),
+                 self.broker_id, ELECTION_TYPES[election_type], len(partitions),
                  sum(1 for code, _, _ in outcomes.values() if code == ErrorCode.NONE))
         return outcomes
 
-    async def _on_znode(self) -> None:
-        ctl, ctx = self.controller, self.context
+    async def _elect_from_znode(self) -> None:
+        ctx = self.context
         try:
-            pending = await ctl.kzc.get_preferred_replica_election(watch=ctl._watch(ev.ReplicaLeaderElection()))
+            pending = await self.kzc.get_preferred_replica_election(watch=self.watch(ev.ReplicaLeaderElection()))
         except ValueError as exc:
             log.error("controller %d: ignoring and deleting a malformed preferred replica election request: %s",
-                      ctl.broker_id, exc)
-            await ctl.kzc.delete_preferred_replica_election(ctx.epoch_zk_version)
+                      self.broker_id, exc)
+            await self.kzc.delete_preferred_replica_election(ctx.epoch_zk_version)
             return
         if pending is None:
             return
@@ -218,11 +224,11 @@ class ReplicaLeaderElections:
                 log.info("partition %s completed preferred replica leader election; new leader is %d", tp, leader)
             else:
                 log.warning("partition %s failed to complete preferred replica leader election: %s", tp, message)
-        if not await ctl.kzc.delete_preferred_replica_election(ctx.epoch_zk_version, version):
-            ctl.events.put(ev.ReplicaLeaderElection())  # rewritten while we elected: look again
+        if not await self.kzc.delete_preferred_replica_election(ctx.epoch_zk_version, version):
+            self.enqueue(ev.ReplicaLeaderElection())  # rewritten while we elected: look again
 
     async def _auto_rebalance(self) -> None:
-        ctx, config = self.context, self.controller.config
+        ctx, config = self.context, self.config
         leadership = {tp: (s.leader_and_isr.leader, s.leader_and_isr.isr) for tp, s in ctx.leadership.items()}
         candidates = auto_rebalance_candidates(ctx.assignments, leadership, self._live(),
                                                config.leader_imbalance_per_broker_percentage, ctx.topics_to_delete,
@@ -230,12 +236,12 @@ class ReplicaLeaderElections:
         if not candidates:
             return
         log.info("controller %d: auto leader rebalance moves %s back to their preferred replicas",
-                 self.controller.broker_id, ", ".join(map(str, candidates)))
+                 self.broker_id, ", ".join(map(str, candidates)))
         await self._elect(candidates, PREFERRED)
 
     # -- helpers -----------------------------------------------------------------------------------
     async def _elect(self, partitions: list[TopicPartition], election_type: int) -> dict[TopicPartition, Outcome]:
-        leadership = self.controller.leadership
+        leadership = self.leadership
         strategy = leadership.preferred_strategy() if election_type == PREFERRED else leadership.unclean_strategy()
         failed = set(await leadership.elect(partitions, strategy, mark_offline_if_none=False))
         ctx = self.context

@@ -25,50 +25,54 @@ reassignment is not deleted until its moves are done.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol.errors import ErrorCode
+from brokers.zk.client import KafkaZkClient
 from coordinator import events as ev
 from coordinator import reassignment_rules as rules
+from coordinator.collaborators import WatchFactory
+from coordinator.context import ControllerContext
 from coordinator.leader_election import reassign_election
-
-if TYPE_CHECKING:
-    from coordinator.controller import KafkaController
+from coordinator.leadership import PartitionLeadership
+from coordinator.request_batch import ControllerBrokerRequestBatch
+from coordinator.topic_deletion import TopicDeletionManager
 
 log = logging.getLogger(__name__)
 
 Result = dict[TopicPartition, tuple[ErrorCode, str | None]]
 
 
-class PartitionReassignments:
-    def __init__(self, controller: "KafkaController"):
-        self.controller = controller
+def zk_reassignment_event(kind: str) -> ev.ZkPartitionReassignment:
+    """The event of the ``/admin/reassign_partitions`` existence watch: only the znode's creation starts
+    moves (Kafka's PartitionReassignmentHandler); any other change only re-arms the watch."""
+    return ev.ZkPartitionReassignment(created=kind == "CREATED")
 
-    @property
-    def context(self):
-        return self.controller.context
+
+class PartitionReassignments:
+    def __init__(self, kzc: KafkaZkClient, context: ControllerContext, batch: ControllerBrokerRequestBatch,
+                 leadership: PartitionLeadership, deletion: TopicDeletionManager, watch: WatchFactory):
+        self.kzc = kzc
+        self.context = context
+        self.batch = batch
+        self.leadership = leadership
+        self.deletion = deletion
+        self.watch = watch
 
     # -- requests --------------------------------------------------------------------------------
-    async def on_api_event(self, event: ev.ApiPartitionReassignment | ev.ListPartitionReassignments,
-                           active: bool) -> None:
+    async def process_api_partition_reassignment(self, event: ev.ApiPartitionReassignment, active: bool) -> None:
         """Answer the API's future: NOT_CONTROLLER unless this is the active controller."""
         if not active:
             event.result.set_result(ErrorCode.NOT_CONTROLLER)
-        elif isinstance(event, ev.ListPartitionReassignments):
-            event.result.set_result(self.list(event.partitions))
         else:
             event.result.set_result(await self.on_api_request(event.reassignments))
 
-    def _watch_znode(self):
-        """``/admin/reassign_partitions`` existence watch: only its creation starts moves (Kafka's handler)."""
-        events = self.controller.events
-
-        def fire(watch_event) -> None:
-            if watch_event.type != "NONE":
-                events.put(ev.ZkPartitionReassignment(created=watch_event.type == "CREATED"))
-
-        return fire
+    async def process_list_partition_reassignments(self, event: ev.ListPartitionReassignments, active: bool) -> None:
+        """Answer the API's future: NOT_CONTROLLER unless this is the active controller."""
+        if not active:
+            event.result.set_result(ErrorCode.NOT_CONTROLLER)
+        else:
+            event.result.set_result(self.list(event.partitions))
 
     async def on_api_request(self, targets: dict[TopicPartition, list[int] | None]) -> Result:
         """AlterPartitionReassignments (Kafka's ``processApiPartitionReassignment``)."""
@@ -77,13 +81,12 @@ class PartitionReassignments:
         results.update(await self._trigger(moves))
         return results
 
-    async def on_zk_request(self, event: ev.ZkPartitionReassignment) -> set[TopicPartition]:
+    async def process_zk_partition_reassignment(self, event: ev.ZkPartitionReassignment) -> set[TopicPartition]:
         """``/admin/reassign_partitions``: re-arm the existence watch; start what it lists when created."""
-        ctl = self.controller
-        targets = await ctl.kzc.get_partition_reassignment(watch=self._watch_znode())
+        targets = await self.kzc.get_partition_reassignment(watch=self.watch(zk_reassignment_event))
         if not event.created or not targets:
             if targets == {}:
-                await ctl.kzc.set_partition_reassignment(self.context.epoch_zk_version, {})
+                await self.kzc.set_partition_reassignment(self.context.epoch_zk_version, {})
             return set()
         moves, failed = self._plan(targets)
         results = await self._trigger(moves)
@@ -128,13 +131,13 @@ class PartitionReassignments:
         if move is not None:
             await self._on_partition_reassignment(tp, move)
 
-    async def on_isr_change(self, tp: TopicPartition, rearm: bool = True) -> None:
+    async def process_partition_reassignment_isr_change(self, tp: TopicPartition, rearm: bool = True) -> None:
         """The state znode of a moving partition changed (or an ISR notification named it)."""
-        ctx, kzc = self.context, self.controller.kzc
+        ctx, kzc = self.context, self.kzc
         move = ctx.reassignments.get(tp)
         if move is None:
             return
-        watch = self.controller._watch(ev.PartitionReassignmentIsrChange(tp.topic, tp.partition)) if rearm else None
+        watch = self.watch(ev.PartitionReassignmentIsrChange(tp.topic, tp.partition)) if rearm else None
         state = await kzc.get_partition_state(tp, watch)
         if state is None:
             return
@@ -154,48 +157,48 @@ class PartitionReassignments:
         return results
 
     async def _on_partition_reassignment(self, tp: TopicPartition, move: ReplicaAssignment) -> None:
-        ctx, kzc = self.context, self.controller.kzc
+        ctx, kzc = self.context, self.kzc
         await self._write_assignment(tp, move)
-        watch = self.controller._watch(ev.PartitionReassignmentIsrChange(tp.topic, tp.partition))
+        watch = self.watch(ev.PartitionReassignmentIsrChange(tp.topic, tp.partition))
         state = await kzc.get_partition_state(tp, watch)
         if state is not None:
             ctx.leadership[tp] = state
         if state is None or not rules.is_complete(move, state.leader_and_isr.isr):
             log.info("%s: reassigning %s -> %s (adding %s, removing %s)", tp, list(move.origin_replicas),
                      list(move.target_replicas), list(move.adding), list(move.removing))
-            await self.controller.leadership.bump_leader_epoch(tp)  # A: every replica of RS hears RS
+            await self.leadership.bump_leader_epoch(tp)  # A: every replica of RS hears RS
             return
         await self._complete(tp, move)
 
     async def _complete(self, tp: TopicPartition, move: ReplicaAssignment) -> None:
-        ctl, ctx = self.controller, self.context
+        ctx, leadership = self.context, self.leadership
         done = rules.completed(move)
         ctx.assignments[tp] = list(done.replicas)  # B2: RS = TRS in memory
         ctx.reassignments.pop(tp, None)
         leader = ctx.leadership[tp].leader_and_isr.leader
         if rules.leader_must_move(leader, done, ctx.live_broker_ids - ctx.shutting_down):
             live = ctx.live_broker_ids - ctx.shutting_down
-            await ctl.leadership.elect([tp], lambda _tp, replicas, isr: reassign_election(replicas, isr, live),
+            await leadership.elect([tp], lambda _tp, replicas, isr: reassign_election(replicas, isr, live),
                                        mark_offline_if_none=False)
         else:
-            await ctl.leadership.bump_leader_epoch(tp)
+            await leadership.bump_leader_epoch(tp)
         removing = [b for b in move.removing if b not in done.replicas]
-        await ctl.leadership.remove_replicas_from_isr(tp, removing)  # B4: out of the ISR ...
+        await leadership.remove_replicas_from_isr(tp, removing)  # B4: out of the ISR ...
         for broker in removing:
-            ctl.batch.add_stop_replica(broker, tp, delete=True)  # ... B5: and off their disks
-        await ctl.kzc.update_topic_assignment(ctx.epoch_zk_version, tp.topic, {tp.partition: done})  # B6
+            self.batch.add_stop_replica(broker, tp, delete=True)  # ... B5: and off their disks
+        await self.kzc.update_topic_assignment(ctx.epoch_zk_version, tp.topic, {tp.partition: done})  # B6
         await self._forget_zk_requests({tp}, only_if_target=done.replicas)  # B7
-        ctl.batch.add_update_metadata(ctx.live_brokers, [tp])  # B8
+        self.batch.add_update_metadata(ctx.live_brokers, [tp])  # B8
         log.info("%s: reassignment to %s complete (removed %s)", tp, list(done.replicas), removing)
-        await ctl.deletion.resume()
+        await self.deletion.resume_deletions()
 
     async def _write_assignment(self, tp: TopicPartition, move: ReplicaAssignment) -> None:
         """U: RS, adding and removing into the topic znode, then the context."""
-        ctl, ctx = self.controller, self.context
+        ctx = self.context
         current = ctx.full_assignment(tp)
         if current == move:
             return
-        await ctl.kzc.update_topic_assignment(ctx.epoch_zk_version, tp.topic, {tp.partition: move})
+        await self.kzc.update_topic_assignment(ctx.epoch_zk_version, tp.topic, {tp.partition: move})
         ctx.assignments[tp] = list(move.replicas)
         if move.is_being_reassigned:
             ctx.reassignments[tp] = move
@@ -203,17 +206,16 @@ class PartitionReassignments:
             ctx.reassignments.pop(tp, None)
         unneeded = [b for b in current.replicas if b not in move.replicas]  # a superseded or cancelled move's
         if unneeded:
-            await ctl.leadership.remove_replicas_from_isr(tp, unneeded)
+            await self.leadership.remove_replicas_from_isr(tp, unneeded)
             for broker in unneeded:
-                ctl.batch.add_stop_replica(broker, tp, delete=True)
+                self.batch.add_stop_replica(broker, tp, delete=True)
 
     async def _forget_zk_requests(self, partitions: set[TopicPartition], only_if_target=None) -> None:
         """Drop ``partitions`` from ``/admin/reassign_partitions`` (deleting it once empty)."""
-        ctl = self.controller
-        targets = await ctl.kzc.get_partition_reassignment()
+        targets = await self.kzc.get_partition_reassignment()
         if not targets:
             return
         keep = {tp: replicas for tp, replicas in targets.items()
                 if tp not in partitions or (only_if_target is not None and tuple(replicas) != tuple(only_if_target))}
         if keep != targets:
-            await ctl.kzc.set_partition_reassignment(self.context.epoch_zk_version, keep)
+            await self.kzc.set_partition_reassignment(self.context.epoch_zk_version, keep)

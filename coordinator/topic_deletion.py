@@ -8,42 +8,47 @@ config and marker are removed in one fenced multi.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
+from brokers.zk.client import KafkaZkClient
 from coordinator import events as ev
-from coordinator.partition_state_machine import PartitionState
-
-if TYPE_CHECKING:
-    from coordinator.controller import KafkaController
+from coordinator.collaborators import WatchFactory
+from coordinator.context import ControllerContext
+from coordinator.partition_state_machine import PartitionState, PartitionStates
+from coordinator.request_batch import ControllerBrokerRequestBatch
 
 log = logging.getLogger(__name__)
 
 
 class TopicDeletionManager:
-    def __init__(self, controller: "KafkaController"):
-        self.controller = controller
+    def __init__(self, broker_id: int, kzc: KafkaZkClient, context: ControllerContext,
+                 batch: ControllerBrokerRequestBatch, states: PartitionStates, watch: WatchFactory,
+                 delete_topic_enable: bool):
+        self.broker_id = broker_id
+        self.kzc = kzc
+        self.context = context
+        self.batch = batch
+        self.states = states
+        self.watch = watch
+        self.delete_topic_enable = delete_topic_enable
 
-    @property
-    def context(self):
-        return self.controller.context
-
-    async def on_deletion_requests(self) -> None:
-        ctl, ctx = self.controller, self.context
-        topics = await ctl.kzc.get_topic_deletions(watch=ctl._watch(ev.TopicDeletion()))
+    async def process_topic_deletion(self) -> None:
+        """``/admin/delete_topics`` changed (or failover): queue the marked topics, re-arm the watch."""
+        ctx = self.context
+        topics = await self.kzc.get_topic_deletions(watch=self.watch(ev.TopicDeletion()))
         for topic in topics:
-            if not ctl.config.delete_topic_enable or topic not in ctx.all_topics:
-                if not ctl.config.delete_topic_enable:
+            if not self.delete_topic_enable or topic not in ctx.all_topics:
+                if not self.delete_topic_enable:
                     log.warning("delete.topic.enable=false: ignoring the deletion of %s", topic)
-                await ctl.kzc.delete_topic_deletion_marker(ctx.epoch_zk_version, topic)
+                await self.kzc.delete_topic_deletion_marker(ctx.epoch_zk_version, topic)
                 continue
             ctx.topics_to_delete.add(topic)
-        await self.resume()
+        await self.resume_deletions()
 
-    async def resume(self) -> None:
+    async def resume_deletions(self) -> None:
         """Start deleting every queued topic whose replicas are all on live brokers."""
-        ctx, batch = self.context, self.controller.batch
+        ctx, batch = self.context, self.batch
         for topic in sorted(ctx.topics_to_delete):
             if topic in ctx.deletion_awaiting:
                 continue
@@ -70,7 +75,7 @@ class TopicDeletionManager:
         for topic in [t for t, awaiting in ctx.deletion_awaiting.items() if any(b in brokers for _, b in awaiting)]:
             ctx.deletion_awaiting.pop(topic, None)
 
-    async def on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
+    async def process_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
         ctx = self.context
         if event.error_code != ErrorCode.NONE:  # refused whole: every partition in it failed
             log.warning("broker %d refused StopReplica (error %d); deletions retry", event.broker_id, event.error_code)
@@ -93,17 +98,16 @@ class TopicDeletionManager:
         for topic in [t for t, awaiting in ctx.deletion_awaiting.items() if not awaiting]:
             await self._complete(topic)
         if retry:
-            await self.resume()
+            await self.resume_deletions()
 
     async def _complete(self, topic: str) -> None:
-        ctl, ctx = self.controller, self.context
-        await ctl.kzc.delete_topic(ctx.epoch_zk_version, topic)
+        ctx = self.context
+        await self.kzc.delete_topic(ctx.epoch_zk_version, topic)
         for tp in ctx.partitions_of(topic):
             self._move(tp, PartitionState.NonExistent)
         ctx.remove_topic(topic)
-        log.info("controller %d: deleted topic %s", ctl.broker_id, topic)
+        log.info("controller %d: deleted topic %s", self.broker_id, topic)
 
     def _move(self, tp: TopicPartition, target: PartitionState) -> None:
-        states = self.controller.states
-        if states.get(tp) is not target:
-            states.transition([tp], target)
+        if self.states.get(tp) is not target:
+            self.states.transition([tp], target)

@@ -123,11 +123,11 @@ def test_version_conflict_rereads_and_decides_again():
 
 # -- the ElectLeaders shell --------------------------------------------------------------------------------
 
-def elections(leader: int, isr: tuple[int, ...], active: bool = True, **kw):
+def elections(leader: int, isr: tuple[int, ...], active: bool = True, config=None, events=None, **kw):
     zk, ctx, states, batch, leadership = setup(leader, isr, **kw)
-    controller = SimpleNamespace(context=ctx, leadership=leadership, is_active=active, broker_id=1,
-                                 config=SimpleNamespace(auto_leader_rebalance_enable=False))
-    return ReplicaLeaderElections(controller), zk, ctx
+    config = config or SimpleNamespace(auto_leader_rebalance_enable=False)
+    put = events.put if events is not None else None
+    return ReplicaLeaderElections(1, zk, ctx, leadership, config, lambda: active, put, watch=None), zk, ctx
 
 
 def test_elect_for_admin_answers_per_partition():
@@ -175,20 +175,19 @@ class Events:
 
 
 def timer_shell(enabled: bool = True, interval: float = 0.05):
-    shell, zk, ctx = elections(leader=1, isr=(1, 2, 3))
-    shell.controller.events = Events()
-    shell.controller.config = SimpleNamespace(auto_leader_rebalance_enable=enabled,
-                                              leader_imbalance_check_interval_seconds=interval,
-                                              leader_imbalance_per_broker_percentage=10)
-    return shell, ctx
+    events = Events()
+    config = SimpleNamespace(auto_leader_rebalance_enable=enabled, leader_imbalance_check_interval_seconds=interval,
+                             leader_imbalance_per_broker_percentage=10)
+    shell, zk, ctx = elections(leader=1, isr=(1, 2, 3), config=config, events=events)
+    return shell, ctx, events
 
 
 def test_the_timer_only_enqueues_an_event_carrying_the_controller_epoch():
     async def scenario():
-        shell, ctx = timer_shell()
+        shell, ctx, events = timer_shell()
         shell._schedule(0.01)
         await asyncio.sleep(0.05)
-        return shell.controller.events.put_events, ctx.epoch
+        return events.put_events, ctx.epoch
 
     events, epoch = run(scenario())
     assert [type(e).__name__ for e in events] == ["AutoPreferredReplicaLeaderElection"] and events[0].epoch == epoch
@@ -196,12 +195,12 @@ def test_the_timer_only_enqueues_an_event_carrying_the_controller_epoch():
 
 def test_stop_cancels_the_timer_and_disabled_means_no_timer():
     async def scenario(enabled: bool, stop: bool):
-        shell, ctx = timer_shell(enabled)
+        shell, ctx, events = timer_shell(enabled)
         shell._schedule(0.01)
         if stop:
             shell.stop()
         await asyncio.sleep(0.05)
-        return shell.controller.events.put_events
+        return events.put_events
 
     assert run(scenario(True, True)) == []
     assert run(scenario(False, False)) == []
@@ -211,11 +210,12 @@ def test_a_check_reschedules_itself_but_a_stale_epochs_event_does_nothing():
     from coordinator.events import AutoPreferredReplicaLeaderElection
 
     async def scenario(epoch_offset: int):
-        shell, ctx = timer_shell(interval=0.01)
-        await shell.on_auto_rebalance(AutoPreferredReplicaLeaderElection(ctx.epoch + epoch_offset))
+        shell, ctx, events = timer_shell(interval=0.01)
+        await shell.process_auto_preferred_replica_leader_election(
+            AutoPreferredReplicaLeaderElection(ctx.epoch + epoch_offset))
         await asyncio.sleep(0.05)
         shell.stop()
-        return shell.controller.events.put_events
+        return events.put_events
 
     assert len(run(scenario(0))) == 1  # balanced cluster: nothing elected, next check scheduled
     assert run(scenario(-1)) == []
@@ -225,12 +225,11 @@ def test_the_auto_check_elects_the_drifted_partition():
     from coordinator.events import AutoPreferredReplicaLeaderElection
 
     async def scenario():
-        shell, zk, ctx = elections(leader=2, isr=(1, 2, 3))  # the only partition prefers 1: ratio 1.0
-        shell.controller.events = Events()
-        shell.controller.config = SimpleNamespace(auto_leader_rebalance_enable=False,
-                                                  leader_imbalance_check_interval_seconds=300,
-                                                  leader_imbalance_per_broker_percentage=10)
-        await shell.on_auto_rebalance(AutoPreferredReplicaLeaderElection(ctx.epoch))
+        config = SimpleNamespace(auto_leader_rebalance_enable=False, leader_imbalance_check_interval_seconds=300,
+                                 leader_imbalance_per_broker_percentage=10)
+        # the only partition prefers 1: ratio 1.0
+        shell, zk, ctx = elections(leader=2, isr=(1, 2, 3), config=config, events=Events())
+        await shell.process_auto_preferred_replica_leader_election(AutoPreferredReplicaLeaderElection(ctx.epoch))
         return ctx.leadership[TP].leader_and_isr
 
     lai = run(scenario())
