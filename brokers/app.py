@@ -145,7 +145,7 @@ class BrokerServer:
         config_baseline = await self.config_listener.latest_sequence()  # changes after it are applied later
         await self._load_dynamic_broker_configs()
         self.scheduler = Scheduler(f"broker-{self.broker_id}-scheduler")
-        self.log_manager = LogManager(self.config.log_dirs, self.default_log_config, self._log_manager_config(),
+        self.log_manager = LogManager(self.config.log_dirs, self.default_log_config, LogManagerConfig.from_broker(self.config),
                                       topic_configs=await self._all_topic_log_configs(), scheduler=self.scheduler)
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(
@@ -203,13 +203,8 @@ class BrokerServer:
                           self.broker_epoch, self.http.port, self.http.scheme)
 
     def _fetcher_config(self) -> FetcherConfig:
-        c = self.config
-        return FetcherConfig(self.broker_id, wait_max_ms=c["replica.fetch.wait.max.ms"],
-                             min_bytes=c["replica.fetch.min.bytes"], max_bytes=c["replica.fetch.max.bytes"],
-                             response_max_bytes=c["replica.fetch.response.max.bytes"],
-                             backoff_ms=c["replica.fetch.backoff.ms"],
-                             socket_timeout_ms=c["replica.socket.timeout.ms"], ssl_context=self.inter_broker_tls,
-                             sasl=self._sasl_client_config())
+        return FetcherConfig.from_broker(self.config, self.broker_id, ssl_context=self.inter_broker_tls,
+                                         sasl=self._sasl_client_config())
 
     def _sasl_client_config(self):
         try:
@@ -233,16 +228,6 @@ class BrokerServer:
 
     async def user_names(self) -> list[str]:
         return [urllib.parse.unquote(name) for name in await self.kzc.get_entity_names("users")]
-
-    def _log_manager_config(self) -> LogManagerConfig:
-        c = self.config
-        return LogManagerConfig(
-            retention_check_interval_ms=c["log.retention.check.interval.ms"],
-            flush_check_interval_ms=c["log.flush.scheduler.interval.ms"],
-            flush_offset_checkpoint_interval_ms=c["log.flush.offset.checkpoint.interval.ms"],
-            flush_start_offset_checkpoint_interval_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
-            high_watermark_checkpoint_interval_ms=c["replica.high.watermark.checkpoint.interval.ms"],
-            cleaner_backoff_ms=c["log.cleaner.backoff.ms"], cleaner_enable=c["log.cleaner.enable"])
 
     async def _resolve_broker_id(self) -> int:
         """``broker.id=-1``: the id in meta.properties if a log dir has one, else a generated one."""
