@@ -132,7 +132,7 @@ class BrokerServer:
     # -- start-up ------------------------------------------------------------------------------
     async def startup(self) -> None:
         await self.zk.start()
-        self.zk.add_state_listener(self._on_session_state)
+        self.zk.add_listener(self._on_session_state)
         await self.kzc.create_persistent_roots()
         self.cluster_id = await self.kzc.get_or_create_cluster_id()
         if self.control_secret is None:
@@ -158,7 +158,7 @@ class BrokerServer:
         self.replica_manager.start()
         self.group_coordinator.broker_id = self.broker_id
         await self.group_coordinator.startup()
-        self.replica_manager.leadership_listeners.append(self._on_leadership)
+        self.replica_manager.add_listener(self._on_leadership)
         admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.default_log_config, self.metadata_cache,
                         self.dynamic_config)
         self.admin = admin
@@ -186,7 +186,7 @@ class BrokerServer:
                                           ControllerConfig.from_broker(self.config, self.control_secret,
                                                                        self.http_peer_tls))
         await self.controller.startup()
-        self.dynamic_config.listeners.append(self._on_dynamic_broker_config)
+        self.dynamic_config.add_listener(self._on_dynamic_broker_config)
         await self.config_listener.start(after=config_baseline)
 
     def _on_leadership(self, tp: TopicPartition, is_leader: bool) -> None:
