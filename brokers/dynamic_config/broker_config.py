@@ -123,7 +123,7 @@ class DynamicBrokerConfig:
         return changed
 
     def add_listener(self, callback: Callable[["DynamicBrokerConfig"], None]) -> None:
-        """``callback(self)`` after every ``update`` that changed the overrides (on the caller's loop)."""
+        """``callback(self)`` after every ``update`` that changed the overrides, synchronously inside ``update``."""
         self._listeners.append(callback)
 
     # -- reads ---------------------------------------------------------------------------------
