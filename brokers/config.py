@@ -1,22 +1,22 @@
 """BrokerConfig: a Kafka-style ``server.properties`` with Kafka's key names and defaults.
 
 Every key is declared once in ``SCHEMA`` (type, default). An unknown key or a value of the wrong
-type raises ``ConfigError`` naming the key and the file line. Broker-level ``log.*`` defaults are
+type raises ``ConfigError`` naming the key and the file line. The components' own settings
+(``GroupConfig``, ``LogManagerConfig``, ``FetcherConfig``: Kafka builds each from ``KafkaConfig``)
+are views of this schema: their fields are ``schema_field(key)``, whose default is the schema's, and
+``from_schema(cls, config)`` reads them from a broker config, so a default lives only in ``SCHEMA``. Broker-level ``log.*`` defaults are
 translated to topic-level keys (``log.segment.bytes`` -> ``segment.bytes``) in ``log_defaults`` so
 that ``brokers.app`` can build the storage layer's LogConfig without this module importing it.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
 from brokers.security.acls import AUTHORIZER_CLASSES
 from brokers.model import EndPoint
-
-
-# The ZooKeeper ACL authorizer under Kafka 2.x's name and Kafka 1.x's (SimpleAclAuthorizer).
 
 
 class ConfigError(ValueError):
@@ -157,6 +157,26 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "transaction.state.log.replication.factor": ("int", 3),
     "transaction.state.log.min.isr": ("int", 2),
 }
+
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def schema_field(key: str, convert: Callable[[Any], Any] = _same) -> Any:
+    """A dataclass field that views broker config ``key``: its default is ``convert`` of the schema's
+    default, and ``from_schema`` reads it as ``convert(config[key])`` (e.g. minutes to milliseconds)."""
+    return field(default=convert(SCHEMA[key][1]), metadata={"broker_key": key, "convert": convert})
+
+
+def from_schema(cls: type, config: Any, **others: Any) -> Any:
+    """``cls`` (a dataclass of ``schema_field``s) read from ``config`` (a BrokerConfig, or anything
+    indexable by Kafka's keys); ``others`` fill the fields that are not broker keys."""
+    viewed = {f.name: f.metadata["convert"](config[f.metadata["broker_key"]])
+              for f in fields(cls) if "broker_key" in f.metadata}
+    return cls(**viewed, **others)
+
 
 # keys a listener may override with listener.name.<listener lower case>.<key>
 PER_LISTENER = re.compile(r"listener\.name\.([^.]+)\.(ssl\..+)$")

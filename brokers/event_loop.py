@@ -1,8 +1,7 @@
 """The broker's event loop: uvloop when installed (the default), else asyncio's own.
 
-The only module that imports uvloop. On this machine uvloop takes about a fifth off the broker's CPU
-per request and roughly halves the p99 of an acks=all produce at RF 3 (BENCHMARKS.md, issue 10),
-because every record costs each broker several socket reads, writes and wake-ups.
+The only module that imports uvloop. uvloop's cheaper socket reads, writes and wake-ups matter
+because every record costs each broker several of them (measurements: BENCHMARKS.md).
 ``ZKAFKA_EVENT_LOOP=asyncio`` selects asyncio's loop (to compare, or to debug with asyncio's debug
 mode); any other value than ``uvloop``/``asyncio`` is an error naming the variable.
 

@@ -1,13 +1,13 @@
 """KafkaConnection: one asyncio TCP connection to a broker's Kafka listener, speaking the wire protocol.
 
-The broker's own client side (replica fetchers today; tools later): requests are kio entities encoded
+The broker's own client side (the replica fetchers and the tools use it): requests are kio entities encoded
 with ``brokers.protocol.codec``, responses are decoded the same way. Requests are pipelined: each one
 is written at once and its future is resolved, in correlation-id order, as its response frame
 completes, so a slow long-poll (a follower's Fetch) never blocks the socket for writing.
 
 Reading is an ``asyncio.Protocol`` feeding the sans-I/O ``FrameDecoder`` (the listener's): no
 ``StreamReader`` copying every chunk into its buffer and out again, no reader task to wake per
-response. That was a quarter of a follower's event loop under RF 3 load (BENCHMARKS.md, issue 10).
+response, which a follower under replication load would otherwise spend much of its event loop on.
 
 Failure model: any socket error, a malformed or unexpected response, or a timeout closes the
 connection and fails every request in flight with ``ConnectionError``; the caller reconnects. Nothing

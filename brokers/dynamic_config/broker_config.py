@@ -93,7 +93,7 @@ class DynamicBrokerConfig:
         self.static_log_defaults = {**static.log_defaults, "min.insync.replicas": str(static["min.insync.replicas"])}
         self.cluster_default: dict[str, str] = {}
         self.per_broker: dict[str, str] = {}
-        self.listeners: list[Callable[["DynamicBrokerConfig"], None]] = []
+        self._listeners: list[Callable[["DynamicBrokerConfig"], None]] = []
         self._refresh_rates()
 
     # -- updates -------------------------------------------------------------------------------
@@ -118,9 +118,13 @@ class DynamicBrokerConfig:
             self._refresh_rates()
             log.info("dynamic broker config now: default %s, broker %d %s", self.cluster_default, self.broker_id,
                      self.per_broker)
-            for listener in list(self.listeners):
+            for listener in list(self._listeners):
                 listener(self)
         return changed
+
+    def add_listener(self, callback: Callable[["DynamicBrokerConfig"], None]) -> None:
+        """``callback(self)`` after every ``update`` that changed the overrides, synchronously inside ``update``."""
+        self._listeners.append(callback)
 
     # -- reads ---------------------------------------------------------------------------------
     def synonyms(self, key: str) -> list[Synonym]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from brokers.client.connection import KafkaConnection
+from brokers.config import from_schema, schema_field
 from brokers.model import EndPoint, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
@@ -51,15 +52,24 @@ LEADER_NOT_READY = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEAD
 
 @dataclass(frozen=True)
 class FetcherConfig:
+    """The replica fetchers' settings: a view of the broker config (Kafka's ReplicaFetcherThread reads
+    ``replica.fetch.*`` from ``KafkaConfig``); ``broker_id``, TLS and SASL come from the broker."""
+
     broker_id: int
-    wait_max_ms: int = 500
-    min_bytes: int = 1
-    max_bytes: int = 1048576
-    response_max_bytes: int = 10485760
-    backoff_ms: int = 1000
-    socket_timeout_ms: int = 30000
+    wait_max_ms: int = schema_field("replica.fetch.wait.max.ms")
+    min_bytes: int = schema_field("replica.fetch.min.bytes")
+    max_bytes: int = schema_field("replica.fetch.max.bytes")
+    response_max_bytes: int = schema_field("replica.fetch.response.max.bytes")
+    backoff_ms: int = schema_field("replica.fetch.backoff.ms")
+    socket_timeout_ms: int = schema_field("replica.socket.timeout.ms")
     ssl_context: Any = None  # an ssl.SSLContext for leaders' SSL / SASL_SSL inter-broker listeners
     sasl: SaslClientConfig | None = None  # the broker's credentials on a SASL inter-broker listener
+
+    @classmethod
+    def from_broker(cls, config: Any, broker_id: int, *, ssl_context: Any = None,
+                    sasl: SaslClientConfig | None = None) -> "FetcherConfig":
+        """From a broker config (anything indexable by Kafka's keys) and the broker's resolved id."""
+        return from_schema(cls, config, broker_id=broker_id, ssl_context=ssl_context, sasl=sasl)
 
 
 @dataclass

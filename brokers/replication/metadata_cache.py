@@ -1,7 +1,7 @@
 """MetadataCache: what this broker knows of the cluster, fed only by the controller's UpdateMetadata.
 
 Live brokers are replaced wholesale by each request; partition states are replaced per partition,
-and a partition whose leader is -2 (LeaderDuringDelete) is removed. Metadata responses (issue 4)
+and a partition whose leader is -2 (LeaderDuringDelete) is removed. Metadata responses
 are answered from here alone, as in Kafka.
 """
 from __future__ import annotations

@@ -92,7 +92,7 @@ class ReplicaManager:
         self._last_isr_change_ms = 0
         self._last_isr_propagation_ms = 0
         self._tasks: set[asyncio.Task] = set()
-        self.leadership_listeners: list[Callable[[TopicPartition, bool], None]] = []
+        self._leadership_listeners: list[Callable[[TopicPartition, bool], None]] = []
         self.leaving = False  # controlled shutdown under way: no more fetching
         self.log_manager = log_manager
         self._topic_config = topic_config
@@ -134,9 +134,14 @@ class ReplicaManager:
                 self._tell_listeners(TopicPartition(state.topic, state.partition), state.leader == self.broker_id)
         return LeaderAndIsrResponse(int(ErrorCode.NONE), tuple(errors))
 
+    def add_listener(self, callback: Callable[[TopicPartition, bool], None]) -> None:
+        """``callback(tp, is_leader)`` after every partition this broker became leader or follower of, or
+        stopped replicating (is_leader False): the group coordinator follows ``__consumer_offsets``."""
+        self._leadership_listeners.append(callback)
+
     def _tell_listeners(self, tp: TopicPartition, is_leader: bool) -> None:
-        """Who else cares about leadership (the group coordinator follows ``__consumer_offsets``)."""
-        for listener in self.leadership_listeners:
+        """Who else cares about leadership; a listener that raises is logged, the others still run."""
+        for listener in self._leadership_listeners:
             try:
                 listener(tp, is_leader)
             except Exception:  # noqa: BLE001 - a listener's bug must not fail the LeaderAndIsr

@@ -2,7 +2,7 @@
 
 ``LogConfig.from_properties({"segment.bytes": "1048576", ...})`` validates every key and value and
 names the offending key in its error. Broker-level ``log.*`` defaults map onto these keys in
-``brokers.config`` (issue 3).
+``brokers.config`` (``LOG_KEYS``).
 
 ``leader.replication.throttled.replicas`` / ``follower.replication.throttled.replicas`` are Kafka's
 list format: ``*`` (every replica of the topic) or ``partition:broker,...`` (``0:1,0:2,1:3``), empty by

@@ -18,8 +18,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from brokers.config import from_schema, schema_field
 from brokers.model import TopicPartition
 from brokers.storage.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
@@ -44,13 +45,20 @@ class LogDirInUseError(RuntimeError):
 
 @dataclass(frozen=True)
 class LogManagerConfig:
-    retention_check_interval_ms: int = 300000
-    flush_check_interval_ms: int = 1000
-    flush_offset_checkpoint_interval_ms: int = 60000
-    flush_start_offset_checkpoint_interval_ms: int = 60000
-    high_watermark_checkpoint_interval_ms: int = 5000
-    cleaner_backoff_ms: int = 15000
-    cleaner_enable: bool = True
+    """The log manager's schedule: a view of the broker config (Kafka's ``LogManager.apply(KafkaConfig)``)."""
+
+    retention_check_interval_ms: int = schema_field("log.retention.check.interval.ms")
+    flush_check_interval_ms: int = schema_field("log.flush.scheduler.interval.ms")
+    flush_offset_checkpoint_interval_ms: int = schema_field("log.flush.offset.checkpoint.interval.ms")
+    flush_start_offset_checkpoint_interval_ms: int = schema_field("log.flush.start.offset.checkpoint.interval.ms")
+    high_watermark_checkpoint_interval_ms: int = schema_field("replica.high.watermark.checkpoint.interval.ms")
+    cleaner_backoff_ms: int = schema_field("log.cleaner.backoff.ms")
+    cleaner_enable: bool = schema_field("log.cleaner.enable")
+
+    @classmethod
+    def from_broker(cls, config: Any) -> "LogManagerConfig":
+        """From a broker config (anything indexable by Kafka's keys)."""
+        return from_schema(cls, config)
 
 
 class _LogDir:

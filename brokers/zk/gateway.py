@@ -175,9 +175,9 @@ class ZkGateway:
     def connected(self) -> bool:
         return self._client.connected
 
-    def add_state_listener(self, listener: Callable[[SessionState], None]) -> None:
-        """``listener(state)`` runs on the event loop after every session state change."""
-        self._listeners.append(listener)
+    def add_listener(self, callback: Callable[[SessionState], None]) -> None:
+        """``callback(state)`` runs on the event loop after every session state change."""
+        self._listeners.append(callback)
 
     def _on_state(self, state: str) -> None:  # kazoo's thread
         ours = {KazooState.CONNECTED: SessionState.CONNECTED, KazooState.SUSPENDED: SessionState.SUSPENDED,

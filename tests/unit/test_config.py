@@ -7,6 +7,9 @@ import pytest
 
 from brokers.config import BrokerConfig, ConfigError, is_sensitive, parse_properties
 from brokers.model import EndPoint
+from brokers.replication.fetcher import FetcherConfig
+from brokers.storage.log_manager import LogManagerConfig
+from consumer_group.coordinator.group_config import GroupConfig
 
 SERVER_PROPERTIES = r"""
 # A Kafka-style file
@@ -113,3 +116,29 @@ def test_http_security_keys():
                                            "control.plane.secret": "s" * 16}, "server.properties")
     assert (config["http.authentication.method"], config.control_plane_secret) == ("BASIC", b"s" * 16)
     assert is_sensitive("control.plane.secret")
+
+
+# -- the components' settings are views of the schema: a default lives only in SCHEMA -----------------
+def _default_broker_config() -> BrokerConfig:
+    return BrokerConfig.from_properties({"zookeeper.connect": "127.0.0.1:2181"})
+
+
+def test_group_config_defaults_are_the_schema_defaults():
+    assert GroupConfig() == GroupConfig.from_broker(_default_broker_config())
+
+
+def test_log_manager_config_defaults_are_the_schema_defaults():
+    assert LogManagerConfig() == LogManagerConfig.from_broker(_default_broker_config())
+
+
+def test_fetcher_config_defaults_are_the_schema_defaults():
+    assert FetcherConfig(7) == FetcherConfig.from_broker(_default_broker_config(), 7)
+
+
+def test_views_read_the_broker_config():
+    config = BrokerConfig.from_properties({"zookeeper.connect": "zk:2181", "offsets.retention.minutes": "2",
+                                           "log.cleaner.enable": "false", "replica.fetch.max.bytes": "100"})
+    assert GroupConfig.from_broker(config).offsets_retention_ms == 120000
+    assert LogManagerConfig.from_broker(config).cleaner_enable is False
+    fetcher = FetcherConfig.from_broker(config, 3, ssl_context="tls")
+    assert (fetcher.broker_id, fetcher.max_bytes, fetcher.ssl_context, fetcher.sasl) == (3, 100, "tls", None)

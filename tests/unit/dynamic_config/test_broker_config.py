@@ -61,7 +61,7 @@ def test_log_defaults_layer_dynamic_over_static():
 def test_listeners_hear_only_real_changes():
     config = dynamic()
     heard = []
-    config.listeners.append(lambda c: heard.append(c.value("log.retention.ms")))
+    config.add_listener(lambda c: heard.append(c.value("log.retention.ms")))
     assert config.update("<default>", {"log.retention.ms": "10"})
     assert not config.update("<default>", {"log.retention.ms": "10"})
     assert heard == ["10"]

@@ -92,6 +92,20 @@ def test_stop_replica_with_delete_removes_the_log(manager, tmp_path):
     assert not (tmp_path / "t-0").exists() and TP not in manager.partitions
 
 
+def test_leadership_listeners_hear_every_applied_change_even_if_one_raises(manager):
+    heard = []
+
+    def broken(tp, is_leader):
+        raise RuntimeError("a listener's bug")
+
+    manager.add_listener(broken)
+    manager.add_listener(lambda tp, is_leader: heard.append((tp, is_leader)))
+    assert run(manager.become_leader_or_follower(lai(leader=1, leader_epoch=0))).partition_errors == (("t", 0, 0),)
+    run(manager.become_leader_or_follower(lai(leader=2, leader_epoch=0)))  # stale epoch: not applied, not heard
+    run(manager.stop_replicas(StopReplicaRequest(9, 1, 100, (StopReplicaPartition("t", 0, -2, False),))))
+    assert heard == [(TP, True), (TP, False)]
+
+
 def test_metadata_cache_replaces_brokers_and_drops_deleted_partitions():
     cache = MetadataCache(1)
     b1 = BrokerInfo(1, (EndPoint("PLAINTEXT", "h", 9092),), epoch=5)
