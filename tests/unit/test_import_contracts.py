@@ -23,10 +23,10 @@ VIOLATIONS = {
     "below-the-listener": ("brokers.security.acls", "brokers.server.context"),
     "protocol-sans-io": ("brokers.protocol.framing", "asyncio"),
     "storage-plain-files": ("brokers.storage.log", "kazoo"),
-    "kazoo": ("brokers.replication.partition", "kazoo"),
-    "aiohttp": ("coordinator.controller", "aiohttp"),
+    "kazoo": ("brokers.security.authorizer", "kazoo"),
+    "aiohttp": ("coordinator.topic_changes", "aiohttp"),
     "prometheus": ("brokers.server.apis", "prometheus_client"),
-    "uvloop": ("brokers.app", "uvloop"),
+    "uvloop": ("brokers.app.broker_server", "uvloop"),
     "msgpack": ("brokers.server.apis", "msgpack"),
     "only-app-wires": ("brokers.admin.zk_admin", "coordinator.controller"),
     "pyspark": ("scripts.cli", "pyspark"),
@@ -37,6 +37,9 @@ VIOLATIONS = {
     "tools-stand-alone": ("scripts.tools.kafka_acls", "scripts.bench.stats"),
     "demo-bench-apart": ("scripts.demo.groups", "scripts.bench.stats"),
     "no-cycles": ("brokers.protocol.record_batch", "brokers.protocol.record"),
+    "config-leaf": ("brokers.config", "brokers.storage.log_config"),
+    "app-steps": ("brokers.app.registration", "brokers.app.control_plane"),
+    "controller-layers": ("coordinator.topic_deletion", "coordinator.controller"),
 }
 
 
