@@ -25,8 +25,6 @@ Progress goes to stderr; the report (tables, or JSON) to stdout.
 """
 from __future__ import annotations
 
-import os
-import platform
 import shutil
 import signal
 import sys
@@ -35,11 +33,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import confluent_kafka
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from scripts.bench.clients import BenchOptions, bench_base, create_topic, measure_produce
+from scripts.bench.clients import BenchOptions, measure_produce
+from scripts.bench.common import bench_base, create_topic, machine
 from scripts.bench.latency import PacedProducer, run_latency
 from scripts.bench.stats import first_ack_after, replication_ratios, schedule, spread_assignment
 from scripts.local.cluster import Cluster, ClusterSpec
@@ -72,16 +70,6 @@ class ReplicationBenchOptions:
 
 def _progress(message: str) -> None:
     print(f"[bench replication] {message}", file=sys.stderr, flush=True)
-
-
-def machine() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor())
-    mem_kib = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                       if line.startswith("MemTotal:")))
-    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1),
-            "kernel": platform.release(), "python": platform.python_version(),
-            "confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0]}
 
 
 def _high_watermarks(consumer: Consumer, topic: str, partitions: int) -> int:
