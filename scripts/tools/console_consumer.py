@@ -51,7 +51,7 @@ from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, TIMESTAMP_CREATE_TIME
                              Consumer, KafkaError, KafkaException, Message, TopicPartition)
 
 from scripts.tools.common import client_properties
-from scripts.tools.console_producer import key_values
+from scripts.tools.common.key_values import key_values
 
 FORMATTER_DEFAULTS = {"print.timestamp": "false", "print.partition": "false", "print.offset": "false",
                       "print.headers": "false", "print.key": "false", "print.value": "true",
