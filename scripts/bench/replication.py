@@ -3,14 +3,14 @@
 One fresh cluster (temp dir under ``./.zkafka``, free ports, ZooKeeper tickTime 500,
 ``zookeeper.session.timeout.ms`` as given) and three measurements, in this order:
 
-1. Throughput, as in Kreps' 2014 post: one producer process (``bench_clients``' producer) sends N
+1. Throughput, as in Kreps' 2014 post: one producer process (``scripts.bench.clients``' producer) sends N
    records to a 6-partition topic: ``rf1`` (RF 1) with acks=1, then ``rf3`` (RF 3,
    ``min.insync.replicas=2``) with acks=1 and then acks=all. Leaders are spread evenly (explicit
    assignment). After each run the bench waits until the high watermarks cover every record (the
    followers have caught up) so that one run's replication does not eat into the next one.
    Reported: records/s, MB/s, broker CPU (all three brokers) and the ratios RF3-acks1 / RF1 and
    RF3-acksall / RF3-acks1 next to Kreps' 0.96 and 0.54.
-2. Latency: RF 3 acks=all, one partition, at fixed rates (``bench_latency``): producer ack and
+2. Latency: RF 3 acks=all, one partition, at fixed rates (``scripts.bench.latency``): producer ack and
    end-to-end latency measured from each record's scheduled send time.
 3. Failover: acks=all at 1,000 records/s to a one-partition RF 3 topic whose leader is not the
    controller; ``kill -9`` of that leader; time until a surviving broker's metadata names a new

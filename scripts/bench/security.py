@@ -66,7 +66,7 @@ SASL = {"listeners": "SASL_PLAINTEXT://127.0.0.1:{kafka_port}", "inter.broker.li
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS, "super.users": "User:admin"}
 ALICE = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
          "sasl.password": "alice-secret"}
-GROUP = "bench-consume"  # bench_clients' consumer group
+GROUP = "bench-consume"  # scripts.bench.clients' consumer group
 ENVIRONMENT = {"plaintext-pread": {"ZKAFKA_SENDFILE_MIN_BYTES": "0"}}  # the broker's, by mode
 
 

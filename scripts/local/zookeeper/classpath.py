@@ -13,7 +13,7 @@ from scripts.local.zookeeper.config import ZooKeeperError
 
 DEBIAN_JAVA_DIR = Path("/usr/share/java")
 
-# The minimal server classpath (platform-notes §1.1), as (what, file-name prefix). A jar matches when its
+# The minimal server classpath, as (what, file-name prefix). A jar matches when its
 # name is the prefix followed by a version digit, e.g. "zookeeper-" + "3.9.5.jar" but not "zookeeper-jute-".
 JAR_PREFIXES: tuple[tuple[str, str], ...] = (
     ("zookeeper", "zookeeper-3"),

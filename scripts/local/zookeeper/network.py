@@ -57,7 +57,7 @@ def try_srvr(port: int, timeout: float = 1.0) -> dict | None:
 def find_free_base_port(size: int = 1, attempts: int = 200) -> int:
     """A client port P such that every port ``ensemble_ports(P, size)`` uses is free now. P is drawn below
     the kernel's ephemeral range: a port found free inside it (binding port 0) can be taken by any outgoing
-    connection before the server that was meant to get it binds (seen in CI: a broker's ``address already
+    connection before the server that was meant to get it binds (a broker's ``address already
     in use`` seconds after its port was chosen)."""
     low, high = FIRST_PORT, _ephemeral_low() - 1
     for _ in range(attempts):
