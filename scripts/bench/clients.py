@@ -16,7 +16,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from scripts.bench.common import bench_base, create_topic
-from scripts.bench.suite.procstat import cpu_seconds
+from scripts.bench.procstat import cpu_seconds
 from scripts.local.cluster import Cluster, ClusterSpec
 
 GB = 1e9

@@ -23,7 +23,7 @@ from scripts.bench.group import first_assignment, join_and_leave, rebalance_afte
 from scripts.bench.latency import run_latency
 from scripts.bench.replication import ReplicationBenchOptions, run_failover
 from scripts.bench.stats import read_stamp
-from scripts.bench.suite import procstat
+from scripts.bench import procstat
 from scripts.bench.suite.scenarios import Scenario
 from scripts.bench.suite.targets import Target
 
