@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.bench.suite.procstat import cpu_seconds
+from scripts.bench.common import bench_base, create_topic
+from scripts.bench.procstat import cpu_seconds
 from scripts.local.cluster import Cluster, ClusterSpec
 
 GB = 1e9
@@ -62,24 +62,6 @@ def _produce_worker(bootstrap: str, options: BenchOptions, count: int, queue) ->
 
 def _broker_pid(cluster: Cluster | None, pid: int | None) -> int | None:
     return cluster.broker_pid(1) if cluster is not None else pid
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int = 1, replication_factor: int = 1,
-                 config: dict[str, str] | None = None, assignment: list[list[int]] | None = None,
-                 client_config: dict | None = None) -> None:
-    """Create ``topic`` (an existing one is fine, for a re-run); ``assignment`` lists each partition's
-    replicas, the first being the preferred leader, in place of the two counts; ``client_config``: the
-    AdminClient's security settings."""
-    client = AdminClient({"bootstrap.servers": bootstrap, **(client_config or {})})
-    # confluent-kafka wants the partition count with an assignment (and no replication factor)
-    new = (NewTopic(topic, len(assignment), replica_assignment=assignment, config=config or {}) if assignment else
-           NewTopic(topic, partitions, replication_factor, config=config or {}))
-    futures = client.create_topics([new], operation_timeout=30)
-    try:
-        futures[topic].result(60)
-    except Exception as exc:  # noqa: BLE001 - an existing topic is fine for a re-run
-        if "TOPIC_ALREADY_EXISTS" not in str(exc):
-            raise
 
 
 def run_produce(bootstrap: str, options: BenchOptions, broker_pid: int | None) -> dict:
@@ -170,9 +152,3 @@ def run_client_bench(kind: str, options: BenchOptions, bootstrap: str | None, br
         if cluster is not None:
             cluster.down()
 
-
-def bench_base() -> Path:
-    """Where benchmarks put their temporary clusters (``./.zkafka``)."""
-    base = Path(".zkafka")
-    base.mkdir(exist_ok=True)
-    return base

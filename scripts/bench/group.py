@@ -44,9 +44,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from scripts.bench.clients import bench_base, create_topic
-from scripts.bench.suite.procstat import cpu_seconds
-from scripts.bench.replication import machine
+from scripts.bench.common import bench_base, create_topic, machine
+from scripts.bench.procstat import cpu_seconds
 from scripts.bench.stats import percentile
 from scripts.local.cluster import Cluster, ClusterSpec
 

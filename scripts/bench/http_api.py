@@ -28,7 +28,7 @@ from pathlib import Path
 
 import msgpack
 
-from scripts.bench.security import make_certificates
+from scripts.bench.common import make_certificates
 from scripts.local.cluster import Cluster, running_cluster
 from scripts.tools.kafka_configs.command import main as kafka_configs
 from scripts.tools.kafka_topics.command import main as kafka_topics

@@ -1,7 +1,7 @@
 """End-to-end and producer-ack latency at a fixed rate, with confluent-kafka, measured from each
 record's *scheduled* send time.
 
-A run precomputes its schedule (``bench_stats.schedule``); every record carries its scheduled time
+A run precomputes its schedule (``scripts.bench.stats.schedule``); every record carries its scheduled time
 (``CLOCK_MONOTONIC`` ns, the same clock in every process of this machine) in the first 8 bytes of
 its value. The producer (this process, ``linger.ms=0``) sends each record once its time has come; if
 it falls behind it sends late, and the lateness counts. ``max.in.flight.requests.per.connection``

@@ -1,4 +1,4 @@
-"""``zkafka bench reassign``: what moving a partition costs (issue 11).
+"""``zkafka bench reassign``: what moving a partition costs.
 
 On a fresh 4-broker cluster: a topic ``moving`` with one partition on brokers [1, 2] filled with
 ``--mib`` MiB (1 KiB records, acks=1), and a topic ``steady`` (one partition on [1, 2], RF 2, min ISR 2).
@@ -12,7 +12,6 @@ the moved log per new replica) and the steady producer's ack latency p50/p99/max
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 import threading
 import time
@@ -89,7 +88,7 @@ def _mode(bootstrap: str, name: str, mib: int, throttle: int, rate: int) -> dict
             "copy_mib_per_s": round(mib / elapsed, 1), "steady_acks_all": result}
 
 
-def run(mib: int = 200, throttle: int = 10 * 1024 * 1024, rate: int = 1000, directory: Path | None = None) -> dict:
+def run_reassign_bench(mib: int = 200, throttle: int = 10 * 1024 * 1024, rate: int = 1000, directory: Path | None = None) -> dict:
     base = Path(directory or tempfile.mkdtemp(prefix="zkafka-bench-reassign-"))
     with running_cluster(base / "cluster", 4, timeout=120, properties={"min.insync.replicas": "2"}) as cluster:
         bootstrap = cluster.bootstrap_servers
@@ -101,17 +100,13 @@ def run(mib: int = 200, throttle: int = 10 * 1024 * 1024, rate: int = 1000, dire
     return {"steady_rate": rate, "baseline_acks_all": baseline, "moves": modes}
 
 
-def main(args) -> int:
-    result = run(args.mib, args.throttle, args.rate, args.dir)
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
+def format_report(result: dict) -> list[str]:
     base = result["baseline_acks_all"]
-    print(f"steady producer, acks=all, {result['steady_rate']} records/s: baseline p50 {base['p50_ms']:.2f} ms, "
-          f"p99 {base['p99_ms']:.2f} ms, max {base['max_ms']:.2f} ms")
-    print(f"{'mode':<12} {'MiB':>5} {'throttle B/s':>13} {'move s':>7} {'MiB/s':>6} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}")
+    lines = [f"steady producer, acks=all, {result['steady_rate']} records/s: baseline p50 {base['p50_ms']:.2f} ms, "
+             f"p99 {base['p99_ms']:.2f} ms, max {base['max_ms']:.2f} ms",
+             f"{'mode':<12} {'MiB':>5} {'throttle B/s':>13} {'move s':>7} {'MiB/s':>6} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}"]
     for m in result["moves"]:
         s = m["steady_acks_all"]
-        print(f"{m['mode']:<12} {m['mib']:>5} {m['throttle_bytes_per_s'] or '-':>13} {m['move_s']:>7} "
-              f"{m['copy_mib_per_s']:>6} {s['p50_ms']:>7.2f} {s['p99_ms']:>7.2f} {s['max_ms']:>7.2f}")
-    return 0
+        lines.append(f"{m['mode']:<12} {m['mib']:>5} {m['throttle_bytes_per_s'] or '-':>13} {m['move_s']:>7} "
+                     f"{m['copy_mib_per_s']:>6} {s['p50_ms']:>7.2f} {s['p99_ms']:>7.2f} {s['max_ms']:>7.2f}")
+    return lines

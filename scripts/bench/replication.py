@@ -3,14 +3,14 @@
 One fresh cluster (temp dir under ``./.zkafka``, free ports, ZooKeeper tickTime 500,
 ``zookeeper.session.timeout.ms`` as given) and three measurements, in this order:
 
-1. Throughput, as in Kreps' 2014 post: one producer process (``bench_clients``' producer) sends N
+1. Throughput, as in Kreps' 2014 post: one producer process (``scripts.bench.clients``' producer) sends N
    records to a 6-partition topic: ``rf1`` (RF 1) with acks=1, then ``rf3`` (RF 3,
    ``min.insync.replicas=2``) with acks=1 and then acks=all. Leaders are spread evenly (explicit
    assignment). After each run the bench waits until the high watermarks cover every record (the
    followers have caught up) so that one run's replication does not eat into the next one.
    Reported: records/s, MB/s, broker CPU (all three brokers) and the ratios RF3-acks1 / RF1 and
    RF3-acksall / RF3-acks1 next to Kreps' 0.96 and 0.54.
-2. Latency: RF 3 acks=all, one partition, at fixed rates (``bench_latency``): producer ack and
+2. Latency: RF 3 acks=all, one partition, at fixed rates (``scripts.bench.latency``): producer ack and
    end-to-end latency measured from each record's scheduled send time.
 3. Failover: acks=all at 1,000 records/s to a one-partition RF 3 topic whose leader is not the
    controller; ``kill -9`` of that leader; time until a surviving broker's metadata names a new
@@ -25,8 +25,6 @@ Progress goes to stderr; the report (tables, or JSON) to stdout.
 """
 from __future__ import annotations
 
-import os
-import platform
 import shutil
 import signal
 import sys
@@ -35,11 +33,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import confluent_kafka
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from scripts.bench.clients import BenchOptions, bench_base, create_topic, measure_produce
+from scripts.bench.clients import BenchOptions, measure_produce
+from scripts.bench.common import bench_base, create_topic, machine
 from scripts.bench.latency import PacedProducer, run_latency
 from scripts.bench.stats import first_ack_after, replication_ratios, schedule, spread_assignment
 from scripts.local.cluster import Cluster, ClusterSpec
@@ -72,16 +70,6 @@ class ReplicationBenchOptions:
 
 def _progress(message: str) -> None:
     print(f"[bench replication] {message}", file=sys.stderr, flush=True)
-
-
-def machine() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor())
-    mem_kib = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                       if line.startswith("MemTotal:")))
-    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1),
-            "kernel": platform.release(), "python": platform.python_version(),
-            "confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0]}
 
 
 def _high_watermarks(consumer: Consumer, topic: str, partitions: int) -> int:

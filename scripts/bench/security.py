@@ -1,4 +1,4 @@
-"""``zkafka bench security``: what security costs (issue 12).
+"""``zkafka bench security``: what security costs.
 
 1. In process, no network (``scripts.bench.security_acls``): authorizer decisions per second with 0 to
    100,000 ACLs, for a hit, a miss and a super user.
@@ -35,12 +35,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import json
 import os
 import shutil
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -52,10 +50,10 @@ from brokers.security.acls import AclEntry, Acls, ResourcePattern
 from brokers.protocol.sasl import SaslClientConfig
 from brokers.zk.gateway import ZkGateway
 from scripts.tools.kafka_configs import command as kafka_configs
-from scripts.bench.clients import BenchOptions, bench_base, create_topic, measure_produce, run_consume
-from scripts.bench.replication import machine
+from scripts.bench.clients import BenchOptions, measure_produce, run_consume
+from scripts.bench.common import bench_base, create_topic, machine, make_certificates
 from scripts.bench.security_acls import acl_mix, format_decisions, run_decisions
-from scripts.bench.security_options import MODES, SecurityBenchOptions, options_from_args
+from scripts.bench.security_options import MODES, SecurityBenchOptions
 from scripts.bench.security_logins import LoginTarget, measure_credential_reads, measure_logins, pbkdf2_ms
 from scripts.local.cluster import Cluster, ClusterSpec
 
@@ -68,7 +66,7 @@ SASL = {"listeners": "SASL_PLAINTEXT://127.0.0.1:{kafka_port}", "inter.broker.li
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS, "super.users": "User:admin"}
 ALICE = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
          "sasl.password": "alice-secret"}
-GROUP = "bench-consume"  # bench_clients' consumer group
+GROUP = "bench-consume"  # scripts.bench.clients' consumer group
 ENVIRONMENT = {"plaintext-pread": {"ZKAFKA_SENDFILE_MIN_BYTES": "0"}}  # the broker's, by mode
 
 
@@ -85,21 +83,6 @@ class Mode:
 
 def _progress(message: str) -> None:
     print(f"[bench security] {message}", file=sys.stderr, flush=True)
-
-
-def make_certificates(directory: Path) -> tuple[Path, Path]:
-    """A CA and the broker's PEM keystore (key + certificate for 127.0.0.1), made with ``openssl``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for args in (["req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=bench-ca"],
-                 ["req", "-new", *ec, "-keyout", "broker.key", "-out", "broker.csr", "-subj", "/CN=broker"],
-                 ["x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                  "-days", "2", "-out", "broker.pem", "-extfile", "san.ext"]):
-        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
-    keystore = directory / "broker.keystore.pem"
-    keystore.write_text((directory / "broker.key").read_text() + (directory / "broker.pem").read_text())
-    return directory / "ca.pem", keystore
 
 
 def grants(principal: str) -> Acls:
@@ -302,12 +285,3 @@ def format_report(result: dict) -> list[str]:
                       f"p99 {read['p99_ms']:.2f} ms, {read['cpu_ms']:.2f} CPU-ms per read; the client's PBKDF2 (4096 x HMAC-SHA-512): {result['pbkdf2_ms']:.2f} ms"]
     return lines
 
-
-def main(args) -> int:
-    try:
-        options = options_from_args(args)
-    except ValueError as exc:
-        args.subparser.error(str(exc))
-    result = run_security_bench(options)
-    print(json.dumps(result, indent=2) if args.json else "\n".join(format_report(result)))
-    return 0

@@ -25,7 +25,7 @@ from brokers.protocol.sasl import SaslClientConfig
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.gateway import ZkGateway
 from scripts.bench.stats import percentile
-from scripts.bench.suite.procstat import cpu_seconds
+from scripts.bench.procstat import cpu_seconds
 
 API_VERSIONS, API_VERSIONS_VERSION = 18, 3
 TIMEOUT = 10.0

@@ -1,4 +1,4 @@
-"""``zkafka bench security``'s options and flags, apart from the bench itself so that building the
+"""``zkafka bench security``'s options, checked from its flags, apart from the bench itself so that building the
 ``zkafka`` parser imports nothing heavy."""
 from __future__ import annotations
 
@@ -31,26 +31,6 @@ def with_modes(options: SecurityBenchOptions, text: str) -> SecurityBenchOptions
         raise ValueError(f"--modes: unknown mode(s) {', '.join(unknown) or '(none given)'}; "
                          f"choose from {', '.join(MODES)}")
     return replace(options, modes=names)
-
-
-def add_parser(bench_commands) -> None:
-    """``zkafka bench security``'s flags (scripts/cli.py)."""
-    p = bench_commands.add_parser(
-        "security", help="what security costs: authorizer decisions with 0-100k ACLs, produce/consume over "
-                         "PLAINTEXT with and without ACLs, SASL SCRAM-SHA-512 and SSL, and logins per second")
-    p.set_defaults(subparser=p)
-    p.add_argument("--records", type=int, default=1_000_000, help="records per produce/consume run (default 1000000)")
-    p.add_argument("--record-size", type=int, default=100, help="bytes per record value (default 100)")
-    p.add_argument("--reps", type=int, default=5,
-                   help="runs per mode, alternating between modes, each mode first in turn (default 5)")
-    p.add_argument("--logins", type=int, default=500, help="sequential logins per connection kind (default 500)")
-    p.add_argument("--acls", type=int, default=10_000, help="ACLs loaded into the ACL modes' brokers (default 10000)")
-    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {','.join(MODES)} (default all)")
-    p.add_argument("--decision-sizes", default=",".join(map(str, SIZES)),
-                   help="ACL counts for the in-process decision rates (default 0,100,10000,100000)")
-    p.add_argument("--decision-seconds", type=float, default=0.2, help="seconds per decision-rate round (default 0.2)")
-    p.add_argument("--dir", type=Path, default=None, help="where to run (default ./.zkafka)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
 
 def options_from_args(args) -> SecurityBenchOptions:

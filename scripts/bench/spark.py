@@ -25,8 +25,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from scripts.bench.clients import create_topic
-from scripts.bench.replication import machine
+from scripts.bench.common import create_topic, machine
 from scripts.local.cluster import Cluster, ClusterSpec
 
 TOPIC, WARMUP_TOPIC = "bench-spark", "bench-spark-warmup"

@@ -12,7 +12,6 @@ Phases, each on the same disk in the same run:
 from __future__ import annotations
 
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -28,6 +27,7 @@ from brokers.protocol.record import Record, build_batch
 from brokers.protocol.record_batch import CRC_AT, CRC_START
 from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
+from scripts.bench.common import machine_line
 
 MIB = 1 << 20
 _TIMESTAMPS = struct.Struct(">qq")  # base_timestamp, max_timestamp at byte 27
@@ -182,25 +182,13 @@ def bench_lookups(workdir: Path, data_mib: int, lookups: int) -> list[dict]:
     return results
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()} {platform.release()}"
-
-
 def run_storage_bench(directory: Path | None, total_mib: int, batch_sizes: list[int], record_bytes: int,
                       lookups: int) -> None:
     base = Path(directory) if directory else Path(".zkafka")
     base.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="bench-storage-", dir=base))
     try:
-        print(f"machine: {machine()}")
+        print(f"machine: {machine_line()}")
         print(f"directory: {workdir.resolve()}  ({total_mib} MiB per batch size, {record_bytes}-byte records)")
         print()
         print("| batch | records/batch | raw write MB/s | log append MB/s | append/raw | raw µs/batch | log µs/batch "

@@ -127,7 +127,7 @@ def ports_message(busy: list[tuple[str, int]]) -> str:
             "--kafka-port-base / --http-port-base")
 
 
-def running_cluster(directory: Path, stop_hint: str) -> Cluster | None:
+def reusable_cluster(directory: Path, stop_hint: str) -> Cluster | None:
     """The healthy cluster already running in ``directory``, to reuse (whatever its ports); None if nothing
     runs there; DemoError if it only partly runs."""
     if not (Path(directory) / "cluster.json").is_file():
@@ -313,7 +313,7 @@ class ClusterDemo:
                 resolve_classpath()
             except ZooKeeperError as exc:
                 raise DemoError(f"{exc} (`make install` installs them)") from None
-            self.cluster = running_cluster(self.options.dir, self.stop_hint)
+            self.cluster = reusable_cluster(self.options.dir, self.stop_hint)
             if self.cluster is None:
                 busy = busy_ports(demo_ports(self.options))
                 if busy:

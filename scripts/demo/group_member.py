@@ -13,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from confluent_kafka import Consumer, KafkaError, KafkaException
+
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_INTERVAL_MS = 500
 MAX_POLL_INTERVAL_MS = 20000  # also the JoinGroup rebalance timeout: bounds a rebalance a dead member stalls
@@ -49,8 +51,6 @@ def parse_group_metadata(blob: bytes) -> GroupMetadata | None:
     return GroupMetadata(generation, group_id.decode(errors="replace"), member_id.decode(errors="replace"), instance)
 
 
-
-
 def consumer_config(bootstrap: str, group: str, name: str) -> dict:
     return {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": SESSION_TIMEOUT_MS,
@@ -58,108 +58,125 @@ def consumer_config(bootstrap: str, group: str, name: str) -> dict:
             "fetch.wait.max.ms": 100}
 
 
-def run_member(bootstrap: str, group: str, topic: str, name: str) -> int:
-    """One group member: consume, report, commit after processing; stop cleanly on ``close`` or EOF on
-    stdin (the demo is gone). SIGINT is ignored: the demo decides when a member stops."""
-    from confluent_kafka import Consumer, KafkaError, KafkaException
+class GroupMember:
+    """One group member: consume, report every batch and rebalance as a JSON line, commit after processing.
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    write_lock = threading.Lock()
-    stats = {"commits": 0, "commit_errors": 0}
+    ``stop`` ends the consume loop; the member then commits what is left and closes (LeaveGroup).
+    """
 
-    def emit(kind: str, **fields) -> None:
-        line = json.dumps({"event": kind, "member": name, **fields})
-        with write_lock:
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str) -> None:
+        self.name, self.topic = name, topic
+        self.stop = threading.Event()
+        self.write_lock = threading.Lock()
+        self.stats = {"commits": 0, "commit_errors": 0}
+        self.pending, self.last_commit = False, time.monotonic()
+        self.consumer = Consumer({**consumer_config(bootstrap, group, name), "on_commit": self.on_commit})
+
+    def emit(self, kind: str, **fields) -> None:
+        line = json.dumps({"event": kind, "member": self.name, **fields})
+        with self.write_lock:
             try:
                 sys.stdout.write(line + "\n")
                 sys.stdout.flush()
             except (BrokenPipeError, ValueError):  # the demo is gone: nobody to report to, stop
                 sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - no second BrokenPipeError at exit
-                stop.set()
+                self.stop.set()
 
-    def watch_stdin() -> None:
+    def watch_stdin(self) -> None:
+        """Stop on a ``close`` line or at EOF (the demo is gone)."""
         for line in sys.stdin:
             if line.strip() == "close":
                 break
-        stop.set()
+        self.stop.set()
 
-    threading.Thread(target=watch_stdin, daemon=True).start()
-
-    def on_commit(err, _partitions) -> None:
+    def on_commit(self, err, _partitions) -> None:
         if err is None:
-            stats["commits"] += 1
+            self.stats["commits"] += 1
         elif err.code() != KafkaError._NO_OFFSET:
-            stats["commit_errors"] += 1
-            emit("commit_failed", error=str(err))
+            self.stats["commit_errors"] += 1
+            self.emit("commit_failed", error=str(err))
 
-    consumer = Consumer({**consumer_config(bootstrap, group, name), "on_commit": on_commit})
-
-    def describe(partitions) -> dict:
-        meta = parse_group_metadata(consumer.consumer_group_metadata())
-        return {"member_id": consumer.memberid(), "generation": meta.generation_id if meta else None,
+    def describe(self, partitions) -> dict:
+        meta = parse_group_metadata(self.consumer.consumer_group_metadata())
+        return {"member_id": self.consumer.memberid(), "generation": meta.generation_id if meta else None,
                 "partitions": sorted(p.partition for p in partitions)}
 
-    def commit_now() -> bool:
+    def commit_now(self) -> bool:
         """A synchronous commit of the current positions; False if there was nothing to commit."""
         try:
-            consumer.commit(asynchronous=False)
+            self.consumer.commit(asynchronous=False)
             return True
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError._NO_OFFSET:
-                stats["commit_errors"] += 1
-                emit("commit_failed", error=str(exc.args[0]))
+                self.stats["commit_errors"] += 1
+                self.emit("commit_failed", error=str(exc.args[0]))
             return False
 
-    def on_assign(_consumer, partitions) -> None:
+    def commit_async(self) -> None:
         try:
-            emit("assigned", **describe(partitions))
-        except Exception as exc:  # noqa: BLE001 - an exception here would surface in consume()
-            emit("error", error=f"on_assign: {exc!r}")
+            self.consumer.commit(asynchronous=True)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._NO_OFFSET:
+                self.emit("commit_failed", error=str(exc.args[0]))
 
-    def on_revoke(_consumer, partitions) -> None:
+    def _in_callback(self, callback: str, report) -> None:
+        """An exception in a rebalance callback would surface in consume(): it becomes an ``error`` event."""
         try:
+            report()
+        except Exception as exc:  # noqa: BLE001
+            self.emit("error", error=f"{callback}: {exc!r}")
+
+    def on_assign(self, _consumer, partitions) -> None:
+        self._in_callback("on_assign", lambda: self.emit("assigned", **self.describe(partitions)))
+
+    def on_revoke(self, _consumer, partitions) -> None:
+        def revoke() -> None:
             # what was processed is committed before the partitions go to another member: fewer duplicates
-            committed = commit_now() if partitions else False
-            emit("revoked", committed=committed, **describe(partitions))
-        except Exception as exc:  # noqa: BLE001
-            emit("error", error=f"on_revoke: {exc!r}")
+            committed = self.commit_now() if partitions else False
+            self.emit("revoked", committed=committed, **self.describe(partitions))
+        self._in_callback("on_revoke", revoke)
 
-    def on_lost(_consumer, partitions) -> None:
+    def on_lost(self, _consumer, partitions) -> None:
+        self._in_callback("on_lost", lambda: self.emit("lost", **self.describe(partitions)))
+
+    def consume_batch(self) -> None:
+        """One consume(): the values go to the demo (processed), to be committed within COMMIT_INTERVAL_S."""
+        values = []
+        for message in self.consumer.consume(500, timeout=0.1):
+            if message.error() is not None:
+                if message.error().code() != KafkaError._PARTITION_EOF:
+                    self.emit("error", error=str(message.error()))
+                continue
+            values.append(int(message.value()))
+        if values:
+            self.emit("consumed", values=values)
+            self.pending = True
+        if self.pending and time.monotonic() - self.last_commit >= COMMIT_INTERVAL_S:
+            self.commit_async()
+            self.pending, self.last_commit = False, time.monotonic()
+
+    def run(self) -> int:
+        self.consumer.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke,
+                                on_lost=self.on_lost)
+        self.emit("started", pid=os.getpid())
         try:
-            emit("lost", **describe(partitions))
-        except Exception as exc:  # noqa: BLE001
-            emit("error", error=f"on_lost: {exc!r}")
+            while not self.stop.is_set():
+                self.consume_batch()
+            if self.pending:
+                self.commit_now()
+            self.consumer.close()  # eager: the revoke callback commits once more, then LeaveGroup
+        except KafkaException as exc:
+            self.emit("error", error=str(exc))
+            return 1
+        self.emit("closed", **self.stats)
+        return 0
 
-    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
-    emit("started", pid=os.getpid())
-    pending, last_commit = False, time.monotonic()
-    try:
-        while not stop.is_set():
-            values = []
-            for message in consumer.consume(500, timeout=0.1):
-                if message.error() is not None:
-                    if message.error().code() != KafkaError._PARTITION_EOF:
-                        emit("error", error=str(message.error()))
-                    continue
-                values.append(int(message.value()))
-            if values:
-                emit("consumed", values=values)  # processed: the demo has them
-                pending = True
-            if pending and time.monotonic() - last_commit >= COMMIT_INTERVAL_S:
-                try:
-                    consumer.commit(asynchronous=True)
-                except KafkaException as exc:
-                    if exc.args[0].code() != KafkaError._NO_OFFSET:
-                        emit("commit_failed", error=str(exc.args[0]))
-                pending, last_commit = False, time.monotonic()
-        if pending:
-            commit_now()
-        consumer.close()  # eager: the revoke callback commits once more, then LeaveGroup
-    except KafkaException as exc:
-        emit("error", error=str(exc))
-        return 1
-    emit("closed", **stats)
-    return 0
 
+def run_member(bootstrap: str, group: str, topic: str, name: str) -> int:
+    """One group member until ``close`` or EOF on stdin, or SIGTERM. SIGINT is ignored: the demo decides when a
+    member stops."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    member = GroupMember(bootstrap, group, topic, name)
+    signal.signal(signal.SIGTERM, lambda *_: member.stop.set())
+    threading.Thread(target=member.watch_stdin, daemon=True).start()
+    return member.run()

@@ -328,8 +328,8 @@ def _metadata_knows(health: dict, controller: int, broker_ids: list[int]) -> boo
 
 
 def _cmdline(pid: int, settle: float = 2.0) -> str:
-    """``/proc/<pid>/cmdline`` as text. It reads empty for a moment right after ``Popen`` returns (a
-    quarter of the time on this machine), so an empty one is read again for up to ``settle`` seconds."""
+    """``/proc/<pid>/cmdline`` as text. It can read empty for a moment right after ``Popen`` returns,
+    so an empty one is read again for up to ``settle`` seconds."""
     deadline = time.monotonic() + settle
     while True:
         try:

@@ -20,10 +20,10 @@ At exit ``Processed a total of N messages`` goes to stderr.
 
 Partitions are assigned, never subscribed: ``--partition P`` reads that partition from ``--offset``
 (default ``latest``; ``--from-beginning`` means ``earliest``); without it every partition of the topic,
-from the metadata, is read from the beginning (``--from-beginning``) or from its end. Consumer groups
-arrive with the group coordinator: until then ``--group`` (default ``console-consumer-<random>``, as in
-Kafka) is only librdkafka's ``group.id``, and no offset is ever committed (``enable.auto.commit`` is
-off), so a second run does not resume where the first stopped.
+from the metadata, is read from the beginning (``--from-beginning``) or from its end. ``--group``
+(default ``console-consumer-<random>``, as in Kafka) is only librdkafka's ``group.id``: the consumer
+joins no group and commits no offset (``enable.auto.commit`` is off), so a second run does not resume
+where the first stopped.
 
 The consumer stops after ``--max-messages`` records, or when ``--timeout-ms`` passes without a record
 (Kafka prints ``Error processing message, terminating consumer process`` with a TimeoutException then;
@@ -51,7 +51,7 @@ from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, TIMESTAMP_CREATE_TIME
                              Consumer, KafkaError, KafkaException, Message, TopicPartition)
 
 from scripts.tools.common import client_properties
-from scripts.tools.console_producer import key_values
+from scripts.tools.common.key_values import key_values
 
 FORMATTER_DEFAULTS = {"print.timestamp": "false", "print.partition": "false", "print.offset": "false",
                       "print.headers": "false", "print.key": "false", "print.value": "true",
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.isolation_level:
         config["isolation.level"] = args.isolation_level
     config.update(key_values(parser, "--consumer-property", args.consumer_property))
-    config["enable.auto.commit"] = "false"  # no group coordinator yet: nothing to commit to
+    config["enable.auto.commit"] = "false"  # assigned partitions, no group membership: nothing is committed
     refused = client_properties.checked_login(parser, args.bootstrap_server, config, "consumer")  # file + flags
     if refused is not None:
         return refused

@@ -41,6 +41,7 @@ from typing import BinaryIO
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from scripts.tools.common import client_properties
+from scripts.tools.common.key_values import key_values
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 READER_DEFAULTS = {"parse.key": "false", "key.separator": "\t", "ignore.error": "false", "null.marker": "",
@@ -78,13 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--request-timeout-ms", type=int, metavar="MS", help="request.timeout.ms")
     parser.add_argument("--message-send-max-retries", type=int, metavar="N", help="retries")
     return parser
-
-
-def key_values(parser: argparse.ArgumentParser, flag: str, items: list[str]) -> dict[str, str]:
-    bad = [item for item in items if "=" not in item or item.startswith("=")]
-    if bad:
-        parser.error(f"{flag} takes KEY=VALUE, got {bad[0]!r}")
-    return dict(item.split("=", 1) for item in items)
 
 
 def reader_properties(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, str]:

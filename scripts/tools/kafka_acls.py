@@ -39,7 +39,7 @@ from confluent_kafka.admin import AclBinding, AclBindingFilter, AdminClient
 from brokers.security import acls as acl
 from brokers.security.acls import AclEntry, ResourcePattern
 from scripts.tools.common.client_properties import admin_client, parse_flag
-from scripts.tools.kafka_leader_election import java_exception
+from scripts.tools.common.errors import java_exception
 
 RESULT_TIMEOUT_S = 65.0
 NEWLINE = "\n"

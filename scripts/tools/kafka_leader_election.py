@@ -26,12 +26,9 @@ from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicParti
 from confluent_kafka.admin import AdminClient
 
 from scripts.tools.common.client_properties import admin_client, parse_flag
+from scripts.tools.common.errors import java_exception
 
 RESULT_TIMEOUT_S = 65.0  # librdkafka's request timeout (socket.timeout.ms, 60 s) and a margin
-ERRORS_PACKAGE = "org.apache.kafka.common.errors."
-JAVA_EXCEPTIONS = {"REQUEST_TIMED_OUT": "TimeoutException", "_TIMED_OUT": "TimeoutException",
-                   "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
-                   "UNKNOWN_TOPIC_OR_PART": "UnknownTopicOrPartitionException"}  # librdkafka's names
 SOURCES = ("--topic", "--all-topic-partitions", "--path-to-json-file")
 
 
@@ -104,17 +101,6 @@ def parse_election_json(text: str) -> list[tuple[str, int]]:
     if duplicates:
         raise ValueError(f"Replica election data contains duplicate partitions: {','.join(duplicates)}")
     return partitions
-
-
-def java_exception(error: Any) -> str:
-    """Kafka prints the exception: ``org.apache.kafka.common.errors.<Name>Exception: message``."""
-    if isinstance(error, KafkaException) and error.args:
-        error = error.args[0]
-    if not isinstance(error, KafkaError):
-        return str(error)
-    name = error.name()
-    cls = JAVA_EXCEPTIONS.get(name) or "".join(w.capitalize() for w in name.strip("_").split("_")) + "Exception"
-    return f"{ERRORS_PACKAGE}{cls}: {error.str()}"
 
 
 def is_election_not_needed(error: Any) -> bool:

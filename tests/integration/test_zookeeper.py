@@ -19,6 +19,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 
 from scripts.local import zookeeper as zk
+from scripts.local.zookeeper.server import pid_state
 from tests.integration.conditions import wait_for
 
 ZKAFKA = Path(sys.executable).with_name("zkafka")
@@ -27,7 +28,7 @@ TICK = 500
 
 def process_gone(pid: int) -> bool:
     """No such process, or only a zombie left (reaping it is the parent's business)."""
-    return zk._pid_state(pid) in (None, "Z", "X")
+    return pid_state(pid) in (None, "Z", "X")
 
 
 def refuses(port: int) -> bool:

@@ -16,13 +16,14 @@ from typing import Callable
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from scripts.bench.clients import BenchOptions, create_topic, measure_produce, run_consume
+from scripts.bench.clients import BenchOptions, measure_produce, run_consume
+from scripts.bench.common import create_topic
 from scripts.bench.group import PARTITIONS as GROUP_PARTITIONS, TOPIC as GROUP_TOPIC
 from scripts.bench.group import first_assignment, join_and_leave, rebalance_after_kill
 from scripts.bench.latency import run_latency
 from scripts.bench.replication import ReplicationBenchOptions, run_failover
 from scripts.bench.stats import read_stamp
-from scripts.bench.suite import procstat
+from scripts.bench import procstat
 from scripts.bench.suite.scenarios import Scenario
 from scripts.bench.suite.targets import Target
 

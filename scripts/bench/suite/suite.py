@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from scripts.bench.replication import machine
+from scripts.bench.common import machine
 from scripts.bench.suite import runner
 from scripts.bench.suite.scenarios import Scenario, goals, summarise_runs
 from scripts.bench.suite.targets import Target, TansuTarget, ZkafkaTarget

@@ -2,8 +2,8 @@
 (Tansu, a single Rust broker with in-memory storage). A target is started once per cluster shape and
 reused by every scenario of that shape; each run uses fresh topics.
 
-``pids()`` are every process whose CPU counts as the broker's: our brokers *and* ZooKeeper (the issue's
-"all broker and ZooKeeper processes"); ``broker_pids()`` the brokers alone, for peak RSS.
+``pids()`` are every process whose CPU counts as the broker's: our brokers *and* ZooKeeper (all broker and
+ZooKeeper processes); ``broker_pids()`` the brokers alone, for peak RSS.
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from scripts.tools.common import client_properties
 from scripts.tools.common.admin_client import ClusterAdmin, ClusterAdminError
-from scripts.tools.kafka_configs.command import ConfigCommandError, parse_add_config, parse_delete_config
+from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config, parse_delete_config
 
 TIMEOUT_S = 30.0
 _RESOURCE = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER}

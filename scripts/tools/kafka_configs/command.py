@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import sys
 
 from brokers.dynamic_config.broker_config import validate_broker_overrides
@@ -42,36 +41,11 @@ from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import ConfigChangeNotificationZNode
-from scripts.tools.kafka_configs import users
 from scripts.tools.common.client_properties import LoginError
+from scripts.tools.kafka_configs import users
+from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config, parse_delete_config
 
 ENTITY_TYPES = ("topics", "brokers", "users")
-_OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"  # Kafka's: a separator not inside [...]
-
-
-class ConfigCommandError(Exception):
-    """A user error Kafka's ConfigCommand reports and exits 1 on."""
-
-
-def parse_add_config(text: str) -> dict[str, str]:
-    """``k1=v1,k2=[a,b]`` -> {"k1": "v1", "k2": "a,b"}; ValueError naming the bad pair otherwise."""
-    configs: dict[str, str] = {}
-    for pair in re.split("," + _OUTSIDE_BRACKETS, text):
-        parts = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, pair)
-        if len(parts) != 2 or not parts[0].strip():
-            raise ValueError(f'Invalid entity config {pair!r}: all configs to be added must be in the format "key=val".')
-        key, value = parts[0].strip(), parts[1].strip()
-        if value.startswith("[") != value.endswith("]"):
-            raise ValueError(f"Invalid entity config {pair!r}: unbalanced square brackets")
-        configs[key] = re.sub(r"[\[\]]", "", value).strip()
-    return configs
-
-
-def parse_delete_config(text: str) -> list[str]:
-    keys = [key.strip() for key in text.split(",")]
-    if not all(keys):
-        raise ValueError(f"Invalid --delete-config {text!r}: expected comma-separated config names")
-    return keys
 
 
 def build_parser() -> argparse.ArgumentParser:

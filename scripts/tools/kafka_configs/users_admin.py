@@ -26,7 +26,7 @@ from confluent_kafka.admin import (
 
 from brokers.protocol.scram import DEFAULT_ITERATIONS, HASHES
 from scripts.tools.common import client_properties
-from scripts.tools.kafka_configs.command import ConfigCommandError, parse_add_config, parse_delete_config
+from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config, parse_delete_config
 from scripts.tools.kafka_configs.admin import command_properties
 
 TIMEOUT_S = 30.0

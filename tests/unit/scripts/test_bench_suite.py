@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.bench.suite import procstat, report
+from scripts.bench import procstat
+from scripts.bench.suite import report
 from scripts.bench.suite.scenarios import BY_ID, SCENARIOS, Summary, goals, select, summarise, summarise_runs
 
 STAT = "4242 (python3 (x) y) S 1 2 3 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 4 0 12345 100000 2000"

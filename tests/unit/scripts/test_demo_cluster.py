@@ -14,7 +14,7 @@ from scripts.demo import cluster as demo_cluster
 from scripts.cli import build_parser, main
 from scripts.local.cluster import Cluster, ClusterSpec
 from scripts.demo.cluster import (DemoError, DemoOptions, Progress, busy_ports, check_java, demo_ports,
-                                  java_problem, parse_java_version, ports_message, running_cluster, stop_hint_for,
+                                  java_problem, parse_java_version, ports_message, reusable_cluster, stop_hint_for,
                                   summary)
 
 OPENJDK_17 = ('openjdk version "17.0.15" 2025-04-15\nOpenJDK Runtime Environment (build 17.0.15+6-Debian-1deb12u1)\n'
@@ -113,13 +113,13 @@ def test_ports_message_names_the_ports_and_how_to_find_the_process():
 
 
 def test_no_cluster_json_means_nothing_to_reuse(tmp_path):
-    assert running_cluster(tmp_path, "make down") is None
+    assert reusable_cluster(tmp_path, "make down") is None
 
 
 def test_a_stopped_cluster_is_not_reused(tmp_path):
     spec = ClusterSpec(3, 1, 2, 3)  # ports nobody serves: every health check fails at once
     (tmp_path / "cluster.json").write_text(json.dumps(spec.__dict__))
-    assert running_cluster(tmp_path, "make down") is None
+    assert reusable_cluster(tmp_path, "make down") is None
 
 
 def test_a_partly_running_cluster_says_to_stop_it(tmp_path, monkeypatch):
@@ -129,7 +129,7 @@ def test_a_partly_running_cluster_says_to_stop_it(tmp_path, monkeypatch):
     monkeypatch.setattr(Cluster, "status", lambda self: status)
     with pytest.raises(DemoError, match=r"only partly running \(brokers alive: \[1\], ZooKeeper up\): stop it "
                                         r"\(make down\)"):
-        running_cluster(tmp_path, "make down")
+        reusable_cluster(tmp_path, "make down")
 
 
 def test_stop_hint_is_make_down_only_for_the_makefiles_dir(tmp_path, monkeypatch):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import socket
 
-from scripts.local.zookeeper import FIRST_PORT, _ephemeral_low, ensemble_ports, find_free_base_port
+from scripts.local.zookeeper import FIRST_PORT, ensemble_ports, find_free_base_port
+from scripts.local.zookeeper.network import _ephemeral_low
 
 
 def test_free_ports_are_below_the_ephemeral_range_and_bindable():

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.tools.kafka_configs.command import main, parse_add_config, parse_delete_config
+from scripts.tools.kafka_configs.command import main
+from scripts.tools.kafka_configs.syntax import parse_add_config, parse_delete_config
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka.admin import ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
 
 from brokers.protocol.scram import ScramClient, ScramCredential, ScramServer
-from scripts.tools.kafka_configs.command import ConfigCommandError, parse_add_config
+from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config
 from scripts.tools.kafka_configs.users import UserConfigError, apply_changes, describe_lines, entity_name
 from scripts.tools.kafka_configs.users_admin import alterations, client_config
 

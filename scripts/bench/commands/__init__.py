@@ -1,0 +1,11 @@
+"""``zkafka bench ...``: one module per benchmark, each with ``add_parser(subparsers)`` and ``run(args) -> int``.
+
+These modules are light to import (``zkafka --help`` builds every parser): a benchmark's own module is imported
+by its ``run``.
+"""
+from __future__ import annotations
+
+from scripts.bench.commands import (clients, cluster, group, http, reassign, replication, security, spark, storage,
+                                    suite)
+
+COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign)

@@ -1,0 +1,7 @@
+"""``zkafka demo ...``: one module per demonstration, each with ``add_parser(subparsers)`` and ``run(args) -> int``
+(the demonstration itself is imported by ``run``)."""
+from __future__ import annotations
+
+from scripts.demo.commands import cluster, groups, spark
+
+COMMANDS = (groups, spark, cluster)

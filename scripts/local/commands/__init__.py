@@ -1,0 +1,7 @@
+"""``zkafka zookeeper ...`` and ``zkafka cluster ...``: the launchers' commands, each module with
+``add_parser(subparsers)`` and ``run(args) -> int``."""
+from __future__ import annotations
+
+from scripts.local.commands import cluster, zookeeper
+
+COMMANDS = (zookeeper, cluster)

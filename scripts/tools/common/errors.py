@@ -1,0 +1,22 @@
+"""Kafka-style error text for the tools: an error printed as the Java tool prints its exception."""
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+ERRORS_PACKAGE = "org.apache.kafka.common.errors."
+JAVA_EXCEPTIONS = {"REQUEST_TIMED_OUT": "TimeoutException", "_TIMED_OUT": "TimeoutException",
+                   "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
+                   "UNKNOWN_TOPIC_OR_PART": "UnknownTopicOrPartitionException"}  # librdkafka's names
+
+
+def java_exception(error: Any) -> str:
+    """Kafka prints the exception: ``org.apache.kafka.common.errors.<Name>Exception: message``."""
+    if isinstance(error, KafkaException) and error.args:
+        error = error.args[0]
+    if not isinstance(error, KafkaError):
+        return str(error)
+    name = error.name()
+    cls = JAVA_EXCEPTIONS.get(name) or "".join(w.capitalize() for w in name.strip("_").split("_")) + "Exception"
+    return f"{ERRORS_PACKAGE}{cls}: {error.str()}"
