@@ -30,7 +30,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from scripts.tools.common import client_properties
-from scripts.tools.common.admin_client import ClusterAdmin, ClusterAdminError
+from scripts.tools.common.cluster_admin import ClusterAdmin, ClusterAdminError
 from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config, parse_delete_config
 
 TIMEOUT_S = 30.0

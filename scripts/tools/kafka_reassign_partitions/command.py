@@ -28,7 +28,7 @@ from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from scripts.tools.common import client_properties
 from scripts.tools.kafka_reassign_partitions import plan as plan_
-from scripts.tools.common.admin_client import ClusterAdmin, ClusterAdminError
+from scripts.tools.common.cluster_admin import ClusterAdmin, ClusterAdminError
 
 
 
