@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import datetime
 import io
+import json
 import struct
 import sys
+from pathlib import Path
 
 import pytest
 from kio.index import load_request_schema, load_response_schema
@@ -147,3 +149,25 @@ def test_only_api_versions_3_and_the_admin_apis_of_issue_11_are_flexible_in_the_
     assert flexible == {(18, 3), (33, 2), (37, 2), (37, 3), (43, 2), (44, 1), (45, 0), (46, 0), (36, 2), (50, 0), (51, 0),
                         (29, 2), (29, 3), (30, 2), (30, 3), (31, 2), (31, 3)}
     assert av.MAX_API_VERSIONS_VERSION == 3
+
+
+# -- the wire behaviour, frozen: bytes and per-key facts captured from the table before ApiKey existed -------------
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "api_versions"
+
+
+@pytest.mark.parametrize("version", range(4))
+def test_the_api_versions_response_is_the_captured_one(version):
+    assert api_versions_response(0x01020304, version) == (GOLDEN / f"response-v{version}.bin").read_bytes()
+
+
+@pytest.mark.parametrize("version", [4, 5, 127, -1])
+def test_the_unsupported_version_answer_is_the_captured_one(version):
+    assert api_versions_response(0x01020304, version) == (GOLDEN / "response-unsupported-version.bin").read_bytes()
+
+
+def test_names_and_accepted_versions_are_the_captured_ones():
+    captured = json.loads((GOLDEN / "api_key_facts.json").read_text())["keys"]
+    for key in range(-1, 70):
+        codes = " ".join("%d%d%d%d" % (is_supported(key, v), is_flexible(key, v), request_header_version(key, v),
+                                       response_header_version(key, v)) for v in range(-1, 20))
+        assert [api_name(key), codes] == captured[str(key)], key
