@@ -15,7 +15,6 @@ from brokers.security.acls import ALLOW, DENY, AclEntry, ResourcePattern
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
-from brokers.protocol.framing import RequestHeader
 from brokers.server.context import PRINCIPAL
 from brokers.server.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from brokers.server.handlers.admin import handle_create_topics, handle_delete_topics, handle_init_producer_id
