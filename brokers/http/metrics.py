@@ -23,7 +23,8 @@ from prometheus_client.process_collector import ProcessCollector
 
 from brokers.security import acls as acl
 from brokers.http import auth, views
-from brokers.http.cluster_reader import BrokerState, ClusterReader, local_groups
+from brokers.http.cluster_reader import ClusterReader, local_groups
+from brokers.http.ports import BrokerState
 from brokers.stats import LatencyHistogram
 
 log = logging.getLogger(__name__)
