@@ -145,10 +145,11 @@ def test_every_advertised_version_but_produce_0_to_2_has_a_kio_schema():
     assert missing == {(0, 0), (0, 1), (0, 2)}
 
 
-def test_only_api_versions_3_and_the_admin_apis_of_issue_11_are_flexible_in_the_window():
+def test_only_api_versions_3_the_admin_acl_and_scram_apis_and_sasl_authenticate_2_are_flexible_in_the_window():
     flexible = {(k, v) for k, (lo, hi) in SUPPORTED.items() for v in range(lo, hi + 1) if is_flexible(k, v)}
-    # ApiVersions 3; CreatePartitions 2-3 (librdkafka sends 2, kafka-python 3); ElectLeaders 2; the others' flexible versions
-    # SaslAuthenticate 2 (kafka-python 3.0 sends it) and the ACL APIs' v2-v3 (issue 12)
+    # ApiVersions 3; CreatePartitions 2-3 (librdkafka sends 2, kafka-python 3); ElectLeaders 2; the config and
+    # reassignment APIs' flexible versions; SaslAuthenticate 2 (kafka-python 3.0 sends it); the ACL APIs' v2-v3;
+    # the SCRAM credential APIs (flexible from v0)
     assert flexible == {(18, 3), (33, 2), (37, 2), (37, 3), (43, 2), (44, 1), (45, 0), (46, 0), (36, 2), (50, 0), (51, 0),
                         (29, 2), (29, 3), (30, 2), (30, 3), (31, 2), (31, 3)}
     assert av.MAX_API_VERSIONS_VERSION == 3
