@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
 from brokers.config import BrokerConfig
-from brokers.model import TopicPartition
+from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
@@ -79,12 +79,14 @@ class AdminOps(Protocol):
 
 class ReassignmentOps(Protocol):
     """The controller's KIP-455 reassignment calls (only the active controller answers; elsewhere both
-    return ``ErrorCode.NOT_CONTROLLER``). Keys are TopicPartitions."""
+    return ``ErrorCode.NOT_CONTROLLER`` for the whole request)."""
 
-    async def alter_partition_reassignments(self, targets: dict) -> Any:
-        """``{tp: target replicas or None to cancel}`` -> ``{tp: (ErrorCode, message)}``."""
+    async def alter_partition_reassignments(
+            self, targets: dict[TopicPartition, list[int] | None]) -> dict[TopicPartition, tuple[int, str | None]] | ErrorCode:
+        """``{tp: target replicas or None to cancel}`` -> ``{tp: (error code, message)}``."""
 
-    async def list_partition_reassignments(self, partitions: list | None) -> Any:
+    async def list_partition_reassignments(
+            self, partitions: list[TopicPartition] | None) -> dict[TopicPartition, ReplicaAssignment] | ErrorCode:
         """``[tp]`` or None for all -> ``{tp: ReplicaAssignment}`` of the partitions being reassigned."""
 
 

@@ -87,7 +87,7 @@ class SaslSession:
         self.state = next_state(self.state, event)
 
 
-def admit(connection: Any, api_key: int) -> SaslSession | None:
+def admit(connection: Any, api_key: ApiKey) -> SaslSession | None:
     """The connection's session if it is a SASL connection (None otherwise); ProtocolError if the
     request may not run in its state."""
     if getattr(connection, "security_protocol", "PLAINTEXT") not in SASL_PROTOCOLS:
