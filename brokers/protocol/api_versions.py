@@ -1,10 +1,10 @@
 """``ApiKey``: the one table of the APIs this broker speaks; it drives the ApiVersions response and dispatch.
 
 The window is the recommended one from ``reference/wire-protocol.md`` section 0, limited to the APIs
-this broker implements. Each lower bound is deliberate: old librdkafka (kcat with librdkafka < 2.11.1) switches features on only if
-one exact "probe" version lies inside the range (Produce 0 for gzip/snappy/lz4, Produce 3 and Fetch 4
-for magic-2 batches, Produce 7 and Fetch 10 for zstd, ListOffsets 1 for offsets-by-time,
-InitProducerId 0 for idempotence). Every client picks the highest common version, so in practice:
+this broker implements. Each lower bound is deliberate: old librdkafka (kcat with librdkafka < 2.11.1)
+switches features on only if one exact "probe" version lies inside the range (Produce 0 for
+gzip/snappy/lz4, Produce 3 and Fetch 4 for magic-2 batches, Produce 7 and Fetch 10 for zstd, ListOffsets 1
+for offsets-by-time, InitProducerId 0 for idempotence). Every client picks the highest common version, so in practice:
 Produce 7, Fetch 11, ListOffsets 2, Metadata 4, ApiVersions 3 (0 for aiokafka), CreateTopics 3-4,
 DeleteTopics 3, InitProducerId 0. kio cannot decode Produce v0-2; no client sends them
 (``codec.decode_request`` raises ProtocolError if one arrives).
@@ -40,7 +40,7 @@ NEVER_FLEXIBLE = 1 << 15  # Kafka's "flexibleVersions": "none" (OffsetDelete, Sa
 
 class ApiKey(IntEnum):
     """The Kafka APIs this broker speaks, with Kafka 2.8's ``ApiKeys`` names and numbers, and each one's facts
-    declared once: its name on the wire docs and in logs (``api_name``), the advertised window ``min_version``
+    declared once: its message name for logs and metrics (``api_name``), the advertised window ``min_version``
     to ``max_version`` (both inclusive) and its first flexible version (``flexible_from``, Kafka's
     "flexibleVersions"). The window drives the ApiVersions response and what dispatch accepts."""
 
@@ -70,12 +70,12 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14, "SyncGroup", 0, 3, 4  # 3 carries group.instance.id
     DESCRIBE_GROUPS = 15, "DescribeGroups", 0, 4, 5  # aiokafka's admin needs <= 3, the others send 4
     LIST_GROUPS = 16, "ListGroups", 0, 2, 3  # aiokafka's admin needs <= 1
-    SASL_HANDSHAKE = 17, "SaslHandshake", 1, 1, NEVER_FLEXIBLE  # v1 only (tokens in SaslAuthenticate): v0's raw tokens are not spoken
+    SASL_HANDSHAKE = 17, "SaslHandshake", 1, 1, NEVER_FLEXIBLE  # v1 only: tokens in SaslAuthenticate, never raw (v0)
     API_VERSIONS = 18, "ApiVersions", 0, 3, 3  # v3 is flexible (request header v2), response header always v0
     CREATE_TOPICS = 19, "CreateTopics", 2, 4, 5  # aiokafka's admin needs <= 3, the others send 4
     DELETE_TOPICS = 20, "DeleteTopics", 3, 3, 4
     INIT_PRODUCER_ID = 22, "InitProducerId", 0, 0, 2  # kafka-python's default (idempotent) producer requires it
-    OFFSET_FOR_LEADER_EPOCH = 23, "OffsetForLeaderEpoch", 2, 3, 4  # followers' truncation (v3 has replica_id); kio starts at v2
+    OFFSET_FOR_LEADER_EPOCH = 23, "OffsetForLeaderEpoch", 2, 3, 4  # followers' truncation (v3: replica_id); kio from v2
     DESCRIBE_ACLS = 29, "DescribeAcls", 1, 3, 2  # kio starts at v1 (v0 has no pattern type); v2+ flexible
     CREATE_ACLS = 30, "CreateAcls", 1, 3, 2
     DELETE_ACLS = 31, "DeleteAcls", 1, 3, 2
@@ -86,7 +86,8 @@ class ApiKey(IntEnum):
     DELETE_GROUPS = 42, "DeleteGroups", 0, 1, 2
     ELECT_LEADERS = 43, "ElectLeaders", 0, 2, 2  # v0 is always PREFERRED; librdkafka and kafka-python send v2
     INCREMENTAL_ALTER_CONFIGS = 44, "IncrementalAlterConfigs", 0, 1, 1  # librdkafka's incremental_alter_configs
-    ALTER_PARTITION_REASSIGNMENTS = 45, "AlterPartitionReassignments", 0, 0, 0  # KIP-455; v1 is Kafka 4's allow_replication_factor_change
+    # KIP-455; v1 is Kafka 4's allow_replication_factor_change
+    ALTER_PARTITION_REASSIGNMENTS = 45, "AlterPartitionReassignments", 0, 0, 0
     LIST_PARTITION_REASSIGNMENTS = 46, "ListPartitionReassignments", 0, 0, 0
     OFFSET_DELETE = 47, "OffsetDelete", 0, 0, NEVER_FLEXIBLE
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0  # KIP-554

@@ -81,8 +81,8 @@ class ReassignmentOps(Protocol):
     """The controller's KIP-455 reassignment calls (only the active controller answers; elsewhere both
     return ``ErrorCode.NOT_CONTROLLER`` for the whole request)."""
 
-    async def alter_partition_reassignments(
-            self, targets: dict[TopicPartition, list[int] | None]) -> dict[TopicPartition, tuple[int, str | None]] | ErrorCode:
+    async def alter_partition_reassignments(self, targets: dict[TopicPartition, list[int] | None]
+                                            ) -> dict[TopicPartition, tuple[int, str | None]] | ErrorCode:
         """``{tp: target replicas or None to cancel}`` -> ``{tp: (error code, message)}``."""
 
     async def list_partition_reassignments(
