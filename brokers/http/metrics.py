@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Iterator
+from typing import Iterator
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -197,7 +197,7 @@ class EventLoopMonitor:
             self.broker.stats.event_loop_lag.observe(lag)
 
 
-METRICS_KEY: web.AppKey[Any] = web.AppKey("metrics", object)
+METRICS_KEY: web.AppKey[BrokerCollector] = web.AppKey("metrics", BrokerCollector)
 
 
 def add_metrics_route(app: web.Application, broker: BrokerState, reader: ClusterReader) -> None:
