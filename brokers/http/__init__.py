@@ -1,4 +1,2 @@
-"""The broker's HTTP side (aiohttp): control endpoints, health; the only aiohttp server in zkafka."""
-from brokers.http.server import HttpServer, create_app
-
-__all__ = ["HttpServer", "create_app"]
+"""The broker's HTTP side (aiohttp): control endpoints, health, admin API, /metrics, REST proxy, dashboard;
+the only aiohttp server in zkafka. ``brokers.http.server`` is the entry point; this package re-exports nothing."""

@@ -39,11 +39,12 @@ from brokers.security import acls as acl
 from brokers.control import pack
 from brokers.http import auth, views
 from brokers.http.auth import SECURITY_KEY
-from brokers.http.cluster_reader import LOCAL_VIEWS, BrokerState, ClusterReader, Visibility
+from brokers.http.cluster_reader import LOCAL_VIEWS, ClusterReader, Visibility
+from brokers.http.ports import BrokerState, HttpBroker
 from brokers.protocol.errors import ErrorCode
 
 MSGPACK_TYPES = ("application/x-msgpack", "application/msgpack", "application/vnd.msgpack")
-BROKER_KEY: web.AppKey[Any] = web.AppKey("broker", object)
+BROKER_KEY: web.AppKey[HttpBroker] = web.AppKey("broker", HttpBroker)
 READER_KEY: web.AppKey[ClusterReader] = web.AppKey("cluster_reader", ClusterReader)
 
 
@@ -105,8 +106,7 @@ async def brokers(request: web.Request) -> web.Response:
 def visibility(request: web.Request) -> Visibility | None:
     """The caller's Describe rights on topics and groups; None when it may describe everything. Each name is
     decided once per request (a topic has a row per partition and per group that committed on it)."""
-    security = request.app[SECURITY_KEY]
-    if security.authorizer is None or auth.identity(request).broker:
+    if not request.app[SECURITY_KEY].restricts(auth.identity(request)):
         return None
     return Visibility(functools.cache(lambda name: auth.allowed(request, acl.DESCRIBE, acl.TOPIC, name)),
                       functools.cache(lambda name: auth.allowed(request, acl.DESCRIBE, acl.GROUP, name)))
@@ -184,7 +184,7 @@ async def local(request: web.Request) -> web.Response:
     return respond(request, view(request.app[BROKER_KEY]))
 
 
-def add_admin_routes(app: web.Application, broker: BrokerState) -> None:
+def add_admin_routes(app: web.Application, broker: HttpBroker) -> None:
     app[BROKER_KEY] = broker
     security = app[SECURITY_KEY]
     reader = app[READER_KEY] = ClusterReader(broker, security.control_secret, security.peer_tls)

@@ -27,15 +27,17 @@ import hashlib
 import hmac
 import logging
 import secrets
+import ssl
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable
 
 from aiohttp import web
 
 from brokers.security import control_auth
 from brokers.security.acls import ANONYMOUS
 from brokers.protocol.scram import ScramCredential, ScramError, check_password, make_credential
+from brokers.server.context import Authorizer
 from brokers.server.sasl import ScramLookup
 
 log = logging.getLogger(__name__)
@@ -86,8 +88,8 @@ class HttpSecurity:
     control_secret: bytes | None = None  # None: an open control plane (tests of the HTTP layer alone)
     basic_required: bool = False  # http.authentication.method=BASIC
     scram_credential: ScramLookup | None = None
-    authorizer: Any = None  # brokers.security.authorizer.AclAuthorizer, or None: everything is allowed
-    peer_tls: Any = None  # ssl.SSLContext verifying other brokers' https ports (http.ssl.enabled), or None
+    authorizer: Authorizer | None = None  # the Kafka listeners' AclAuthorizer, or None: everything is allowed
+    peer_tls: ssl.SSLContext | None = None  # verifies other brokers' https ports (http.ssl.enabled)
     _remembered: set[tuple[str, str, str, bytes]] = field(default_factory=set)
     _key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     _decoy: ScramCredential | None = None
@@ -145,6 +147,10 @@ class HttpSecurity:
         if self._decoy is None:
             self._decoy = make_credential(SCRAM_MECHANISMS[0], secrets.token_urlsafe(16))
         return self._decoy
+
+    def restricts(self, identity: HttpIdentity) -> bool:
+        """Whether ``allowed`` can refuse the caller anything: never a broker, nobody without an authorizer."""
+        return not identity.broker and self.authorizer is not None
 
     def allowed(self, identity: HttpIdentity, host: str, operation: int, resource_type: int, name: str) -> bool:
         if identity.broker or self.authorizer is None:

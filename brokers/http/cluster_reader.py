@@ -11,44 +11,21 @@ import asyncio
 import logging
 import ssl
 import time
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, NamedTuple
 
 import aiohttp
 
 from brokers.control import control_base_url, unpack
 from brokers.security.control_auth import signed_headers
 from brokers.http import views
+from brokers.http.ports import BrokerState
 from brokers.model import BrokerInfo
-from brokers.replication.metadata_cache import MetadataCache
-from brokers.replication.replica_manager import ReplicaManager
-from brokers.stats import BrokerStats
-from brokers.zk.client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 
 LOCAL_TIMEOUT_S = 2.0
 MSGPACK = "application/x-msgpack"
 FORWARDED = "X-Zkafka-Forwarded-By"  # set on requests one broker sends another for a client
-
-
-class BrokerState(Protocol):
-    """What the HTTP layer reads of a broker (``brokers.app.BrokerServer`` provides it)."""
-
-    broker_id: int
-    broker_epoch: int
-    cluster_id: str | None
-    metadata_cache: MetadataCache
-    replica_manager: ReplicaManager | None
-    group_coordinator: Any
-    controller: Any
-    kzc: KafkaZkClient
-    zk: Any
-    stats: BrokerStats
-    shutting_down: bool
-
-    def group_views(self) -> list[dict]:
-        """The groups this broker coordinates, as ``consumer_group.coordinator.views.group_view`` shows
-        them (the composition root wires that in: the HTTP layer does not import consumer_group)."""
 
 
 def local_groups(broker: BrokerState) -> list[dict]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Iterator
+from typing import Iterator
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -23,7 +23,8 @@ from prometheus_client.process_collector import ProcessCollector
 
 from brokers.security import acls as acl
 from brokers.http import auth, views
-from brokers.http.cluster_reader import BrokerState, ClusterReader, local_groups
+from brokers.http.cluster_reader import ClusterReader, local_groups
+from brokers.http.ports import BrokerState
 from brokers.stats import LatencyHistogram
 
 log = logging.getLogger(__name__)
@@ -196,7 +197,7 @@ class EventLoopMonitor:
             self.broker.stats.event_loop_lag.observe(lag)
 
 
-METRICS_KEY: web.AppKey[Any] = web.AppKey("metrics", object)
+METRICS_KEY: web.AppKey[BrokerCollector] = web.AppKey("metrics", BrokerCollector)
 
 
 def add_metrics_route(app: web.Application, broker: BrokerState, reader: ClusterReader) -> None:

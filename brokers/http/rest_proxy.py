@@ -47,7 +47,7 @@ DEFAULT_MAX_BYTES = 1024 * 1024
 MAX_MAX_BYTES = 64 * 1024 * 1024
 MAX_WAIT_MS = 30_000
 PRODUCE_TIMEOUT_S = 30.0
-ROUND_ROBIN_KEY: web.AppKey[Any] = web.AppKey("round_robin", object)
+ROUND_ROBIN_KEY: web.AppKey[itertools.count] = web.AppKey("round_robin", itertools.count)
 
 
 def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:

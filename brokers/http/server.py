@@ -24,6 +24,7 @@ from brokers.http.admin_api import READER_KEY, add_admin_routes
 from brokers.http.auth import HttpSecurity, add_security, broker_only
 from brokers.http.dashboard import add_dashboard_routes
 from brokers.http.metrics import add_metrics_route
+from brokers.http.ports import HttpBroker
 from brokers.http.rest_proxy import add_proxy_routes
 
 log = logging.getLogger(__name__)
@@ -67,28 +68,29 @@ def add_control_routes(app: web.Application, handler: ControlRequestHandler) -> 
         app.router.add_post(api.path, _control_route(api))
 
 
-def create_app(handler: ControlRequestHandler, security: HttpSecurity | None = None) -> web.Application:
+def create_app(broker: HttpBroker, security: HttpSecurity | None = None) -> web.Application:
     """The broker's web application: control plane, health and readiness, admin API, /metrics, the REST
-    proxy and the dashboard. ``handler`` is the broker (``brokers.app.BrokerServer``); ``security`` who may
-    call what (``brokers.http.auth``; default: anyone, anything)."""
+    proxy and the dashboard. ``broker`` handles the control requests and is read by the rest
+    (``brokers.app.BrokerServer``); ``security`` who may call what (``brokers.http.auth``; default: anyone,
+    anything)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     add_security(app, security or HttpSecurity())
-    add_control_routes(app, handler)
-    add_admin_routes(app, handler)
-    add_metrics_route(app, handler, app[READER_KEY])
+    add_control_routes(app, broker)
+    add_admin_routes(app, broker)
+    add_metrics_route(app, broker, app[READER_KEY])
     add_proxy_routes(app)
     add_dashboard_routes(app)
     return app
 
 
 class HttpServer:
-    """Serves ``create_app(handler)`` on ``host:port``; port 0 binds a free port, then ``.port`` tells it.
+    """Serves ``create_app(broker)`` on ``host:port``; port 0 binds a free port, then ``.port`` tells it.
     With ``ssl_context`` (``http.ssl.enabled``) the port speaks HTTPS only."""
 
-    def __init__(self, handler: ControlRequestHandler, host: str = "127.0.0.1", port: int = 0,
+    def __init__(self, broker: HttpBroker, host: str = "127.0.0.1", port: int = 0,
                  *, shutdown_timeout: float = 5.0, security: HttpSecurity | None = None,
                  ssl_context: ssl.SSLContext | None = None):
-        self.handler = handler
+        self.broker = broker
         self.ssl_context = ssl_context
         self.security = security or HttpSecurity()
         self.host = host
@@ -113,7 +115,7 @@ class HttpServer:
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("HTTP server already started")
-        runner = web.AppRunner(create_app(self.handler, self.security), shutdown_timeout=self._shutdown_timeout)
+        runner = web.AppRunner(create_app(self.broker, self.security), shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         try:
             site = web.TCPSite(runner, self.host, self._requested_port, ssl_context=self.ssl_context)

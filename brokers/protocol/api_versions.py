@@ -1,11 +1,10 @@
-"""The one table of supported API versions: it drives the ApiVersions response and dispatch.
+"""``ApiKey``: the one table of the APIs this broker speaks; it drives the ApiVersions response and dispatch.
 
 The window is the recommended one from ``reference/wire-protocol.md`` section 0, limited to the APIs
-this broker implements. Each
-lower bound is deliberate: old librdkafka (kcat with librdkafka < 2.11.1) switches features on only if
-one exact "probe" version lies inside the range (Produce 0 for gzip/snappy/lz4, Produce 3 and Fetch 4
-for magic-2 batches, Produce 7 and Fetch 10 for zstd, ListOffsets 1 for offsets-by-time,
-InitProducerId 0 for idempotence). Every client picks the highest common version, so in practice:
+this broker implements. Each lower bound is deliberate: old librdkafka (kcat with librdkafka < 2.11.1)
+switches features on only if one exact "probe" version lies inside the range (Produce 0 for
+gzip/snappy/lz4, Produce 3 and Fetch 4 for magic-2 batches, Produce 7 and Fetch 10 for zstd, ListOffsets 1
+for offsets-by-time, InitProducerId 0 for idempotence). Every client picks the highest common version, so in practice:
 Produce 7, Fetch 11, ListOffsets 2, Metadata 4, ApiVersions 3 (0 for aiokafka), CreateTopics 3-4,
 DeleteTopics 3, InitProducerId 0. kio cannot decode Produce v0-2; no client sends them
 (``codec.decode_request`` raises ProtocolError if one arrives).
@@ -32,163 +31,115 @@ against kio's encoder byte for byte.
 from __future__ import annotations
 
 import struct
+from enum import IntEnum
 
 from brokers.protocol.errors import ErrorCode
 
-API_VERSIONS_KEY = 18
-
-# api_key -> (min_version, max_version), both inclusive.
-SUPPORTED: dict[int, tuple[int, int]] = {
-    0: (0, 7),  # Produce: 0 for old librdkafka's compression probe, 3 for magic 2, 7 for zstd
-    1: (4, 11),  # Fetch: 4 for magic 2, 10 for zstd, 11 = preferred read replica (what all clients send)
-    2: (1, 2),  # ListOffsets: 1 for offsets-by-time, librdkafka 2.0.2 caps it at 2
-    3: (4, 4),  # Metadata: librdkafka 2.0.2 caps it at 4
-    8: (2, 7),  # OffsetCommit: kio starts at 2 (KIP-896); 7 carries group.instance.id
-    9: (1, 5),  # OffsetFetch: kio starts at 1; 2+ fetches all with a null topic list
-    11: (0, 5),  # JoinGroup: 4 = KIP-394 member id required, 5 = static membership (KIP-345)
-    12: (0, 3),  # Heartbeat: 3 carries group.instance.id
-    13: (0, 3),  # LeaveGroup: 3 is the batch form (KIP-345)
-    14: (0, 3),  # SyncGroup: 3 carries group.instance.id
-    10: (0, 1),  # FindCoordinator: librdkafka's lz4 feature probe needs v0 advertised
-    18: (0, 3),  # ApiVersions: v3 is flexible (request header v2), response header always v0
-    19: (2, 4),  # CreateTopics: aiokafka's admin needs <= 3, the others send 4
-    20: (3, 3),  # DeleteTopics
-    22: (0, 0),  # InitProducerId: kafka-python's default (idempotent) producer requires it
-    23: (2, 3),  # OffsetForLeaderEpoch: followers' truncation (v3 has replica_id); kio starts at v2
-    15: (0, 4),  # DescribeGroups: aiokafka's admin needs <= 3, the others send 4
-    16: (0, 2),  # ListGroups: aiokafka's admin needs <= 1
-    32: (1, 3),  # DescribeConfigs: the non-flexible versions kio has (see the module docstring)
-    33: (0, 2),  # AlterConfigs: kafka-python's alter_configs, Kafka's ConfigCommand for brokers (v2 flexible)
-    44: (0, 1),  # IncrementalAlterConfigs: librdkafka's incremental_alter_configs (v1 flexible)
-    37: (0, 3),  # CreatePartitions: librdkafka 2.16 sends 2, kafka-python 3.0 sends 3 (both flexible)
-    42: (0, 1),  # DeleteGroups
-    43: (0, 2),  # ElectLeaders: v0 is always PREFERRED; librdkafka and kafka-python send v2 (flexible)
-    47: (0, 0),  # OffsetDelete
-    45: (0, 0),  # AlterPartitionReassignments (KIP-455; v1 is Kafka 4's allow_replication_factor_change)
-    46: (0, 0),  # ListPartitionReassignments
-    29: (1, 3),  # DescribeAcls: kio starts at v1 (v0 has no pattern type); v2+ flexible
-    30: (1, 3),  # CreateAcls
-    31: (1, 3),  # DeleteAcls
-    17: (1, 1),  # SaslHandshake: v1 only (tokens in SaslAuthenticate); v0's raw tokens are not spoken
-    36: (0, 2),  # SaslAuthenticate: librdkafka 2.16 sends 1, kafka-python 3.0 sends 2 (flexible)
-    50: (0, 0),  # DescribeUserScramCredentials (KIP-554, flexible)
-    51: (0, 0),  # AlterUserScramCredentials (KIP-554, flexible)
-}
-
-API_NAMES: dict[int, str] = {
-    0: "Produce",
-    1: "Fetch",
-    2: "ListOffsets",
-    3: "Metadata",
-    8: "OffsetCommit",
-    9: "OffsetFetch",
-    10: "FindCoordinator",
-    11: "JoinGroup",
-    12: "Heartbeat",
-    13: "LeaveGroup",
-    14: "SyncGroup",
-    15: "DescribeGroups",
-    16: "ListGroups",
-    18: "ApiVersions",
-    19: "CreateTopics",
-    20: "DeleteTopics",
-    22: "InitProducerId",
-    23: "OffsetForLeaderEpoch",
-    32: "DescribeConfigs",
-    33: "AlterConfigs",
-    44: "IncrementalAlterConfigs",
-    37: "CreatePartitions",
-    42: "DeleteGroups",
-    43: "ElectLeaders",
-    47: "OffsetDelete",
-    45: "AlterPartitionReassignments",
-    46: "ListPartitionReassignments",
-    29: "DescribeAcls",
-    30: "CreateAcls",
-    31: "DeleteAcls",
-    17: "SaslHandshake",
-    36: "SaslAuthenticate",
-    50: "DescribeUserScramCredentials",
-    51: "AlterUserScramCredentials",
-}
-
-NEVER_FLEXIBLE = 1 << 15  # OffsetDelete's "flexibleVersions": "none"
-
-# The first flexible version of each supported API (Kafka's "flexibleVersions").
-FLEXIBLE_FROM: dict[int, int] = {
-    0: 9,
-    1: 12,
-    2: 6,
-    3: 9,
-    8: 8,
-    9: 6,
-    10: 3,
-    11: 6,
-    12: 4,
-    13: 4,
-    14: 4,
-    15: 5,
-    16: 3,
-    18: 3,
-    19: 5,
-    20: 4,
-    22: 2,
-    23: 4,
-    32: 4,
-    33: 2,
-    44: 1,
-    37: 2,
-    42: 2,
-    43: 2,
-    47: NEVER_FLEXIBLE,
-    45: 0,
-    46: 0,
-    29: 2,
-    30: 2,
-    31: 2,
-    17: NEVER_FLEXIBLE,
-    36: 2,
-    50: 0,
-    51: 0,
-}
-
-assert SUPPORTED.keys() == API_NAMES.keys() == FLEXIBLE_FROM.keys()
+NEVER_FLEXIBLE = 1 << 15  # Kafka's "flexibleVersions": "none" (OffsetDelete, SaslHandshake)
 
 
-def is_supported(api_key: int, api_version: int) -> bool:
-    versions = SUPPORTED.get(api_key)
-    return versions is not None and versions[0] <= api_version <= versions[1]
+class ApiKey(IntEnum):
+    """The Kafka APIs this broker speaks, with Kafka 2.8's ``ApiKeys`` names and numbers, and each one's facts
+    declared once: its message name for logs and metrics (``api_name``), the advertised window ``min_version``
+    to ``max_version`` (both inclusive) and its first flexible version (``flexible_from``, Kafka's
+    "flexibleVersions"). The window drives the ApiVersions response and what dispatch accepts."""
+
+    api_name: str
+    min_version: int
+    max_version: int
+    flexible_from: int
+
+    def __new__(cls, key: int, api_name: str, min_version: int, max_version: int, flexible_from: int) -> ApiKey:
+        member = int.__new__(cls, key)
+        member._value_ = key
+        member.api_name, member.min_version, member.max_version = api_name, min_version, max_version
+        member.flexible_from = flexible_from
+        return member
+
+    # key, name, min, max, first flexible version
+    PRODUCE = 0, "Produce", 0, 7, 9  # 0 for old librdkafka's compression probe, 3 for magic 2, 7 for zstd
+    FETCH = 1, "Fetch", 4, 11, 12  # 4 for magic 2, 10 for zstd, 11 = preferred read replica (what all clients send)
+    LIST_OFFSETS = 2, "ListOffsets", 1, 2, 6  # 1 for offsets-by-time, librdkafka 2.0.2 caps it at 2
+    METADATA = 3, "Metadata", 4, 4, 9  # librdkafka 2.0.2 caps it at 4
+    OFFSET_COMMIT = 8, "OffsetCommit", 2, 7, 8  # kio starts at 2 (KIP-896); 7 carries group.instance.id
+    OFFSET_FETCH = 9, "OffsetFetch", 1, 5, 6  # kio starts at 1; 2+ fetches all with a null topic list
+    FIND_COORDINATOR = 10, "FindCoordinator", 0, 1, 3  # librdkafka's lz4 feature probe needs v0 advertised
+    JOIN_GROUP = 11, "JoinGroup", 0, 5, 6  # 4 = KIP-394 member id required, 5 = static membership (KIP-345)
+    HEARTBEAT = 12, "Heartbeat", 0, 3, 4  # 3 carries group.instance.id
+    LEAVE_GROUP = 13, "LeaveGroup", 0, 3, 4  # 3 is the batch form (KIP-345)
+    SYNC_GROUP = 14, "SyncGroup", 0, 3, 4  # 3 carries group.instance.id
+    DESCRIBE_GROUPS = 15, "DescribeGroups", 0, 4, 5  # aiokafka's admin needs <= 3, the others send 4
+    LIST_GROUPS = 16, "ListGroups", 0, 2, 3  # aiokafka's admin needs <= 1
+    SASL_HANDSHAKE = 17, "SaslHandshake", 1, 1, NEVER_FLEXIBLE  # v1 only: tokens in SaslAuthenticate, never raw (v0)
+    API_VERSIONS = 18, "ApiVersions", 0, 3, 3  # v3 is flexible (request header v2), response header always v0
+    CREATE_TOPICS = 19, "CreateTopics", 2, 4, 5  # aiokafka's admin needs <= 3, the others send 4
+    DELETE_TOPICS = 20, "DeleteTopics", 3, 3, 4
+    INIT_PRODUCER_ID = 22, "InitProducerId", 0, 0, 2  # kafka-python's default (idempotent) producer requires it
+    OFFSET_FOR_LEADER_EPOCH = 23, "OffsetForLeaderEpoch", 2, 3, 4  # followers' truncation (v3: replica_id); kio from v2
+    DESCRIBE_ACLS = 29, "DescribeAcls", 1, 3, 2  # kio starts at v1 (v0 has no pattern type); v2+ flexible
+    CREATE_ACLS = 30, "CreateAcls", 1, 3, 2
+    DELETE_ACLS = 31, "DeleteAcls", 1, 3, 2
+    DESCRIBE_CONFIGS = 32, "DescribeConfigs", 1, 3, 4  # the non-flexible versions kio has (see the module docstring)
+    ALTER_CONFIGS = 33, "AlterConfigs", 0, 2, 2  # kafka-python's alter_configs, Kafka's ConfigCommand for brokers
+    SASL_AUTHENTICATE = 36, "SaslAuthenticate", 0, 2, 2  # librdkafka 2.16 sends 1, kafka-python 3.0 sends 2
+    CREATE_PARTITIONS = 37, "CreatePartitions", 0, 3, 2  # librdkafka 2.16 sends 2, kafka-python 3.0 sends 3
+    DELETE_GROUPS = 42, "DeleteGroups", 0, 1, 2
+    ELECT_LEADERS = 43, "ElectLeaders", 0, 2, 2  # v0 is always PREFERRED; librdkafka and kafka-python send v2
+    INCREMENTAL_ALTER_CONFIGS = 44, "IncrementalAlterConfigs", 0, 1, 1  # librdkafka's incremental_alter_configs
+    # KIP-455; v1 is Kafka 4's allow_replication_factor_change
+    ALTER_PARTITION_REASSIGNMENTS = 45, "AlterPartitionReassignments", 0, 0, 0
+    LIST_PARTITION_REASSIGNMENTS = 46, "ListPartitionReassignments", 0, 0, 0
+    OFFSET_DELETE = 47, "OffsetDelete", 0, 0, NEVER_FLEXIBLE
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0  # KIP-554
+    ALTER_USER_SCRAM_CREDENTIALS = 51, "AlterUserScramCredentials", 0, 0, 0  # KIP-554
+
+    def supports(self, api_version: int) -> bool:
+        return self.min_version <= api_version <= self.max_version
 
 
-def api_name(api_key: int) -> str:
+_BY_KEY: dict[int, ApiKey] = {int(key): key for key in ApiKey}
+
+
+def known_api(key: int) -> ApiKey | None:
+    """The ApiKey of a request's key, None for an API this broker does not speak."""
+    return _BY_KEY.get(key)
+
+
+def is_supported(key: int, api_version: int) -> bool:
+    api = _BY_KEY.get(key)
+    return api is not None and api.supports(api_version)
+
+
+def api_name(key: int) -> str:
     """The API's name for logs; unknown keys come out as ``ApiKey(N)``."""
-    return API_NAMES.get(api_key) or f"ApiKey({api_key})"
+    api = _BY_KEY.get(key)
+    return api.api_name if api is not None else f"ApiKey({key})"
 
 
-def flexible_from(api_key: int) -> int:
+def flexible_from(key: int) -> int:
     """The first flexible version of a supported API; KeyError for any other key."""
     try:
-        return FLEXIBLE_FROM[api_key]
+        return _BY_KEY[key].flexible_from
     except KeyError:
-        raise KeyError(f"API key {api_key} is not supported") from None
+        raise KeyError(f"API key {key} is not supported") from None
 
 
-def is_flexible(api_key: int, api_version: int) -> bool:
+def is_flexible(key: int, api_version: int) -> bool:
     """Whether the request uses header v2 (compact encodings, tagged fields). False for unknown keys:
     their header's fixed prefix (key, version, correlation id, client id) reads the same either way."""
-    first = FLEXIBLE_FROM.get(api_key)
-    return first is not None and api_version >= first
+    api = _BY_KEY.get(key)
+    return api is not None and api_version >= api.flexible_from
 
 
-def request_header_version(api_key: int, api_version: int) -> int:
-    return 2 if is_flexible(api_key, api_version) else 1
+def request_header_version(key: int, api_version: int) -> int:
+    return 2 if is_flexible(key, api_version) else 1
 
 
-def response_header_version(api_key: int, api_version: int) -> int:
+def response_header_version(key: int, api_version: int) -> int:
     """1 (correlation id + tagged fields) for flexible versions, 0 otherwise and for ApiVersions."""
-    if api_key == API_VERSIONS_KEY:
+    if key == ApiKey.API_VERSIONS:
         return 0
-    return 1 if is_flexible(api_key, api_version) else 0
+    return 1 if is_flexible(key, api_version) else 0
 
 
 # --- the pre-encoded ApiVersions responses ----------------------------------------------------------
@@ -196,7 +147,7 @@ def response_header_version(api_key: int, api_version: int) -> int:
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _KEY_RANGE = struct.Struct(">hhh")
-MAX_API_VERSIONS_VERSION = SUPPORTED[API_VERSIONS_KEY][1]
+MAX_API_VERSIONS_VERSION = ApiKey.API_VERSIONS.max_version
 
 
 def _uvarint(value: int) -> bytes:
@@ -210,7 +161,7 @@ def _uvarint(value: int) -> bytes:
 
 def _body(version: int, error_code: int) -> bytes:
     """ApiVersionsResponse v0-v3 for the whole table, sorted by key."""
-    entries = [_KEY_RANGE.pack(key, low, high) for key, (low, high) in sorted(SUPPORTED.items())]
+    entries = [_KEY_RANGE.pack(key, key.min_version, key.max_version) for key in sorted(ApiKey)]
     parts = [_INT16.pack(error_code)]
     if version >= 3:  # flexible: compact array, a tagged-field byte per entry and after the body
         parts.append(_uvarint(len(entries) + 1))

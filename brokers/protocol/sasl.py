@@ -25,10 +25,10 @@ import hmac
 import re
 from dataclasses import dataclass
 
-from brokers.protocol.api_versions import API_VERSIONS_KEY
+from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.scram import HASHES, ScramClient
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SASL_HANDSHAKE, SASL_AUTHENTICATE = ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 PLAIN = "PLAIN"
 SUPPORTED_MECHANISMS = (PLAIN, *HASHES)  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
@@ -65,9 +65,9 @@ TRANSITIONS: dict[tuple[SaslState, SaslEvent], SaslState] = {
     (S.AUTHENTICATE, E.AUTH_FAILED): S.FAILED,
 }
 # The requests each state lets through (COMPLETE: all of them).
-ADMITTED: dict[SaslState, frozenset[int]] = {
-    S.HANDSHAKE_OR_VERSIONS_REQUEST: frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE}),
-    S.HANDSHAKE_REQUEST: frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE}),
+ADMITTED: dict[SaslState, frozenset[ApiKey]] = {
+    S.HANDSHAKE_OR_VERSIONS_REQUEST: frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE}),
+    S.HANDSHAKE_REQUEST: frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE}),
     S.AUTHENTICATE: frozenset({SASL_AUTHENTICATE}),
     S.FAILED: frozenset(),
 }

@@ -1,6 +1,6 @@
 """KafkaApis: one entry point per request frame, dispatch by API key (Kafka's KafkaApis).
 
-The table in ``brokers.protocol.api_versions`` decides what exists: an unknown API key closes the
+``ApiKey`` (``brokers.protocol.api_versions``) decides what exists: an unknown API key closes the
 connection (as Kafka does), a known key at an unadvertised version gets UNSUPPORTED_VERSION where
 the response has a top-level error code, and closes the connection otherwise. ApiVersions is
 answered from pre-encoded bytes. Handlers return a kio response entity (encoded here), a list of
@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable
 
 from brokers.security.acls import ANONYMOUS
 from brokers.protocol import codec
-from brokers.protocol.api_versions import API_VERSIONS_KEY, SUPPORTED, api_name, api_versions_response, is_flexible, is_supported
+from brokers.protocol.api_versions import ApiKey, api_versions_response, known_api
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
 from brokers.server import sasl
@@ -42,54 +42,53 @@ log = logging.getLogger(__name__)
 Handler = Callable[[ServerContext, RequestHeader, Any], Awaitable[Any]]
 _KEY_AND_VERSION = struct.Struct(">hh")
 
-HANDLERS: dict[int, Handler] = {
-    0: produce.handle_produce,
-    1: fetch.handle_fetch,
-    2: list_offsets.handle_list_offsets,
-    3: metadata.handle_metadata,
-    10: find_coordinator.handle_find_coordinator,
-    19: admin.handle_create_topics,
-    20: admin.handle_delete_topics,
-    22: admin.handle_init_producer_id,
-    23: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
-    32: admin.handle_describe_configs,
-    37: create_partitions.handle_create_partitions,
-    45: reassignments.handle_alter_partition_reassignments,
-    46: reassignments.handle_list_partition_reassignments,
-    33: alter_configs.handle_alter_configs,
-    44: alter_configs.handle_incremental_alter_configs,
-    43: elect_leaders.handle_elect_leaders,
-    29: acls.handle_describe_acls,
-    30: acls.handle_create_acls,
-    31: acls.handle_delete_acls,
-    17: sasl.handle_illegal_state,  # SASL connections still authenticating are served by brokers.server.sasl
-    36: sasl.handle_illegal_state,
-    50: scram_credentials.handle_describe_user_scram_credentials,
-    51: scram_credentials.handle_alter_user_scram_credentials,
+HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.PRODUCE: produce.handle_produce,
+    ApiKey.FETCH: fetch.handle_fetch,
+    ApiKey.LIST_OFFSETS: list_offsets.handle_list_offsets,
+    ApiKey.METADATA: metadata.handle_metadata,
+    ApiKey.FIND_COORDINATOR: find_coordinator.handle_find_coordinator,
+    ApiKey.SASL_HANDSHAKE: sasl.handle_illegal_state,  # SASL connections still authenticating: brokers.server.sasl
+    ApiKey.CREATE_TOPICS: admin.handle_create_topics,
+    ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
+    ApiKey.INIT_PRODUCER_ID: admin.handle_init_producer_id,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
+    ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
+    ApiKey.CREATE_ACLS: acls.handle_create_acls,
+    ApiKey.DELETE_ACLS: acls.handle_delete_acls,
+    ApiKey.DESCRIBE_CONFIGS: admin.handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: alter_configs.handle_alter_configs,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_illegal_state,
+    ApiKey.CREATE_PARTITIONS: create_partitions.handle_create_partitions,
+    ApiKey.ELECT_LEADERS: elect_leaders.handle_elect_leaders,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.handle_incremental_alter_configs,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.handle_alter_user_scram_credentials,
 }
-assert set(HANDLERS) | {API_VERSIONS_KEY} <= set(SUPPORTED)
 
 
 class KafkaApis:
     """``extra_handlers``: APIs served by other packages, wired by the composition root (the group APIs
     of ``consumer_group``). An advertised API nobody handles answers UNSUPPORTED_VERSION."""
 
-    def __init__(self, context: ServerContext, extra_handlers: dict[int, Handler] | None = None):
+    def __init__(self, context: ServerContext, extra_handlers: dict[ApiKey, Handler] | None = None):
         self.context = context
         self.handlers = {**HANDLERS, **(extra_handlers or {})}
 
     async def handle(self, frame: bytes, connection: Any) -> list[Any] | None:
-        api_key, api_version = _KEY_AND_VERSION.unpack_from(frame)
-        if api_key not in SUPPORTED:
-            raise ProtocolError(f"unknown API key {api_key}")
+        key, api_version = _KEY_AND_VERSION.unpack_from(frame)
+        api_key = known_api(key)
+        if api_key is None:
+            raise ProtocolError(f"unknown API key {key}")
         session = sasl.admit(connection, api_key)  # SASL listeners: only the handshake before authentication
-        if api_key == API_VERSIONS_KEY:  # any version: the header's fixed prefix is all we need
-            header = parse_request_header(frame, flexible=api_version >= 3)
+        header = parse_request_header(frame, flexible=api_version >= api_key.flexible_from)
+        if api_key is ApiKey.API_VERSIONS:  # any version: the header's fixed prefix is all we need
             return [api_versions_response(header.correlation_id, api_version)]
-        header = parse_request_header(frame, is_flexible(api_key, api_version))
         handler = self.handlers.get(api_key)
-        if handler is None or not is_supported(api_key, api_version):
-            return [self._unsupported_version(header)]
+        if handler is None or not api_key.supports(api_version):
+            return [self._unsupported_version(api_key, header)]
         request = codec.decode_request(header, frame)
         if session is not None and session.state is not sasl.SaslState.COMPLETE:
             return [codec.encode_response(api_key, api_version, header.correlation_id,
@@ -100,16 +99,17 @@ class KafkaApis:
         try:
             response = await handler(self.context, header, request)
         except (TypeError, AttributeError) as exc:  # decoded, but null where the schema needs a value
-            self.context.stats.request_errors[(api_name(api_key), api_version)] += 1
-            raise ProtocolError(f"malformed {api_name(api_key)} v{api_version} request: {exc}") from exc
+            self.context.stats.request_errors[(api_key.api_name, api_version)] += 1
+            raise ProtocolError(f"malformed {api_key.api_name} v{api_version} request: {exc}") from exc
         finally:
-            self.context.stats.observe_request(api_name(api_key), api_version, time.perf_counter() - started)
+            self.context.stats.observe_request(api_key.api_name, api_version, time.perf_counter() - started)
         if response is None or isinstance(response, list):
             return response
         return [codec.encode_response(api_key, api_version, header.correlation_id, response)]
 
-    def _unsupported_version(self, header: RequestHeader) -> bytes:
-        name = api_name(header.api_key)
+    @staticmethod
+    def _unsupported_version(api_key: ApiKey, header: RequestHeader) -> bytes:
+        name = api_key.api_name
         try:
             cls = codec.response_class(header.api_key, header.api_version)
         except (KeyError, ProtocolError):

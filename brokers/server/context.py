@@ -1,9 +1,10 @@
 """ServerContext: everything a Kafka API handler may use, handed to it on every call.
 
 Handlers are plain async functions ``handle_x(context, header, request)``; the context is their only
-way to the rest of the broker. ``AdminOps`` is what the composition root (``brokers.app``) provides for
-the admin APIs, since topic creation and deletion go through ZooKeeper and the controller, which the
-server layer does not import.
+way to the rest of the broker. The Protocols here are its ports, provided by the composition root
+(``brokers.app``) because what is behind them (ZooKeeper, the controller, the ACL store) is not the server
+layer's to import: ``AdminOps`` for the admin APIs, ``ReassignmentOps`` and ``ElectLeaders`` for the
+controller's calls, ``AclAdmin`` for authorization and the ACL APIs, ``UserConfigs`` for SCRAM credentials.
 """
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
-from brokers.security.acls import ANONYMOUS
 from brokers.config import BrokerConfig
-from brokers.model import TopicPartition
+from brokers.model import ReplicaAssignment, TopicPartition
+from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
+from brokers.security.acls import ANONYMOUS, CLUSTER, CLUSTER_NAME, TOPIC, AclEntry, AclFilter, ResourcePattern
+from brokers.server.sasl import SaslServerConfig
 from brokers.stats import BrokerStats
 
 
@@ -76,12 +79,14 @@ class AdminOps(Protocol):
 
 class ReassignmentOps(Protocol):
     """The controller's KIP-455 reassignment calls (only the active controller answers; elsewhere both
-    return ``ErrorCode.NOT_CONTROLLER``). Keys are TopicPartitions."""
+    return ``ErrorCode.NOT_CONTROLLER`` for the whole request)."""
 
-    async def alter_partition_reassignments(self, targets: dict) -> Any:
-        """``{tp: target replicas or None to cancel}`` -> ``{tp: (ErrorCode, message)}``."""
+    async def alter_partition_reassignments(self, targets: dict[TopicPartition, list[int] | None]
+                                            ) -> dict[TopicPartition, tuple[int, str | None]] | ErrorCode:
+        """``{tp: target replicas or None to cancel}`` -> ``{tp: (error code, message)}``."""
 
-    async def list_partition_reassignments(self, partitions: list | None) -> Any:
+    async def list_partition_reassignments(
+            self, partitions: list[TopicPartition] | None) -> dict[TopicPartition, ReplicaAssignment] | ErrorCode:
         """``[tp]`` or None for all -> ``{tp: ReplicaAssignment}`` of the partitions being reassigned."""
 
 
@@ -91,8 +96,43 @@ class ReassignmentOps(Protocol):
 ElectLeaders = Callable[[int, list[TopicPartition]], Awaitable[dict[TopicPartition, tuple[int, str | None, int]]]]
 
 
+class Authorizer(Protocol):
+    """The decisions of ``authorizer.class.name`` (``brokers.security.authorizer.AclAuthorizer``)."""
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool: ...
+
+    def authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
+        """Kafka's ``authorizeByResourceType``: may the principal do ``operation`` on some resource of the type."""
+
+
+class AclAdmin(Authorizer, Protocol):
+    """The authorizer's ACL store, behind CreateAcls, DescribeAcls and DeleteAcls."""
+
+    def describe(self, flt: AclFilter) -> list[tuple[ResourcePattern, AclEntry]]: ...
+
+    async def sync(self) -> None:
+        """Apply the change notifications already in ZooKeeper (another broker's writes a moment ago)."""
+
+    async def update(self, pattern: ResourcePattern, add: frozenset[AclEntry] = frozenset(),
+                     remove: frozenset[AclEntry] = frozenset()) -> frozenset[AclEntry]:
+        """Add and remove one pattern's ACLs; the ones actually removed."""
+
+
+class UserConfigs(Protocol):
+    """``/config/users`` (user names unsanitized), behind the SCRAM credential APIs."""
+
+    def user_config(self, user: str) -> Awaitable[dict[str, str]]: ...
+
+    def set_user_config(self, user: str, config: dict[str, str]) -> Awaitable[None]: ...
+
+    def user_names(self) -> Awaitable[list[str]]: ...
+
+
 @dataclass
 class ServerContext:
+    """The handlers' ports. Authorization is decided here and only here: with no authorizer configured
+    (``authorizer`` None, Kafka's default) every ``authorized*`` question answers yes."""
+
     broker_id: int
     config: BrokerConfig
     metadata_cache: MetadataCache
@@ -101,28 +141,52 @@ class ServerContext:
     admin: AdminOps
     listener_name: str = "PLAINTEXT"
     coordinator_partition: Callable[[str], int] | None = None  # group id -> its __consumer_offsets partition
-    group_coordinator: Any = None  # consumer_group's GroupCoordinator (the group API handlers use it)
+    group_coordinator: Any = None  # consumer_group's GroupCoordinator: carried for the group API handlers only
     stats: BrokerStats = field(default_factory=BrokerStats)  # request latencies and per-topic traffic
     reassignments: ReassignmentOps | None = None  # the controller's reassignment calls (brokers.app wires them)
     elect_leaders: ElectLeaders | None = None  # the controller's elections (brokers.app wires it)
-    sasl: Any = None  # brokers.server.sasl.SaslServerConfig of a SASL_PLAINTEXT / SASL_SSL listener
-    user_configs: Any = None  # handlers.scram_credentials.UserConfigs: /config/users (brokers.app wires it)
-    # brokers.security.authorizer.AclAuthorizer when authorizer.class.name is set; None: everything is allowed.
-    authorizer: Any = None
+    sasl: SaslServerConfig | None = None  # the listener's SASL settings (SASL_PLAINTEXT / SASL_SSL listeners)
+    user_configs: UserConfigs | None = None  # /config/users (brokers.app wires it)
+    authorizer: AclAdmin | None = None  # authorizer.class.name's AclAuthorizer; None: everything is allowed
 
-    def authorize(self, operation: int, resource_type: int, names: Iterable[str]) -> set[str]:
-        """The names of ``names`` on which the requesting principal may do ``operation`` (codes of
-        ``brokers.security.acls``); all of them when no authorizer is configured."""
+    # -- authorization (Kafka 2.8's AuthHelper) -------------------------------------------------------
+    def authorized(self, operation: int, resource_type: int, name: str) -> bool:
+        """May the requesting principal do ``operation`` (codes of ``brokers.security.acls``) on the resource."""
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize(PRINCIPAL.get(), _host(), operation, resource_type, name)
+
+    def authorized_on_cluster(self, operation: int) -> bool:
+        """``operation`` on the cluster resource (``kafka-cluster``)."""
+        return self.authorized(operation, CLUSTER, CLUSTER_NAME)
+
+    def filter_authorized(self, operation: int, resource_type: int, names: Iterable[str]) -> set[str]:
+        """The names of ``names`` on which the requesting principal may do ``operation``."""
         if self.authorizer is None:
             return set(names)
-        principal, host = PRINCIPAL.get(), CLIENT_HOST.get().lstrip("/")
-        return {name for name in names if self.authorizer.authorize(principal, host, operation, resource_type, name)}
+        principal, host, decide = PRINCIPAL.get(), _host(), self.authorizer.authorize
+        return {name for name in names if decide(principal, host, operation, resource_type, name)}
 
-    def authorized(self, operation: int, resource_type: int, name: str) -> bool:
-        """One resource: may the requesting principal do ``operation`` on it."""
-        return self.authorizer is None or bool(self.authorize(operation, resource_type, (name,)))
+    def authorized_topics(self, operation: int, names: Iterable[str]) -> set[str]:
+        return self.filter_authorized(operation, TOPIC, names)
+
+    def authorized_by_resource_type(self, operation: int, resource_type: int) -> bool:
+        """May the principal do ``operation`` on some resource of the type (Kafka's authorizeByResourceType)."""
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize_any(PRINCIPAL.get(), _host(), operation, resource_type)
+
+    def acl_admin(self) -> AclAdmin:
+        """The ACL store of the ACL APIs; KafkaError SECURITY_DISABLED without an authorizer (as Kafka)."""
+        if self.authorizer is None:
+            raise KafkaError("No Authorizer is configured on the broker", ErrorCode.SECURITY_DISABLED)
+        return self.authorizer
 
     @staticmethod
     def client_host() -> str:
         """The host of the client that sent the request being handled."""
         return CLIENT_HOST.get()
+
+
+def _host() -> str:
+    return CLIENT_HOST.get().lstrip("/")

@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from brokers.protocol import codec
-from brokers.protocol.api_versions import API_VERSIONS_KEY, api_name
+from brokers.protocol.api_versions import ApiKey, api_name
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader
 from brokers.protocol.sasl import (
     PLAIN,
     PLAIN_MODULE,
-    SASL_AUTHENTICATE,
     SASL_PROTOCOLS,
     SUPPORTED_MECHANISMS,
     AuthenticationFailed,
@@ -88,7 +87,7 @@ class SaslSession:
         self.state = next_state(self.state, event)
 
 
-def admit(connection: Any, api_key: int) -> SaslSession | None:
+def admit(connection: Any, api_key: ApiKey) -> SaslSession | None:
     """The connection's session if it is a SASL connection (None otherwise); ProtocolError if the
     request may not run in its state."""
     if getattr(connection, "security_protocol", "PLAINTEXT") not in SASL_PROTOCOLS:
@@ -99,7 +98,7 @@ def admit(connection: Any, api_key: int) -> SaslSession | None:
     if not admits(session.state, api_key):
         raise ProtocolError(f"Unexpected Kafka request of type {api_name(api_key)} during SASL handshake "
                             f"(state {session.state.value})")
-    if api_key == API_VERSIONS_KEY and session.state is not SaslState.COMPLETE:
+    if api_key == ApiKey.API_VERSIONS and session.state is not SaslState.COMPLETE:
         session.move(SaslEvent.API_VERSIONS)
     return session
 
@@ -110,7 +109,7 @@ async def handle(config: SaslServerConfig | None, session: SaslSession, connecti
     async with session.lock:
         if session.state is SaslState.FAILED:
             raise ProtocolError("request after a failed SASL authentication")
-        if header.api_key == SASL_AUTHENTICATE:
+        if header.api_key == ApiKey.SASL_AUTHENTICATE:
             return await _authenticate(config, session, connection, header, request.auth_bytes)
         return _handshake(config, session, connection, header, request.mechanism)
 

@@ -1,27 +1,30 @@
 """The group APIs on the wire: kio requests in, ``GroupCoordinator`` calls, kio responses out.
 
 ``HANDLERS`` is handed to ``KafkaApis`` by the composition root; each handler reaches the coordinator as
-``context.group_coordinator`` and the client's address as ``context.client_host()``. One handler
-serves every advertised version of its API (``codec.build`` drops fields a version does not have):
+``context.group_coordinator`` and the client's address as ``context.client_host()`` (``GroupApiContext``).
+One handler serves every advertised version of its API (``codec.build`` drops fields a version does not
+have):
 
 * JoinGroup v0 has no rebalance timeout (the session timeout stands in); v4+ requires a known member
   id (KIP-394); v5 carries ``group.instance.id`` (KIP-345).
 * LeaveGroup v0-2 name one member and carry its error at the top level; v3 is the batch form.
-* With an authorizer (``context.authorizer``), Kafka 2.8's checks: Read on the group for JoinGroup,
-  SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch (GROUP_AUTHORIZATION_FAILED), plus Read
-  on each committed topic / Describe on each fetched topic (TOPIC_AUTHORIZATION_FAILED per partition);
-  Describe on the group for DescribeGroups, Delete for DeleteGroups and OffsetDelete; ListGroups lists
-  everything with Describe on the cluster, else only the groups the principal may Describe.
+* Kafka 2.8's authorization (the context decides; everything is allowed without an authorizer): Read on
+  the group for JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch
+  (GROUP_AUTHORIZATION_FAILED), plus Read on each committed topic / Describe on each fetched topic
+  (TOPIC_AUTHORIZATION_FAILED per partition); Describe on the group for DescribeGroups, Delete for
+  DeleteGroups and OffsetDelete; ListGroups lists everything with Describe on the cluster, else only the
+  groups the principal may Describe.
 * OffsetFetch v1 reports a coordinator error per partition, v2+ at the top level too; a null topic
   list (v2+) means every committed offset of the group.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Protocol
 
-from brokers.security.acls import CLUSTER, CLUSTER_NAME, DELETE, DESCRIBE, GROUP, READ, TOPIC
+from brokers.security.acls import DELETE, DESCRIBE, GROUP, READ
 from brokers.model import TopicPartition
 from brokers.protocol import codec
+from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
@@ -31,20 +34,37 @@ from consumer_group.coordinator.state import GroupState
 NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
+class GroupApiContext(Protocol):
+    """What the group handlers use of the request's context (``brokers.server.context.ServerContext``
+    provides it): the coordinator, the client's address and the authorization decisions."""
+
+    group_coordinator: GroupCoordinator
+
+    def authorized(self, operation: int, resource_type: int, name: str) -> bool: ...
+
+    def authorized_on_cluster(self, operation: int) -> bool: ...
+
+    def filter_authorized(self, operation: int, resource_type: int, names: Iterable[str]) -> set[str]: ...
+
+    def authorized_topics(self, operation: int, names: Iterable[str]) -> set[str]: ...
+
+    def client_host(self) -> str: ...
+
+
 def _response(header: RequestHeader, **fields: Any) -> Any:
     return codec.build(codec.response_class(header.api_key, header.api_version), **fields)
 
 
-def _group_denied(context: Any, group_id: str, operation: int = READ) -> bool:
-    """True when an authorizer is configured and the principal may not do ``operation`` on the group."""
-    return context.authorizer is not None and not context.authorized(operation, GROUP, group_id)
+def _group_denied(context: GroupApiContext, group_id: str, operation: int = READ) -> bool:
+    """True when the principal may not do ``operation`` on the group."""
+    return not context.authorized(operation, GROUP, group_id)
 
 
 def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
-async def handle_join_group(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_join_group(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     coordinator: GroupCoordinator = context.group_coordinator
     if _group_denied(context, request.group_id):
         return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1, protocol_name="",
@@ -64,7 +84,7 @@ async def handle_join_group(context: Any, header: RequestHeader, request: Any) -
                      members=members)
 
 
-async def handle_sync_group(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_sync_group(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     if _group_denied(context, request.group_id):
         return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
@@ -73,7 +93,7 @@ async def handle_sync_group(context: Any, header: RequestHeader, request: Any) -
     return _response(header, error_code=result.error, assignment=result.assignment)
 
 
-async def handle_heartbeat(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_heartbeat(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     if _group_denied(context, request.group_id):
         return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = context.group_coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,
@@ -81,7 +101,7 @@ async def handle_heartbeat(context: Any, header: RequestHeader, request: Any) ->
     return _response(header, error_code=error)
 
 
-async def handle_leave_group(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_leave_group(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     if _group_denied(context, request.group_id):
         return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if header.api_version < 3:
@@ -100,18 +120,16 @@ def _by_topic(results: dict[TopicPartition, Any], entry) -> list[dict]:
     return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
 
 
-def _commit_denied(context: Any, group_id: str, partitions: Any) -> dict[TopicPartition, ErrorCode]:
+def _commit_denied(context: GroupApiContext, group_id: str, partitions: Any) -> dict[TopicPartition, ErrorCode]:
     """Kafka 2.8: Read on the group (else every partition is GROUP_AUTHORIZATION_FAILED), then Read on
-    each topic (TOPIC_AUTHORIZATION_FAILED); empty without an authorizer."""
-    if context.authorizer is None:
-        return {}
+    each topic (TOPIC_AUTHORIZATION_FAILED)."""
     if _group_denied(context, group_id):
         return dict.fromkeys(partitions, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    readable = context.authorize(READ, TOPIC, {tp.topic for tp in partitions})
+    readable = context.authorized_topics(READ, {tp.topic for tp in partitions})
     return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions if tp.topic not in readable}
 
 
-async def handle_offset_commit(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     offsets = {TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
                for t in request.topics for p in t.partitions}
     denied = _commit_denied(context, request.group_id, offsets)
@@ -127,17 +145,17 @@ async def handle_offset_commit(context: Any, header: RequestHeader, request: Any
 _DENIED = object()  # an OffsetFetch partition of a topic the principal may not describe
 
 
-def _fetch_visible(context: Any, offsets: dict, all_offsets: bool) -> dict:
+def _fetch_visible(context: GroupApiContext, offsets: dict, all_offsets: bool) -> dict:
     """Kafka 2.8: Describe on each topic; for "all offsets" the others are left out, for named partitions
     they answer TOPIC_AUTHORIZATION_FAILED (marked ``_DENIED``)."""
     topics = {tp.topic for tp in offsets}
-    denied = topics - context.authorize(DESCRIBE, TOPIC, topics)
+    denied = topics - context.authorized_topics(DESCRIBE, topics)
     if all_offsets:
         return {tp: v for tp, v in offsets.items() if tp.topic not in denied}
     return {tp: _DENIED if tp.topic in denied else v for tp, v in offsets.items()}
 
 
-async def handle_offset_fetch(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_offset_fetch(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     partitions = None if request.topics is None else [
         TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
     if _group_denied(context, request.group_id):
@@ -146,7 +164,7 @@ async def handle_offset_fetch(context: Any, header: RequestHeader, request: Any)
         error, offsets = context.group_coordinator.fetch_offsets(request.group_id, partitions)
     if error != ErrorCode.NONE:
         offsets = dict.fromkeys(partitions or [])
-    elif context.authorizer is not None:
+    else:
         offsets = _fetch_visible(context, offsets, partitions is None)
     partition_error = error if header.api_version < 2 else ErrorCode.NONE
 
@@ -174,34 +192,34 @@ def _describe(group_id: str, error: ErrorCode, group: GroupMetadata | None) -> d
             "members": members, "authorized_operations": NO_AUTHORIZED_OPERATIONS}
 
 
-async def handle_describe_groups(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_describe_groups(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     groups = [_describe(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, None) if _group_denied(context, g, DESCRIBE)
               else _describe(g, *context.group_coordinator.describe_group(g)) for g in request.groups]
     return _response(header, groups=groups)
 
 
-async def handle_list_groups(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_list_groups(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     error, groups = context.group_coordinator.list_groups()
-    if context.authorizer is not None and not context.authorized(DESCRIBE, CLUSTER, CLUSTER_NAME):
-        visible = context.authorize(DESCRIBE, GROUP, {g.group_id for g in groups})  # per-group Describe
+    if not context.authorized_on_cluster(DESCRIBE):
+        visible = context.filter_authorized(DESCRIBE, GROUP, {g.group_id for g in groups})  # per-group Describe
         groups = [g for g in groups if g.group_id in visible]
     return _response(header, error_code=error, groups=[
         {"group_id": g.group_id, "protocol_type": g.protocol_type or ""} for g in groups])
 
 
-async def handle_delete_groups(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_delete_groups(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     names = list(request.groups_names)
-    deletable = context.authorize(DELETE, GROUP, names)
+    deletable = context.filter_authorized(DELETE, GROUP, names)
     results = await context.group_coordinator.delete_groups([g for g in names if g in deletable])
     results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
     return _response(header, results=[{"group_id": g, "error_code": e} for g, e in results.items()])
 
 
-async def handle_offset_delete(context: Any, header: RequestHeader, request: Any) -> Any:
+async def handle_offset_delete(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     partitions = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     if _group_denied(context, request.group_id, DELETE):
         return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
-    readable = context.authorize(READ, TOPIC, {tp.topic for tp in partitions})  # Kafka: Read on each topic
+    readable = context.authorized_topics(READ, {tp.topic for tp in partitions})  # Kafka: Read on each topic
     denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions if tp.topic not in readable}
     partitions = [tp for tp in partitions if tp not in denied]
     error, results = await context.group_coordinator.delete_offsets(request.group_id, partitions)
@@ -212,14 +230,14 @@ async def handle_offset_delete(context: Any, header: RequestHeader, request: Any
 
 
 HANDLERS = {
-    8: handle_offset_commit,
-    9: handle_offset_fetch,
-    11: handle_join_group,
-    12: handle_heartbeat,
-    13: handle_leave_group,
-    14: handle_sync_group,
-    15: handle_describe_groups,
-    16: handle_list_groups,
-    42: handle_delete_groups,
-    47: handle_offset_delete,
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.JOIN_GROUP: handle_join_group,
+    ApiKey.HEARTBEAT: handle_heartbeat,
+    ApiKey.LEAVE_GROUP: handle_leave_group,
+    ApiKey.SYNC_GROUP: handle_sync_group,
+    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
+    ApiKey.OFFSET_DELETE: handle_offset_delete,
 }

@@ -19,7 +19,7 @@ from brokers.config import BrokerConfig
 from brokers.control import (ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsrRequest,
                               LeaderAndIsrResponse, PartitionState, StopReplicaPartition, StopReplicaRequest,
                               StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse, decode, encode)
-from brokers.http import HttpServer
+from brokers.http.server import HttpServer
 from brokers.http.auth import HttpSecurity
 from brokers.http.client import post_control
 from brokers.server.tls import http_contexts

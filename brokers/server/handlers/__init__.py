@@ -10,7 +10,7 @@ import asyncio
 import time
 from typing import Callable
 
-from brokers.security.acls import CLUSTER, CLUSTER_NAME, TOPIC
+from brokers.security.acls import TOPIC
 from brokers.dynamic_config.config_ops import TOPIC_RESOURCE
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
@@ -60,10 +60,8 @@ def config_resource_denied(context: ServerContext, operation: int, resource) -> 
     """The config APIs' authorization (Kafka 2.8): ``operation`` (DescribeConfigs / AlterConfigs) on the topic,
     or on the cluster for a broker resource. None when allowed (always, without an authorizer), else the
     resource's error: TOPIC_ or CLUSTER_AUTHORIZATION_FAILED."""
-    if context.authorizer is None:
-        return None
     if resource.resource_type == TOPIC_RESOURCE:
         allowed = context.authorized(operation, TOPIC, resource.resource_name)
         return None if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    allowed = context.authorized(operation, CLUSTER, CLUSTER_NAME)
+    allowed = context.authorized_on_cluster(operation)
     return None if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED

@@ -20,9 +20,9 @@ from typing import Any
 from brokers.security import acls as acl
 from brokers.security.acls import AclEntry, AclFilter, ResourcePattern
 from brokers.protocol import codec
-from brokers.protocol.errors import ErrorCode
+from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
-from brokers.server.context import ServerContext
+from brokers.server.context import AclAdmin, ServerContext
 
 log = logging.getLogger(__name__)
 UNKNOWN = 0
@@ -32,12 +32,15 @@ def _response(header: RequestHeader, **fields: Any) -> Any:
     return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0, **fields)
 
 
-def _gate(context: ServerContext, operation: int) -> tuple[int, str | None]:
-    if context.authorizer is None:
-        return ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker"
-    if not context.authorized(operation, acl.CLUSTER, acl.CLUSTER_NAME):
-        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
-    return ErrorCode.NONE, None
+def _gate(context: ServerContext, operation: int) -> tuple[AclAdmin | None, int, str | None]:
+    """The ACL store when the principal may do ``operation`` on the cluster; else None and the error."""
+    try:
+        store = context.acl_admin()
+    except KafkaError as exc:
+        return None, exc.code, exc.args[0]
+    if not context.authorized_on_cluster(operation):
+        return None, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return store, ErrorCode.NONE, None
 
 
 def _filter(f: Any) -> AclFilter:
@@ -49,8 +52,8 @@ def _filter(f: Any) -> AclFilter:
 
 # -- CreateAcls -----------------------------------------------------------------------------------
 async def handle_create_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
-    error, message = _gate(context, acl.ALTER)
-    if error != ErrorCode.NONE:
+    store, error, message = _gate(context, acl.ALTER)
+    if store is None:
         return _response(header, results=[dict(error_code=error, error_message=message) for _ in request.creations])
     results: list[dict[str, Any]] = []
     valid: dict[ResourcePattern, set[AclEntry]] = defaultdict(set)
@@ -64,7 +67,7 @@ async def handle_create_acls(context: ServerContext, header: RequestHeader, requ
     failed: dict[ResourcePattern, str] = {}
     for pattern, entries in valid.items():
         try:
-            await context.authorizer.update(pattern, add=frozenset(entries))
+            await store.update(pattern, add=frozenset(entries))
         except Exception as exc:  # noqa: BLE001 - reported per binding, as Kafka's ApiError
             log.warning("creating ACLs for %s failed: %s", pattern, exc)
             failed[pattern] = str(exc)
@@ -77,16 +80,16 @@ async def handle_create_acls(context: ServerContext, header: RequestHeader, requ
 
 # -- DescribeAcls ---------------------------------------------------------------------------------
 async def handle_describe_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
-    error, message = _gate(context, acl.DESCRIBE)
-    if error != ErrorCode.NONE:
+    store, error, message = _gate(context, acl.DESCRIBE)
+    if store is None:
         return _response(header, error_code=error, error_message=message, resources=[])
     try:
         flt = _filter(request)
     except ValueError as exc:
         return _response(header, error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), resources=[])
-    await context.authorizer.sync()  # what another broker wrote a moment ago is listed too
+    await store.sync()  # what another broker wrote a moment ago is listed too
     grouped: dict[ResourcePattern, list[AclEntry]] = defaultdict(list)
-    for pattern, entry in context.authorizer.describe(flt):
+    for pattern, entry in store.describe(flt):
         grouped[pattern].append(entry)
     resources = [dict(resource_type=p.resource_type, resource_name=p.name, pattern_type=p.pattern_type,
                       acls=[dict(principal=e.principal, host=e.host, operation=e.operation,
@@ -96,13 +99,13 @@ async def handle_describe_acls(context: ServerContext, header: RequestHeader, re
 
 
 # -- DeleteAcls -----------------------------------------------------------------------------------
-async def _delete(context: ServerContext, flt: AclFilter) -> dict[str, Any]:
+async def _delete(store: AclAdmin, flt: AclFilter) -> dict[str, Any]:
     by_pattern: dict[ResourcePattern, set[AclEntry]] = defaultdict(set)
-    for pattern, entry in context.authorizer.describe(flt):
+    for pattern, entry in store.describe(flt):
         by_pattern[pattern].add(entry)
     matching = []
     for pattern, entries in by_pattern.items():
-        removed = await context.authorizer.update(pattern, remove=frozenset(entries))
+        removed = await store.update(pattern, remove=frozenset(entries))
         matching.extend(dict(error_code=ErrorCode.NONE, error_message=None, resource_type=pattern.resource_type,
                              resource_name=pattern.name, pattern_type=pattern.pattern_type, principal=e.principal,
                              host=e.host, operation=e.operation, permission_type=e.permission)
@@ -111,15 +114,15 @@ async def _delete(context: ServerContext, flt: AclFilter) -> dict[str, Any]:
 
 
 async def handle_delete_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
-    error, message = _gate(context, acl.ALTER)
-    if error != ErrorCode.NONE:
+    store, error, message = _gate(context, acl.ALTER)
+    if store is None:
         return _response(header, filter_results=[dict(error_code=error, error_message=message, matching_acls=[])
                                                  for _ in request.filters])
-    await context.authorizer.sync()  # what another broker wrote a moment ago can be deleted too
+    await store.sync()  # what another broker wrote a moment ago can be deleted too
     results = []
     for f in request.filters:
         try:
-            results.append(await _delete(context, _filter(f)))
+            results.append(await _delete(store, _filter(f)))
         except ValueError as exc:
             results.append(dict(error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), matching_acls=[]))
         except Exception as exc:  # noqa: BLE001 - a ZooKeeper failure answers this filter

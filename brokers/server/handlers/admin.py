@@ -48,8 +48,6 @@ from collections import Counter
 from typing import Any
 
 from brokers.security.acls import (
-    CLUSTER,
-    CLUSTER_NAME,
     CREATE,
     DELETE,
     DESCRIBE,
@@ -64,7 +62,7 @@ from brokers.dynamic_config.config_ops import BROKER_RESOURCE, TOPIC_RESOURCE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
-from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
+from brokers.server.context import ServerContext
 from brokers.server.handlers import config_resource_denied, timeout_seconds, wait_for_metadata
 
 log = logging.getLogger(__name__)
@@ -118,7 +116,7 @@ async def handle_create_topics(context: ServerContext, header: RequestHeader, re
     results: list[dict[str, Any]] = []
     created: list[tuple[dict[str, Any], int]] = []
     names = {topic.name for topic in request.topics}
-    creatable = names if context.authorized(CREATE, CLUSTER, CLUSTER_NAME) else context.authorize(CREATE, TOPIC, names)
+    creatable = names if context.authorized_on_cluster(CREATE) else context.authorized_topics(CREATE, names)
     for topic in request.topics:
         result = dict(name=topic.name, error_code=ErrorCode.NONE, error_message=None,
                       num_partitions=-1, replication_factor=-1, configs=None)
@@ -158,7 +156,7 @@ async def handle_delete_topics(context: ServerContext, header: RequestHeader, re
     counts = Counter(names)
     results = [dict(name=name, error_code=ErrorCode.NONE) for name in names]
     deleting: list[dict[str, Any]] = []
-    describable, deletable = context.authorize(DESCRIBE, TOPIC, names), context.authorize(DELETE, TOPIC, names)
+    describable, deletable = context.authorized_topics(DESCRIBE, names), context.authorized_topics(DELETE, names)
     for result in results:
         name = result["name"]
         if counts[name] > 1:
@@ -192,9 +190,7 @@ async def handle_delete_topics(context: ServerContext, header: RequestHeader, re
 # -- InitProducerId ------------------------------------------------------------------------------------
 def _may_write_idempotently(context: ServerContext) -> bool:
     """Kafka 2.8: IdempotentWrite on the cluster, or Write on some topic (authorizeByResourceType)."""
-    if context.authorized(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME):
-        return True
-    return context.authorizer.authorize_any(PRINCIPAL.get(), CLIENT_HOST.get().lstrip("/"), WRITE, TOPIC)
+    return context.authorized_on_cluster(IDEMPOTENT_WRITE) or context.authorized_by_resource_type(WRITE, TOPIC)
 
 
 async def handle_init_producer_id(context: ServerContext, header: RequestHeader, request: Any) -> Any:
@@ -203,7 +199,7 @@ async def handle_init_producer_id(context: ServerContext, header: RequestHeader,
         if error == ErrorCode.NOT_COORDINATOR and not context.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
             error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # Kafka: Write on the transactional id first
         return _response(header, error_code=error, producer_id=-1, producer_epoch=-1)
-    if context.authorizer is not None and not _may_write_idempotently(context):
+    if not _may_write_idempotently(context):
         return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
     try:
         producer_id = await context.admin.allocate_producer_id()

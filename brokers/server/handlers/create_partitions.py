@@ -20,7 +20,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.security.acls import ALTER, TOPIC
+from brokers.security.acls import ALTER
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
@@ -39,7 +39,7 @@ async def handle_create_partitions(context: ServerContext, header: RequestHeader
     counts = Counter(topic.name for topic in request.topics)
     results: list[dict[str, Any]] = []
     added: list[tuple[dict[str, Any], int]] = []
-    alterable = context.authorize(ALTER, TOPIC, counts)
+    alterable = context.authorized_topics(ALTER, counts)
     for topic in request.topics:
         result = dict(name=topic.name, error_code=ErrorCode.NONE, error_message=None)
         results.append(result)

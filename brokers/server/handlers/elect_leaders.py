@@ -24,7 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from brokers.model import NO_LEADER, TopicPartition
-from brokers.security.acls import ALTER, CLUSTER, CLUSTER_NAME
+from brokers.security.acls import ALTER
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
@@ -74,7 +74,7 @@ async def _await_metadata(context: ServerContext, outcomes: dict[TopicPartition,
 
 async def handle_elect_leaders(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     election_type = int(getattr(request, "election_type", PREFERRED))  # v0 has no election type
-    if not context.authorized(ALTER, CLUSTER, CLUSTER_NAME):  # Kafka: Alter on the cluster, for every partition
+    if not context.authorized_on_cluster(ALTER):  # Kafka: Alter on the cluster, for every partition
         denied: dict[str, list[dict]] = defaultdict(list)
         for tp in requested_partitions(context, request):
             denied[tp.topic].append({"partition_id": tp.partition, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,

@@ -46,7 +46,7 @@ import asyncio
 import time
 from typing import Any
 
-from brokers.security.acls import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC
+from brokers.security.acls import CLUSTER_ACTION, READ
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response
 from brokers.protocol.framing import RequestHeader
@@ -63,23 +63,21 @@ def _error(index: int, code: int) -> FetchPartitionData:
     return FetchPartitionData(index, int(code), -1, -1, -1, None)
 
 
-def _allowed(context: ServerContext, request: Any, from_follower: bool) -> set[str] | None:
+def _allowed(context: ServerContext, request: Any, from_follower: bool) -> set[str]:
     """The requested topics the principal may fetch: Read on each topic for a consumer; ClusterAction on
-    the cluster (all or nothing) for a follower. None without an authorizer: nothing is checked."""
-    if context.authorizer is None:
-        return None
+    the cluster (all or nothing) for a follower."""
     topics = {topic.topic for topic in request.topics}
     if from_follower:
-        return topics if context.authorized(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME) else set()
-    return context.authorize(READ, TOPIC, topics)
+        return topics if context.authorized_on_cluster(CLUSTER_ACTION) else set()
+    return context.authorized_topics(READ, topics)
 
 
-def _resolve(context: ServerContext, request: Any, allowed: set[str] | None) -> list[tuple[str, Any, Partition | int]]:
+def _resolve(context: ServerContext, request: Any, allowed: set[str]) -> list[tuple[str, Any, Partition | int]]:
     """(topic, requested partition, the led Partition or an error code) for every requested partition."""
     resolved = []
     for topic in request.topics:
         for wanted in topic.partitions:
-            if allowed is not None and topic.topic not in allowed:
+            if topic.topic not in allowed:
                 resolved.append((topic.topic, wanted, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             try:

@@ -54,7 +54,7 @@ async def handle_find_coordinator(context: ServerContext, header: RequestHeader,
     cls = codec.response_class(header.api_key, header.api_version)
     if getattr(request, "key_type", GROUP_KEY_TYPE) != GROUP_KEY_TYPE or context.coordinator_partition is None:
         return _unavailable(cls, "only group coordinators are offered")
-    if context.authorizer is not None and not context.authorized(DESCRIBE, GROUP, request.key):
+    if not context.authorized(DESCRIBE, GROUP, request.key):
         return codec.build(cls, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None, node_id=-1,
                            host="", port=-1)
     if not context.metadata_cache.contains_topic(OFFSETS_TOPIC):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokers.security.acls import DESCRIBE, TOPIC
+from brokers.security.acls import DESCRIBE
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
@@ -63,7 +63,7 @@ def _offset(context: ServerContext, replica_id: int, topic: str, index: int, tar
 
 async def handle_list_offsets(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     topics = []
-    described = context.authorize(DESCRIBE, TOPIC, {topic.name for topic in request.topics})
+    described = context.authorized_topics(DESCRIBE, {topic.name for topic in request.topics})
     for topic in request.topics:
         if topic.name not in described:
             partitions = [_answer(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]

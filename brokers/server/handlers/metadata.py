@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from brokers.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
+from brokers.security.acls import CREATE, DESCRIBE
 from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
@@ -77,11 +77,11 @@ async def _missing_topic(context: ServerContext, name: str, allow_auto_creation:
 def _denied(context: ServerContext, names: list[str], known: set[str], allow_auto_creation: bool) -> set[str]:
     """Named topics answered TOPIC_AUTHORIZATION_FAILED: no Describe, or missing and to be auto-created
     without Create on the cluster or the topic (Kafka 2.8)."""
-    denied = set(names) - context.authorize(DESCRIBE, TOPIC, names)
+    denied = set(names) - context.authorized_topics(DESCRIBE, names)
     missing = [n for n in names if n not in known and n not in denied]
     if (missing and allow_auto_creation and context.config["auto.create.topics.enable"]
-            and not context.authorized(CREATE, CLUSTER, CLUSTER_NAME)):
-        denied |= set(missing) - context.authorize(CREATE, TOPIC, missing)
+            and not context.authorized_on_cluster(CREATE)):
+        denied |= set(missing) - context.authorized_topics(CREATE, missing)
     return denied
 
 
@@ -89,11 +89,11 @@ async def handle_metadata(context: ServerContext, header: RequestHeader, request
     brokers, reachable = _brokers(context)
     known = context.metadata_cache.topics()
     if request.topics is None:
-        names = sorted(context.authorize(DESCRIBE, TOPIC, known))  # the ones it may not see are left out
+        names = sorted(context.authorized_topics(DESCRIBE, known))  # the ones it may not see are left out
     else:
         names = list(dict.fromkeys(topic.name for topic in request.topics))
     allow = getattr(request, "allow_auto_topic_creation", True)  # v0-v3 have no flag: always allowed
-    denied = _denied(context, names, known, allow) if context.authorizer is not None else set()
+    denied = _denied(context, names, known, allow)
     topics = []
     for name in names:
         if name in denied:

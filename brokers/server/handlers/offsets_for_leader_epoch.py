@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokers.security.acls import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, TOPIC
+from brokers.security.acls import CLUSTER_ACTION, DESCRIBE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
@@ -48,19 +48,16 @@ def _end_offset(context: ServerContext, topic: str, wanted: Any) -> dict[str, An
     return _answer(index, ErrorCode.NONE, epoch, end_offset)
 
 
-def _described(context: ServerContext, request: Any) -> set[str] | None:
-    """Kafka 2.8: every topic with ClusterAction on the cluster (followers), else those with Describe;
-    None without an authorizer."""
-    if context.authorizer is None:
-        return None
+def _described(context: ServerContext, request: Any) -> set[str]:
+    """Kafka 2.8: every topic with ClusterAction on the cluster (followers), else those with Describe."""
     names = {topic.topic for topic in request.topics}
-    return names if context.authorized(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME) else context.authorize(DESCRIBE, TOPIC, names)
+    return names if context.authorized_on_cluster(CLUSTER_ACTION) else context.authorized_topics(DESCRIBE, names)
 
 
 async def handle_offsets_for_leader_epoch(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     described = _described(context, request)
     topics = [dict(topic=topic.topic, partitions=[
-        _end_offset(context, topic.topic, p) if described is None or topic.topic in described
+        _end_offset(context, topic.topic, p) if topic.topic in described
         else _answer(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions])
         for topic in request.topics]
     cls = codec.response_class(header.api_key, header.api_version)

@@ -39,7 +39,7 @@ import logging
 import time
 from typing import Any
 
-from brokers.security.acls import TOPIC, WRITE
+from brokers.security.acls import WRITE
 from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
@@ -136,13 +136,12 @@ async def _await_acks(waits: list[tuple[dict[str, Any], asyncio.Future]], timeou
 async def handle_produce(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     acks = request.acks
     known = context.metadata_cache.topics()
-    # no authorizer (the default): None, and nothing is checked on this hot path
-    writable = None if context.authorizer is None else context.authorize(WRITE, TOPIC, {t.name for t in request.topic_data})
+    writable = context.authorized_topics(WRITE, {t.name for t in request.topic_data})
     responses, waits = [], []
     for topic in request.topic_data:
         if acks not in VALID_ACKS:
             partitions = [_failed(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
-        elif writable is not None and topic.name not in writable:
+        elif topic.name not in writable:
             partitions = [_failed(p.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partition_data]
         elif topic.name not in known:
             partitions = [_failed(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in topic.partition_data]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from brokers.security.acls import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
+from brokers.security.acls import ALTER, DESCRIBE
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
@@ -35,7 +35,7 @@ async def handle_alter_partition_reassignments(context: ServerContext, header: R
         tp: (ErrorCode.INVALID_REQUEST, f"partition {tp} appears more than once in the request")
         for tp, n in counts.items() if n > 1}
     targets = {tp: replicas for tp, replicas in requested if counts[tp] == 1}
-    if not context.authorized(ALTER, CLUSTER, CLUSTER_NAME):
+    if not context.authorized_on_cluster(ALTER):
         return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                          error_message="Cluster authorization failed.", responses=[])
     outcome: Any = ErrorCode.NOT_CONTROLLER
@@ -55,7 +55,7 @@ async def handle_alter_partition_reassignments(context: ServerContext, header: R
 
 
 async def handle_list_partition_reassignments(context: ServerContext, header: RequestHeader, request: Any) -> Any:
-    if not context.authorized(DESCRIBE, CLUSTER, CLUSTER_NAME):
+    if not context.authorized_on_cluster(DESCRIBE):
         return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                          error_message="Cluster authorization failed.", topics=[])
     partitions = None

@@ -12,9 +12,9 @@ A user with any error gets none of its changes applied. ``plan_alterations`` is 
 """
 from __future__ import annotations
 
-from typing import Any, Awaitable, Protocol
+from typing import Any
 
-from brokers.security.acls import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
+from brokers.security.acls import ALTER, DESCRIBE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
@@ -25,20 +25,10 @@ from brokers.protocol.scram import (
     ScramError,
     credential_from_salted_password,
 )
-from brokers.server.context import ServerContext
+from brokers.server.context import ServerContext, UserConfigs
 
 MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 Result = tuple[int, str | None]
-
-
-class UserConfigs(Protocol):
-    """``/config/users``, provided by the composition root (user names unsanitized)."""
-
-    def user_config(self, user: str) -> Awaitable[dict[str, str]]: ...
-
-    def set_user_config(self, user: str, config: dict[str, str]) -> Awaitable[None]: ...
-
-    def user_names(self) -> Awaitable[list[str]]: ...
 
 
 def _check_upsertion(upsertion: Any) -> Result | None:
@@ -104,15 +94,10 @@ def describe(user: str, config: dict[str, str]) -> tuple[Result, list[tuple[int,
     return (ErrorCode.NONE, None), infos
 
 
-def _cluster_allowed(context: ServerContext, operation: int) -> bool:
-    """Kafka 2.8: Describe (resp. Alter) on the cluster for the SCRAM credential APIs."""
-    return context.authorizer is None or context.authorized(operation, CLUSTER, CLUSTER_NAME)
-
-
 async def handle_describe_user_scram_credentials(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     users: UserConfigs = context.user_configs
     cls = codec.response_class(header.api_key, header.api_version)
-    if not _cluster_allowed(context, DESCRIBE):
+    if not context.authorized_on_cluster(DESCRIBE):
         return codec.build(cls, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     names = [u.name for u in request.users or ()]
     results = []
@@ -138,7 +123,7 @@ def _infos(infos: list[tuple[int, int]]) -> list[dict[str, int]]:
 async def handle_alter_user_scram_credentials(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     users: UserConfigs = context.user_configs
     cls = codec.response_class(header.api_key, header.api_version)
-    if not _cluster_allowed(context, ALTER):
+    if not context.authorized_on_cluster(ALTER):
         denied = dict.fromkeys(change.name for change in (*request.deletions, *request.upsertions))
         return codec.build(cls, results=[dict(user=name, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                               error_message=None) for name in denied])

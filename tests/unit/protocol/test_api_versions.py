@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import datetime
 import io
+import json
+import re
 import struct
 import sys
+from pathlib import Path
 
 import pytest
 from kio.index import load_request_schema, load_response_schema
@@ -13,17 +16,18 @@ from kio.serial import entity_reader, entity_writer
 
 from brokers.protocol import api_versions as av
 from brokers.protocol.api_versions import (
-    API_NAMES,
-    SUPPORTED,
+    ApiKey,
     api_name,
     api_versions_response,
     flexible_from,
     is_flexible,
     is_supported,
+    known_api,
     request_header_version,
     response_header_version,
 )
 
+SUPPORTED = {key: (key.min_version, key.max_version) for key in ApiKey}
 EXPECTED_WINDOW = {
     0: (0, 7), 1: (4, 11), 2: (1, 2), 3: (4, 4), 10: (0, 1), 18: (0, 3), 19: (2, 4), 20: (3, 3), 22: (0, 0), 23: (2, 3), 32: (1, 3),
     8: (2, 7), 9: (1, 5), 11: (0, 5), 12: (0, 3), 13: (0, 3), 14: (0, 3), 15: (0, 4), 16: (0, 2), 42: (0, 1), 47: (0, 0),
@@ -58,7 +62,8 @@ def kio_body(version: int, error: ErrorCode) -> bytes:
 def test_the_window_is_the_recommended_one_with_find_coordinator_only_from_the_group_apis():
     assert SUPPORTED == EXPECTED_WINDOW
     assert all(lo <= 5 for key, (lo, _) in SUPPORTED.items() if key in range(8, 17))  # old librdkafka's group probes
-    assert API_NAMES[32] == "DescribeConfigs" and api_name(99) == "ApiKey(99)"
+    assert ApiKey.DESCRIBE_CONFIGS.api_name == api_name(32) == "DescribeConfigs" and api_name(99) == "ApiKey(99)"
+    assert known_api(32) is ApiKey.DESCRIBE_CONFIGS and known_api(4) is None and known_api(99) is None
 
 
 @pytest.mark.parametrize("version", range(4))
@@ -140,10 +145,41 @@ def test_every_advertised_version_but_produce_0_to_2_has_a_kio_schema():
     assert missing == {(0, 0), (0, 1), (0, 2)}
 
 
-def test_only_api_versions_3_and_the_admin_apis_of_issue_11_are_flexible_in_the_window():
+def test_only_api_versions_3_the_admin_acl_and_scram_apis_and_sasl_authenticate_2_are_flexible_in_the_window():
     flexible = {(k, v) for k, (lo, hi) in SUPPORTED.items() for v in range(lo, hi + 1) if is_flexible(k, v)}
-    # ApiVersions 3; CreatePartitions 2-3 (librdkafka sends 2, kafka-python 3); ElectLeaders 2; the others' flexible versions
-    # SaslAuthenticate 2 (kafka-python 3.0 sends it) and the ACL APIs' v2-v3
+    # ApiVersions 3; CreatePartitions 2-3 (librdkafka sends 2, kafka-python 3); ElectLeaders 2; the config and
+    # reassignment APIs' flexible versions; SaslAuthenticate 2 (kafka-python 3.0 sends it); the ACL APIs' v2-v3;
+    # the SCRAM credential APIs (flexible from v0)
     assert flexible == {(18, 3), (33, 2), (37, 2), (37, 3), (43, 2), (44, 1), (45, 0), (46, 0), (36, 2), (50, 0), (51, 0),
                         (29, 2), (29, 3), (30, 2), (30, 3), (31, 2), (31, 3)}
     assert av.MAX_API_VERSIONS_VERSION == 3
+
+
+# -- the wire behaviour, frozen: bytes and per-key facts captured from the table before ApiKey existed -------------
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "api_versions"
+
+
+@pytest.mark.parametrize("version", range(4))
+def test_the_api_versions_response_is_the_captured_one(version):
+    assert api_versions_response(0x01020304, version) == (GOLDEN / f"response-v{version}.bin").read_bytes()
+
+
+@pytest.mark.parametrize("version", [4, 5, 127, -1])
+def test_the_unsupported_version_answer_is_the_captured_one(version):
+    assert api_versions_response(0x01020304, version) == (GOLDEN / "response-unsupported-version.bin").read_bytes()
+
+
+def test_names_and_accepted_versions_are_the_captured_ones():
+    captured = json.loads((GOLDEN / "api_key_facts.json").read_text())["keys"]
+    for key in range(-1, 70):
+        codes = " ".join("%d%d%d%d" % (is_supported(key, v), is_flexible(key, v), request_header_version(key, v),
+                                       response_header_version(key, v)) for v in range(-1, 20))
+        assert [api_name(key), codes] == captured[str(key)], key
+
+
+@pytest.mark.parametrize("key", list(ApiKey))
+def test_each_api_key_carries_kafkas_names(key):
+    """Kafka 2.8's ApiKeys constant name (PRODUCE, OFFSET_FOR_LEADER_EPOCH) and message name (kio's schema)."""
+    assert re.sub(r"(?<!^)(?=[A-Z])", "_", key.api_name).upper() == key.name
+    assert load_request_schema(key, key.max_version).__name__ == f"{key.api_name}Request"
+    assert key.min_version <= key.max_version

@@ -14,7 +14,7 @@ from kio.schema.response_header.v1.header import ResponseHeader as KioResponseHe
 from kio.serial import entity_writer
 
 from brokers.protocol import errors
-from brokers.protocol.api_versions import SUPPORTED, api_versions_response, is_flexible
+from brokers.protocol.api_versions import ApiKey, api_versions_response, is_flexible
 from brokers.protocol.codec import (
     build,
     decode_request,
@@ -83,7 +83,7 @@ REQUESTS = {
         name="alice", mechanism=1, iterations=8192, salt=b"salt", salted_password=b"x" * 32)]),
 }
 
-DECODABLE = [(k, v) for k, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1) if not (k == 0 and v < 3)]
+DECODABLE = [(int(k), v) for k in sorted(ApiKey) for v in range(k.min_version, k.max_version + 1) if not (k == 0 and v < 3)]
 
 
 def one_frame(raw: bytes) -> bytes:
@@ -192,7 +192,7 @@ def test_encode_response_uses_header_v1_for_flexible_versions():
 
 def test_encode_api_versions_v3_matches_the_pre_encoded_response():
     cls = response_class(18, 3)
-    keys = [dict(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(SUPPORTED.items())]
+    keys = [dict(api_key=k, min_version=k.min_version, max_version=k.max_version) for k in sorted(ApiKey)]
     body = build(cls, error_code=0, api_keys=keys, throttle_time=0)
     assert encode_response(18, 3, 9, body) == api_versions_response(9, 3)
 

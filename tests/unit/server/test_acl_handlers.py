@@ -14,8 +14,7 @@ from brokers.security.authorizer import AclAuthorizer
 from brokers.security.acls import ALLOW, DENY, AclEntry, ResourcePattern
 from brokers.model import TopicPartition
 from brokers.protocol import codec
-from brokers.protocol.errors import ErrorCode
-from brokers.protocol.framing import RequestHeader
+from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.server.context import PRINCIPAL
 from brokers.server.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from brokers.server.handlers.admin import handle_create_topics, handle_delete_topics, handle_init_producer_id
@@ -131,7 +130,23 @@ def test_the_check_is_once_per_topic_not_per_record(world):
 def test_without_an_authorizer_nothing_is_checked(world):
     world.context.authorizer = None
     assert only_partition(run(produce(world, "t", 0, batch([1])))).error_code == ErrorCode.NONE
-    assert world.context.authorize(acl.READ, acl.TOPIC, ["a", "b"]) == {"a", "b"}
+    context = world.context
+    assert context.filter_authorized(acl.READ, acl.TOPIC, ["a", "b"]) == {"a", "b"} == context.authorized_topics(acl.READ, "ab")
+    assert context.authorized(acl.DELETE, acl.GROUP, "g") and context.authorized_on_cluster(acl.ALTER)
+    assert context.authorized_by_resource_type(acl.WRITE, acl.TOPIC)
+    with pytest.raises(KafkaError) as refused:
+        context.acl_admin()
+    assert refused.value.code == ErrorCode.SECURITY_DISABLED
+
+
+def test_with_an_authorizer_the_context_asks_it_for_the_requesting_principal(world):
+    grant(world.context.authorizer, acl.TOPIC, "a", ace(acl.READ))
+    context = world.context
+    assert context.filter_authorized(acl.READ, acl.TOPIC, ["a", "b"]) == {"a"} == context.authorized_topics(acl.READ, "ab")
+    assert context.authorized(acl.READ, acl.TOPIC, "a") and not context.authorized(acl.READ, acl.TOPIC, "b")
+    assert not context.authorized_on_cluster(acl.ALTER) and not context.authorized_by_resource_type(acl.WRITE, acl.TOPIC)
+    assert context.authorized_by_resource_type(acl.READ, acl.TOPIC)
+    assert context.acl_admin() is context.authorizer
 
 
 def fetch_errors(world, replica_id=-1):

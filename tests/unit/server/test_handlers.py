@@ -4,7 +4,9 @@ versions clients send; responses are checked field by field."""
 from __future__ import annotations
 
 import asyncio
+import json
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ from brokers.protocol.framing import ProtocolError, RequestHeader
 from brokers.protocol.record import Record, build_batch, iter_records
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
+from brokers.server import apis
 from brokers.server.context import ServerContext
 from brokers.server.handlers.admin import (
     handle_create_topics,
@@ -30,6 +33,7 @@ from brokers.server.handlers.metadata import handle_metadata
 from brokers.server.handlers.produce import handle_produce
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
+from consumer_group.coordinator.handlers import HANDLERS as GROUP_HANDLERS
 
 ME = 1
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
@@ -621,3 +625,11 @@ def test_describe_broker_configs_never_shows_a_password(tmp_path):
         w.log_manager.shutdown()
     configs = {c.name: (c.value, c.is_sensitive, [s.value for s in c.synonyms]) for c in result.configs}
     assert configs == {"ssl.key.password": (None, True, [None]), "ssl.keystore.type": ("PEM", False, ["PEM"])}
+
+
+def test_every_api_is_served_by_the_handler_it_was_served_by():
+    """The dispatch table, frozen: the handlers per API key captured before the ApiKey table."""
+    captured = json.loads((Path(__file__).resolve().parents[2] / "golden" / "api_versions" / "api_key_facts.json").read_text())
+    named = lambda table: {str(int(k)): f"{h.__module__}.{h.__name__}" for k, h in table.items()}  # noqa: E731
+    assert named(apis.HANDLERS) == captured["broker_handlers"]
+    assert named(GROUP_HANDLERS) == captured["group_handlers"]

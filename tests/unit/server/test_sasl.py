@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 from brokers.client.connection import KafkaConnection
 from brokers.config import BrokerConfig
 from brokers.protocol import codec
+from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError
 from brokers.protocol.sasl import (
@@ -36,7 +37,8 @@ from brokers.server.apis import KafkaApis
 from brokers.server.listener import KafkaListener
 from brokers.stats import BrokerStats
 
-HANDSHAKE, AUTHENTICATE, API_VERSIONS, METADATA = 17, 36, 18, 3
+HANDSHAKE, AUTHENTICATE, API_VERSIONS, METADATA = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.API_VERSIONS,
+                                                  ApiKey.METADATA)
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
               'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
 CREDENTIALS = {("alice", "SCRAM-SHA-512"): make_credential("SCRAM-SHA-512", "alice-secret").format(),

@@ -9,6 +9,7 @@ from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from brokers.protocol.scram import ScramClient, ScramCredential, ScramServer, make_credential, salted_password
+from brokers.server.context import ServerContext
 from brokers.server.handlers.scram_credentials import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
@@ -70,8 +71,8 @@ def run(handler, api_key, store, allowed=None, **fields):
     """``allowed``: None = no authorizer; else whether the principal holds the cluster permission."""
     request = codec.build(codec.request_class(api_key, 0), **fields)
     header = RequestHeader(api_key, 0, 1, "test", 0)
-    context = SimpleNamespace(user_configs=store, authorizer=None if allowed is None else object(),
-                              authorized=lambda *_: allowed)
+    authorizer = None if allowed is None else SimpleNamespace(authorize=lambda *_: allowed)
+    context = ServerContext(1, None, None, None, lambda: None, None, user_configs=store, authorizer=authorizer)
     response = asyncio.run(handler(context, header, request))
     frame = codec.encode_response(api_key, 0, 1, response)  # encodes: every field the schema needs is there
     return codec.decode_response(api_key, 0, frame[4:])[1]
