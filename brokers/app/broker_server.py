@@ -229,7 +229,7 @@ class BrokerServer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    # -- /config/users for Describe/AlterUserScramCredentials (handlers.scram_credentials.UserConfigs) --
+    # -- /config/users for Describe/AlterUserScramCredentials (brokers.server.context.UserConfigs) --
     async def user_config(self, user: str) -> dict[str, str]:
         return await self.kzc.get_entity_config("users", sanitize_user(user))
 
