@@ -23,18 +23,20 @@ from brokers.server import sasl
 from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
 from brokers.server.handlers import (
     acls,
-    admin,
     alter_configs,
     create_partitions,
+    describe_configs,
     elect_leaders,
     fetch,
     find_coordinator,
+    init_producer_id,
     list_offsets,
     metadata,
     offsets_for_leader_epoch,
     produce,
     reassignments,
     scram_credentials,
+    topics,
 )
 
 log = logging.getLogger(__name__)
@@ -49,14 +51,14 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.METADATA: metadata.handle_metadata,
     ApiKey.FIND_COORDINATOR: find_coordinator.handle_find_coordinator,
     ApiKey.SASL_HANDSHAKE: sasl.handle_illegal_state,  # SASL connections still authenticating: brokers.server.sasl
-    ApiKey.CREATE_TOPICS: admin.handle_create_topics,
-    ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
-    ApiKey.INIT_PRODUCER_ID: admin.handle_init_producer_id,
+    ApiKey.CREATE_TOPICS: topics.handle_create_topics,
+    ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id.handle_init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
     ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
     ApiKey.CREATE_ACLS: acls.handle_create_acls,
     ApiKey.DELETE_ACLS: acls.handle_delete_acls,
-    ApiKey.DESCRIBE_CONFIGS: admin.handle_describe_configs,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs.handle_describe_configs,
     ApiKey.ALTER_CONFIGS: alter_configs.handle_alter_configs,
     ApiKey.SASL_AUTHENTICATE: sasl.handle_illegal_state,
     ApiKey.CREATE_PARTITIONS: create_partitions.handle_create_partitions,

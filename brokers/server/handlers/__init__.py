@@ -8,18 +8,30 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from brokers.security.acls import TOPIC
 from brokers.dynamic_config.config_ops import TOPIC_RESOURCE
 from brokers.model import TopicPartition
-from brokers.protocol.errors import ErrorCode
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.protocol.framing import RequestHeader
 from brokers.replication.partition import Partition
 from brokers.replication.replica_manager import PartitionError, leader_partition
 from brokers.server.context import ServerContext
 
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.AdminClientId: may produce to internal topics
 METADATA_POLL_SECONDS = 0.01
+
+
+def response(header: RequestHeader, **fields: Any) -> Any:
+    """The response entity of the request's API and version, never throttled (``throttle_time`` 0)."""
+    return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0, **fields)
+
+
+def error_message(exc: KafkaError) -> str:
+    """A KafkaError's text for a response's ``error_message``: its message, else the error's name."""
+    return str(exc.args[0]) if exc.args else exc.code.name
 
 
 def leader_for(context: ServerContext, topic: str, partition: int) -> Partition:

@@ -19,17 +19,14 @@ from typing import Any
 
 from brokers.security import acls as acl
 from brokers.security.acls import AclEntry, AclFilter, ResourcePattern
-from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import AclAdmin, ServerContext
+from brokers.server.handlers import response
 
 log = logging.getLogger(__name__)
 UNKNOWN = 0
 
-
-def _response(header: RequestHeader, **fields: Any) -> Any:
-    return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0, **fields)
 
 
 def _gate(context: ServerContext, operation: int) -> tuple[AclAdmin | None, int, str | None]:
@@ -54,7 +51,7 @@ def _filter(f: Any) -> AclFilter:
 async def handle_create_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     store, error, message = _gate(context, acl.ALTER)
     if store is None:
-        return _response(header, results=[dict(error_code=error, error_message=message) for _ in request.creations])
+        return response(header, results=[dict(error_code=error, error_message=message) for _ in request.creations])
     results: list[dict[str, Any]] = []
     valid: dict[ResourcePattern, set[AclEntry]] = defaultdict(set)
     for creation in request.creations:
@@ -75,18 +72,18 @@ async def handle_create_acls(context: ServerContext, header: RequestHeader, requ
         pattern = ResourcePattern(creation.resource_type, creation.resource_name, creation.resource_pattern_type)
         if result["error_code"] == ErrorCode.NONE and pattern in failed:
             result.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=failed[pattern])
-    return _response(header, results=results)
+    return response(header, results=results)
 
 
 # -- DescribeAcls ---------------------------------------------------------------------------------
 async def handle_describe_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     store, error, message = _gate(context, acl.DESCRIBE)
     if store is None:
-        return _response(header, error_code=error, error_message=message, resources=[])
+        return response(header, error_code=error, error_message=message, resources=[])
     try:
         flt = _filter(request)
     except ValueError as exc:
-        return _response(header, error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), resources=[])
+        return response(header, error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), resources=[])
     await store.sync()  # what another broker wrote a moment ago is listed too
     grouped: dict[ResourcePattern, list[AclEntry]] = defaultdict(list)
     for pattern, entry in store.describe(flt):
@@ -95,7 +92,7 @@ async def handle_describe_acls(context: ServerContext, header: RequestHeader, re
                       acls=[dict(principal=e.principal, host=e.host, operation=e.operation,
                                  permission_type=e.permission) for e in entries])
                  for p, entries in grouped.items()]
-    return _response(header, error_code=ErrorCode.NONE, error_message=None, resources=resources)
+    return response(header, error_code=ErrorCode.NONE, error_message=None, resources=resources)
 
 
 # -- DeleteAcls -----------------------------------------------------------------------------------
@@ -116,7 +113,7 @@ async def _delete(store: AclAdmin, flt: AclFilter) -> dict[str, Any]:
 async def handle_delete_acls(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     store, error, message = _gate(context, acl.ALTER)
     if store is None:
-        return _response(header, filter_results=[dict(error_code=error, error_message=message, matching_acls=[])
+        return response(header, filter_results=[dict(error_code=error, error_message=message, matching_acls=[])
                                                  for _ in request.filters])
     await store.sync()  # what another broker wrote a moment ago can be deleted too
     results = []
@@ -128,4 +125,4 @@ async def handle_delete_acls(context: ServerContext, header: RequestHeader, requ
         except Exception as exc:  # noqa: BLE001 - a ZooKeeper failure answers this filter
             log.warning("deleting ACLs failed: %s", exc)
             results.append(dict(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc), matching_acls=[]))
-    return _response(header, filter_results=results)
+    return response(header, filter_results=results)

@@ -21,11 +21,10 @@ from collections import Counter
 from typing import Any
 
 from brokers.security.acls import ALTER
-from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import ServerContext
-from brokers.server.handlers import timeout_seconds, wait_for_metadata
+from brokers.server.handlers import response, timeout_seconds, wait_for_metadata
 
 log = logging.getLogger(__name__)
 
@@ -66,4 +65,4 @@ async def handle_create_partitions(context: ServerContext, header: RequestHeader
                     result.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
                                   error_message="the partitions were added but do not all have a leader in this "
                                                 "broker's metadata yet")
-    return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0, results=results)
+    return response(header, results=results)

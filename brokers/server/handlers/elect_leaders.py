@@ -25,11 +25,10 @@ from typing import Any
 
 from brokers.model import NO_LEADER, TopicPartition
 from brokers.security.acls import ALTER
-from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import ServerContext
-from brokers.server.handlers import timeout_seconds, wait_for_metadata
+from brokers.server.handlers import response, timeout_seconds, wait_for_metadata
 
 PREFERRED, UNCLEAN = 0, 1
 Outcome = tuple[int, "str | None", int]
@@ -79,7 +78,7 @@ async def handle_elect_leaders(context: ServerContext, header: RequestHeader, re
         for tp in requested_partitions(context, request):
             denied[tp.topic].append({"partition_id": tp.partition, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                      "error_message": "Cluster authorization failed."})
-        return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0,
+        return response(header,
                            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                            replica_election_results=[{"topic": t, "partition_result": e} for t, e in denied.items()])
     timeout = timeout_seconds(request.timeout)
@@ -93,5 +92,5 @@ async def handle_elect_leaders(context: ServerContext, header: RequestHeader, re
     for tp, (code, message, _) in sorted(outcomes.items()):
         by_topic[tp.topic].append({"partition_id": tp.partition, "error_code": code, "error_message": message})
     results = [{"topic": topic, "partition_result": entries} for topic, entries in by_topic.items()]
-    return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0,
+    return response(header,
                        error_code=ErrorCode.NONE, replica_election_results=results)

@@ -17,14 +17,11 @@ from typing import Any
 
 from brokers.security.acls import ALTER, DESCRIBE
 from brokers.model import TopicPartition
-from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from brokers.server.context import ServerContext
+from brokers.server.handlers import response
 
-
-def _response(header: RequestHeader, **fields: Any) -> Any:
-    return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0, **fields)
 
 
 async def handle_alter_partition_reassignments(context: ServerContext, header: RequestHeader, request: Any) -> Any:
@@ -36,13 +33,13 @@ async def handle_alter_partition_reassignments(context: ServerContext, header: R
         for tp, n in counts.items() if n > 1}
     targets = {tp: replicas for tp, replicas in requested if counts[tp] == 1}
     if not context.authorized_on_cluster(ALTER):
-        return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        return response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                          error_message="Cluster authorization failed.", responses=[])
     outcome: Any = ErrorCode.NOT_CONTROLLER
     if context.reassignments is not None:
         outcome = await context.reassignments.alter_partition_reassignments(targets) if targets else {}
     if isinstance(outcome, ErrorCode):
-        return _response(header, error_code=outcome, error_message=None, responses=[])
+        return response(header, error_code=outcome, error_message=None, responses=[])
     results.update(outcome)
     by_topic: dict[str, list[dict]] = {}
     for tp, _ in requested:
@@ -51,12 +48,12 @@ async def handle_alter_partition_reassignments(context: ServerContext, header: R
         if all(e["partition_index"] != tp.partition for e in entries):
             entries.append(dict(partition_index=tp.partition, error_code=code, error_message=message))
     responses = [dict(name=topic, partitions=entries) for topic, entries in by_topic.items()]
-    return _response(header, error_code=ErrorCode.NONE, error_message=None, responses=responses)
+    return response(header, error_code=ErrorCode.NONE, error_message=None, responses=responses)
 
 
 async def handle_list_partition_reassignments(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     if not context.authorized_on_cluster(DESCRIBE):
-        return _response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        return response(header, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                          error_message="Cluster authorization failed.", topics=[])
     partitions = None
     if request.topics is not None:
@@ -65,11 +62,11 @@ async def handle_list_partition_reassignments(context: ServerContext, header: Re
     if context.reassignments is not None:
         outcome = await context.reassignments.list_partition_reassignments(partitions)
     if isinstance(outcome, ErrorCode):
-        return _response(header, error_code=outcome, error_message=None, topics=[])
+        return response(header, error_code=outcome, error_message=None, topics=[])
     by_topic: dict[str, list[dict]] = {}
     for tp, move in sorted(outcome.items()):
         by_topic.setdefault(tp.topic, []).append(dict(
             partition_index=tp.partition, replicas=list(move.replicas), adding_replicas=list(move.adding),
             removing_replicas=list(move.removing)))
     topics = [dict(name=topic, partitions=entries) for topic, entries in by_topic.items()]
-    return _response(header, error_code=ErrorCode.NONE, error_message=None, topics=topics)
+    return response(header, error_code=ErrorCode.NONE, error_message=None, topics=topics)

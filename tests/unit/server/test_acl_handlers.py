@@ -17,7 +17,8 @@ from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.server.context import PRINCIPAL
 from brokers.server.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
-from brokers.server.handlers.admin import handle_create_topics, handle_delete_topics, handle_init_producer_id
+from brokers.server.handlers.init_producer_id import handle_init_producer_id
+from brokers.server.handlers.topics import handle_create_topics, handle_delete_topics
 from brokers.server.handlers.fetch import handle_fetch
 from brokers.server.handlers.list_offsets import handle_list_offsets
 from brokers.server.handlers.metadata import handle_metadata
@@ -296,7 +297,7 @@ def test_offsets_for_leader_epoch_needs_cluster_action_or_describe(world):
 
 # -- configs, partitions, elections, reassignments --------------------------------------------------
 def test_describe_and_alter_configs_need_their_operations_on_the_topic_or_the_cluster(world):
-    from brokers.server.handlers.admin import handle_describe_configs
+    from brokers.server.handlers.describe_configs import handle_describe_configs
     from brokers.server.handlers.alter_configs import handle_incremental_alter_configs
     resources = [dict(resource_type=2, resource_name="t", configuration_keys=["retention.ms"]),
                  dict(resource_type=4, resource_name="1", configuration_keys=["num.partitions"])]

@@ -21,12 +21,9 @@ from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.server import apis
 from brokers.server.context import ServerContext
-from brokers.server.handlers.admin import (
-    handle_create_topics,
-    handle_delete_topics,
-    handle_describe_configs,
-    handle_init_producer_id,
-)
+from brokers.server.handlers.describe_configs import handle_describe_configs
+from brokers.server.handlers.init_producer_id import handle_init_producer_id
+from brokers.server.handlers.topics import handle_create_topics, handle_delete_topics
 from brokers.server.handlers.fetch import handle_fetch
 from brokers.server.handlers.list_offsets import handle_list_offsets
 from brokers.server.handlers.metadata import handle_metadata
