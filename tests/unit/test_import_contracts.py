@@ -41,6 +41,8 @@ VIOLATIONS = {
     "config-leaf": ("brokers.config", "brokers.storage.log_config"),
     "app-steps": ("brokers.app.registration", "brokers.app.control_plane"),
     "controller-layers": ("coordinator.topic_deletion", "coordinator.controller"),
+    "authorizer-behind-its-port": ("brokers.server.handlers.fetch", "brokers.security.authorizer"),
+    "group-handlers-own-port": ("consumer_group.coordinator.handlers", "brokers.server.context"),
 }
 
 
