@@ -31,6 +31,7 @@ from brokers.client.connection import KafkaConnection
 from brokers.config import from_schema, schema_field
 from brokers.model import EndPoint, TopicPartition
 from brokers.protocol import codec
+from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record_batch import batch_size_at
 from brokers.protocol.sasl import SASL_PROTOCOLS, SaslClientConfig
@@ -40,9 +41,9 @@ from brokers.replication.quota import LONG_MAX, ReplicationQuota, is_throttled, 
 
 log = logging.getLogger(__name__)
 
-FETCH, FETCH_VERSION = 1, 11
-LIST_OFFSETS, LIST_OFFSETS_VERSION = 2, 2
-OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION = 23, 3
+FETCH, FETCH_VERSION = ApiKey.FETCH, 11
+LIST_OFFSETS, LIST_OFFSETS_VERSION = ApiKey.LIST_OFFSETS, 2
+OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION = ApiKey.OFFSET_FOR_LEADER_EPOCH, 3
 EARLIEST, LATEST = -2, -1
 QUICK_RETRY_MS = 50
 THROTTLED_BACKOFF_S = 0.1  # every partition over the follower throttle: look again after this

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 from brokers.client.connection import KafkaConnection
 from brokers.protocol import codec
+from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.sasl import SaslClientConfig
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.gateway import ZkGateway
 from scripts.bench.stats import percentile
 from scripts.bench.procstat import cpu_seconds
 
-API_VERSIONS, API_VERSIONS_VERSION = 18, 3
+API_VERSIONS, API_VERSIONS_VERSION = ApiKey.API_VERSIONS, 3
 TIMEOUT = 10.0
 
 

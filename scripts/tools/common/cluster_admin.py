@@ -19,10 +19,12 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from brokers.client.connection import KafkaConnection
 from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol import codec
+from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from scripts.tools.common.client_properties import connection_settings, librdkafka_config
 
-METADATA, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 3, 45, 46
+METADATA, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = (ApiKey.METADATA, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+                                                   ApiKey.LIST_PARTITION_REASSIGNMENTS)
 CLIENT_ID = "zkafka-admin"
 
 
