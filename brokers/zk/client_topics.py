@@ -1,0 +1,264 @@
+"""Topics, partitions and the admin requests the controller acts on: Kafka's ``KafkaZkClient`` topic and
+partition-state operations (``getReplicaAssignmentForTopics``, ``setTopicAssignment``,
+``createTopicPartitionStatesRaw``, ``updateLeaderAndIsr``), ``/admin/delete_topics``,
+``/admin/reassign_partitions``, ``/admin/preferred_replica_election`` and ``/isr_change_notification``.
+
+Every controller write here is a ``fenced_multi`` on the ``/controller_epoch`` version; partition state is
+written compare-and-set on the partition znode's version; the topic znode is rewritten compare-and-set on
+its version so that a concurrent CreatePartitions is never lost.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from brokers.model import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from brokers.zk.client_base import Watch, ZkClientBase, log, new_uuid_base64
+from brokers.zk.errors import BadVersionError, MultiOpError, NodeExistsError, NoNodeError, ZkError
+from brokers.zk.gateway import CreateOp, DeleteOp, SetDataOp
+from brokers.zk.paths import (
+    ConfigEntityZNode,
+    DeleteTopicsZNode,
+    IsrChangeNotificationZNode,
+    PreferredReplicaElectionZNode,
+    ReassignPartitionsZNode,
+    TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicPartitionZNode,
+    TopicsZNode,
+    TopicZNode,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAssignmentRead:
+    """``/brokers/topics/<t>`` as read for a conditional rewrite: the assignment, the partitions a
+    reassignment is moving (non-empty adding/removing replicas) and the znode version."""
+
+    assignment: dict[int, list[int]]
+    reassigning: list[int]
+    zk_version: int
+
+
+class TopicsZkMixin(ZkClientBase):
+    """KafkaZkClient's topic, partition-state and admin-request znodes (``/brokers/topics``, ``/admin``,
+    ``/isr_change_notification``)."""
+
+    # -- topics --------------------------------------------------------------------------------
+    async def get_all_topics(self, watch: Watch = None) -> list[str]:
+        return await self.zk.get_children(TopicsZNode.PATH, watch)
+
+    async def get_topic_assignment(self, topic: str, watch: Watch = None) -> dict[int, list[int]] | None:
+        try:
+            data, _ = await self.zk.get(TopicZNode.path(topic), watch)
+        except NoNodeError:
+            return None
+        return TopicZNode.decode(topic, data)
+
+    async def get_topic_assignment_for_update(self, topic: str) -> TopicAssignmentRead | None:
+        """What a conditional rewrite of ``/brokers/topics/<t>`` starts from (None: no such topic)."""
+        try:
+            data, stat = await self.zk.get(TopicZNode.path(topic))
+        except NoNodeError:
+            return None
+        full, _ = TopicZNode.decode_full(topic, data)
+        return TopicAssignmentRead({p: list(a.replicas) for p, a in full.items()},
+                                   sorted(p for p, a in full.items() if a.is_being_reassigned), stat.version)
+
+    async def add_topic_partitions(self, topic: str, added: dict[int, list[int]], expected_version: int) -> None:
+        """CreatePartitions' write: ``/brokers/topics/<t>`` with ``added`` joining its partitions, the topic
+        id and reassignment fields kept, as a compare-and-set on ``expected_version``. BadVersionError if
+        anyone wrote since that read, NoNodeError if the topic is gone, ValueError if a partition exists."""
+        path = TopicZNode.path(topic)
+        data, stat = await self.zk.get(path)
+        if stat.version != expected_version:
+            raise BadVersionError(f"{path} is at version {stat.version}, not {expected_version}")
+        full, topic_id = TopicZNode.decode_full(topic, data)
+        if set(added) & set(full):
+            raise ValueError(f"{path}: partitions {sorted(set(added) & set(full))} already exist")
+        full.update({p: ReplicaAssignment(tuple(replicas)) for p, replicas in added.items()})
+        await self.zk.set(path, TopicZNode.encode_full(full, topic_id), expected_version)
+
+    async def get_full_topic_assignment(self, topic: str, watch: Watch = None
+                                        ) -> tuple[dict[int, ReplicaAssignment], str | None] | None:
+        """Replica sets with KIP-455's adding/removing replicas, and the topic id; None if no topic."""
+        try:
+            data, _ = await self.zk.get(TopicZNode.path(topic), watch)
+        except NoNodeError:
+            return None
+        return TopicZNode.decode_full(topic, data)
+
+    async def update_topic_assignment(self, epoch_zk_version: int, topic: str,
+                                      updates: dict[int, ReplicaAssignment]) -> None:
+        """The controller rewrites some partitions of a topic's assignment (reassignment steps): a
+        read-modify-write of the topic znode, compare-and-set on its version (so a concurrent
+        CreatePartitions is never overwritten) and fenced by the controller epoch; retried on a conflict."""
+        path = TopicZNode.path(topic)
+        for _ in range(5):
+            data, stat = await self.zk.get(path)
+            assignment, topic_id = TopicZNode.decode_full(topic, data)
+            assignment.update(updates)
+            try:
+                await self.zk.fenced_multi(epoch_zk_version, [
+                    SetDataOp(path, TopicZNode.encode_full(assignment, topic_id), stat.version)])
+                return
+            except MultiOpError as exc:
+                if not isinstance(exc.cause, BadVersionError):
+                    raise
+        raise ZkError(f"{path}: kept changing under the controller's write")
+
+    # -- reassignment (/admin/reassign_partitions, the legacy path) ------------------------------
+    async def get_partition_reassignment(self, watch: Watch = None) -> dict[TopicPartition, list[int]] | None:
+        """The legacy reassignment request, or None; with ``watch`` an absent znode is watched for creation."""
+        try:
+            data, _ = await self.zk.get(ReassignPartitionsZNode.PATH, watch)
+        except NoNodeError:
+            if watch is not None:
+                await self.zk.exists(ReassignPartitionsZNode.PATH, watch)
+            return None
+        try:
+            return ReassignPartitionsZNode.decode(data)
+        except ValueError as exc:
+            log.error("ignoring a malformed %s: %s", ReassignPartitionsZNode.PATH, exc)
+            return {}
+
+    async def create_partition_reassignment(self, targets: dict[TopicPartition, list[int]]) -> None:
+        """What Kafka 2.x's ``kafka-reassign-partitions --zookeeper --execute`` writes (NodeExistsError if one runs)."""
+        await self.zk.create(ReassignPartitionsZNode.PATH, ReassignPartitionsZNode.encode(targets), makepath=True)
+
+    async def set_partition_reassignment(self, epoch_zk_version: int, targets: dict[TopicPartition, list[int]]) -> None:
+        """The controller shrinks the legacy request as partitions complete; empty deletes it (fenced)."""
+        if await self.zk.exists(ReassignPartitionsZNode.PATH) is None:
+            return
+        op = (SetDataOp(ReassignPartitionsZNode.PATH, ReassignPartitionsZNode.encode(targets)) if targets
+              else DeleteOp(ReassignPartitionsZNode.PATH))
+        await self.zk.fenced_multi(epoch_zk_version, [op])
+
+    async def create_topic(self, topic: str, assignment: dict[int, list[int]], config: dict[str, str]) -> None:
+        """The admin path (CreateTopics / kafka-topics --zookeeper): config first, then assignment."""
+        config_path = ConfigEntityZNode.path("topics", topic)
+        try:
+            await self.zk.create(config_path, ConfigEntityZNode.encode(config), makepath=True)
+        except NodeExistsError:
+            await self.zk.set(config_path, ConfigEntityZNode.encode(config))
+        await self.zk.create(TopicZNode.path(topic), TopicZNode.encode(assignment, new_uuid_base64()), makepath=True)
+
+    # -- partition state -----------------------------------------------------------------------
+    async def get_partition_state(self, tp: TopicPartition, watch: Watch = None) -> LeaderIsrAndControllerEpoch | None:
+        """The partition state, or None; ``watch``: a one-shot data watch (the controller follows the ISR of
+        partitions under reassignment)."""
+        try:
+            data, stat = await self.zk.get(TopicPartitionStateZNode.path(tp), watch)
+        except NoNodeError:
+            return None
+        return TopicPartitionStateZNode.decode(data, stat.version)
+
+    async def create_partition_state(self, epoch_zk_version: int, tp: TopicPartition,
+                                     state: LeaderIsrAndControllerEpoch) -> None:
+        """New -> Online: create ``partitions/<p>/state`` (and its parents) in one fenced multi."""
+        ops = []
+        for parent in (TopicPartitionsZNode.path(tp.topic), TopicPartitionZNode.path(tp)):
+            if await self.zk.exists(parent) is None:
+                ops.append(CreateOp(parent))
+        ops.append(CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state)))
+        await self.zk.fenced_multi(epoch_zk_version, ops)
+
+    async def update_partition_state(self, epoch_zk_version: int, tp: TopicPartition,
+                                     state: LeaderIsrAndControllerEpoch) -> int:
+        """Compare-and-set on the partition's znode version (in ``state``); return the new version.
+
+        Raises MultiOpError(BadVersionError) when someone else wrote first, ControllerMovedError when
+        this controller was deposed.
+        """
+        lai = state.leader_and_isr
+        (stat,) = await self.zk.fenced_multi(epoch_zk_version, [
+            SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), lai.zk_version)])
+        return stat.version
+
+    async def update_isr_by_leader(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> int:
+        """A partition leader's ISR change (ZK mode, reference §3.3): a compare-and-set on the state
+        znode's version (``state.leader_and_isr.zk_version``), not fenced by the controller epoch (the
+        leader is not the controller). Returns the new version; BadVersionError if anyone wrote since."""
+        stat = await self.zk.set(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state),
+                                 state.leader_and_isr.zk_version)
+        return stat.version
+
+    async def create_isr_change_notification(self, partitions: list[TopicPartition]) -> None:
+        """One ``/isr_change_notification/isr_change_<seq>`` for a batch of partitions whose ISR changed."""
+        await self.zk.create(f"{IsrChangeNotificationZNode.PATH}/{IsrChangeNotificationZNode.PREFIX}",
+                             IsrChangeNotificationZNode.encode(partitions), sequential=True, makepath=True)
+
+    # -- deletion and notifications ------------------------------------------------------------
+    async def get_topic_deletions(self, watch: Watch = None) -> list[str]:
+        return await self.zk.get_children(DeleteTopicsZNode.PATH, watch)
+
+    async def request_topic_deletion(self, topic: str) -> None:
+        try:
+            await self.zk.create(DeleteTopicsZNode.path(topic), makepath=True)
+        except NodeExistsError:
+            pass
+
+    async def delete_topic(self, epoch_zk_version: int, topic: str) -> None:
+        """Remove the topic's znodes bottom-up, its config and its deletion marker, fenced."""
+        ops: list[Any] = []
+        partitions_path = TopicPartitionsZNode.path(topic)
+        for partition in await self._children_or_empty(partitions_path):
+            tp = TopicPartition(topic, int(partition))
+            if await self.zk.exists(TopicPartitionStateZNode.path(tp)):
+                ops.append(DeleteOp(TopicPartitionStateZNode.path(tp)))
+            ops.append(DeleteOp(TopicPartitionZNode.path(tp)))
+        if await self.zk.exists(partitions_path):
+            ops.append(DeleteOp(partitions_path))
+        ops.append(DeleteOp(TopicZNode.path(topic)))
+        for path in (ConfigEntityZNode.path("topics", topic), DeleteTopicsZNode.path(topic)):
+            if await self.zk.exists(path):
+                ops.append(DeleteOp(path))
+        await self.zk.fenced_multi(epoch_zk_version, ops)
+
+    async def delete_topic_deletion_marker(self, epoch_zk_version: int, topic: str) -> None:
+        await self.zk.fenced_multi(epoch_zk_version, [DeleteOp(DeleteTopicsZNode.path(topic))])
+
+    async def get_isr_change_notifications(self, watch: Watch = None) -> list[str]:
+        return await self.zk.get_children(IsrChangeNotificationZNode.PATH, watch)
+
+    async def read_isr_change_notification(self, name: str) -> list[TopicPartition]:
+        try:
+            data, _ = await self.zk.get(f"{IsrChangeNotificationZNode.PATH}/{name}")
+        except NoNodeError:
+            return []
+        return IsrChangeNotificationZNode.decode(data)
+
+    async def delete_isr_change_notifications(self, epoch_zk_version: int, names: list[str]) -> None:
+        if names:
+            await self.zk.fenced_multi(epoch_zk_version,
+                                       [DeleteOp(f"{IsrChangeNotificationZNode.PATH}/{n}") for n in names])
+
+    # -- preferred replica election (reference §2.5) ---------------------------------------------
+    async def get_preferred_replica_election(self, watch: Watch = None) -> tuple[set[TopicPartition], int] | None:
+        """The partitions ``/admin/preferred_replica_election`` names and the znode's version, None
+        when it does not exist. ``watch`` is an existence watch: it fires when the znode is created,
+        changed or deleted. ValueError when its content is not Kafka's format."""
+        path = PreferredReplicaElectionZNode.PATH
+        if await self.zk.exists(path, watch) is None:
+            return None
+        try:
+            data, stat = await self.zk.get(path)
+        except NoNodeError:
+            return None
+        return PreferredReplicaElectionZNode.decode(data), stat.version
+
+    async def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
+        """An admin's request (NodeExistsError while an earlier one is still pending)."""
+        await self.zk.create(PreferredReplicaElectionZNode.PATH, PreferredReplicaElectionZNode.encode(partitions),
+                             makepath=True)
+
+    async def delete_preferred_replica_election(self, epoch_zk_version: int, version: int = -1) -> bool:
+        """The controller's deletion once the election ran, fenced; with ``version`` only if nobody
+        rewrote the znode since it was read. False when the znode is gone or was rewritten."""
+        try:
+            await self.zk.fenced_multi(epoch_zk_version, [DeleteOp(PreferredReplicaElectionZNode.PATH, version)])
+        except MultiOpError as exc:
+            if isinstance(exc.cause, (NoNodeError, BadVersionError)):
+                return False
+            raise
+        return True
