@@ -43,6 +43,8 @@ VIOLATIONS = {
     "controller-layers": ("coordinator.topic_deletion", "coordinator.controller"),
     "authorizer-behind-its-port": ("brokers.server.handlers.fetch", "brokers.security.authorizer"),
     "group-handlers-own-port": ("consumer_group.coordinator.handlers", "brokers.server.context"),
+    "zk-client-parts": ("brokers.zk.client_topics", "brokers.zk.client_configs"),
+    "config-schema-below-broker-config": ("brokers.config.schema", "brokers.config.broker_config"),
 }
 
 
