@@ -11,8 +11,6 @@ from scripts.tools.kafka_consumer_groups.reset_plan import CommandError
 from scripts.tools.kafka_consumer_groups.syntax import TP
 from scripts.tools.kafka_consumer_groups.tables import Member
 
-__all__ = ["AdminClient", "KafkaException"]
-
 TIMEOUT_S = 30.0
 STATE_NAMES = {ConsumerGroupState.STABLE: "Stable", ConsumerGroupState.EMPTY: "Empty", ConsumerGroupState.DEAD: "Dead",
                ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
