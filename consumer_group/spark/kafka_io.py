@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from consumer_group.spark.options import SourceOptions
+from consumer_group.spark.source_options import SourceOptions
 from consumer_group.spark.ranges import OffsetRange
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from consumer_group.spark import kafka_io
-from consumer_group.spark.options import SinkOptions, SourceOptions, parse_sink_options, parse_source_options
+from consumer_group.spark.options import SinkOptions, parse_sink_options
+from consumer_group.spark.source_options import SourceOptions, parse_source_options
 from consumer_group.spark.ranges import OffsetRange, offsets_from_json_dict, offsets_to_json_dict, rate_limit, split_ranges
 
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "

@@ -20,7 +20,7 @@ its own thread and every rebalance callback is time-stamped where it runs. On ea
    asynchronous=True)`` with at most ``--in-flight`` outstanding) and one at a time (synchronous).
    Counted: commits acknowledged (``on_commit`` without error) within the window -> commits/s and
    partitions/s; ack latency from the commit call to its ``on_commit``; the brokers' CPU seconds;
-   and whether ``committed()`` afterwards returns the last offsets committed.
+   and whether ``committed()`` afterwards returns the last offsets committed (``scripts.bench.group_commits``).
 
 The cluster's directory is removed after a successful run and kept (broker logs) after a failure.
 Progress goes to stderr; the report (tables, or JSON) to stdout.
@@ -42,11 +42,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException
 
 from scripts.bench.common import bench_base, create_topic, machine
-from scripts.bench.procstat import cpu_seconds
-from scripts.bench.stats import percentile
+from scripts.bench.group_commits import CommitTarget, measure_commits
 from scripts.local.cluster import Cluster, ClusterSpec
 
 BROKERS = 3
@@ -241,74 +240,6 @@ def rebalance_after_kill(bootstrap: str) -> float:
         a.close()
 
 
-def measure_commits(bootstrap: str, seconds: float, in_flight: int, broker_pids: list[int]) -> dict:
-    """One member of a new group commits offsets for all partitions, ``in_flight`` at a time
-    (1: synchronous commits, one after the other)."""
-    acked: list[tuple[int, float]] = []  # (offset, monotonic s of the on_commit)
-    errors: list[str] = []
-    issued: dict[int, float] = {}
-
-    sync = in_flight == 1
-
-    def on_commit(err, partitions) -> None:
-        now = time.monotonic()
-        if sync:  # counted where commit() returns
-            return
-        if err is not None:
-            errors.append(str(err))
-        elif partitions:
-            acked.append((partitions[0].offset, now))
-
-    mode = "synchronous" if sync else f"asynchronous, {in_flight} in flight"
-    consumer = Consumer({**consumer_config(bootstrap, _group("commit"), "committer"), "on_commit": on_commit})
-    try:
-        consumer.subscribe([TOPIC])
-        deadline = time.monotonic() + ASSIGN_TIMEOUT_S
-        while len(consumer.assignment()) < PARTITIONS:
-            if time.monotonic() > deadline:
-                raise TimeoutError("timed out waiting for the committer's assignment")
-            consumer.poll(0.05)
-        cpu = sum(cpu_seconds(p) for p in broker_pids)
-        offset = 0
-        start = time.monotonic()
-        end = start + seconds
-        while time.monotonic() < end:
-            if sync:
-                offset += 1
-                issued[offset] = time.monotonic()
-                try:
-                    consumer.commit(offsets=[TopicPartition(TOPIC, p, offset) for p in range(PARTITIONS)],
-                                    asynchronous=False)
-                    acked.append((offset, time.monotonic()))
-                except KafkaException as exc:
-                    errors.append(str(exc))
-                consumer.poll(0)  # heartbeats and rebalances stay served
-                continue
-            while offset - len(acked) - len(errors) < in_flight:
-                offset += 1
-                issued[offset] = time.monotonic()
-                consumer.commit(offsets=[TopicPartition(TOPIC, p, offset) for p in range(PARTITIONS)],
-                                asynchronous=True)
-            consumer.poll(0.001)
-        window_acks = [(o, t) for o, t in acked if t <= end]
-        cpu = sum(cpu_seconds(p) for p in broker_pids) - cpu
-        drain = time.monotonic() + 30
-        while len(acked) + len(errors) < offset and time.monotonic() < drain:
-            consumer.poll(0.01)
-        committed = consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=30)
-        last = max((o for o, _ in acked), default=None)
-        latencies = sorted(t - issued[o] for o, t in window_acks if o in issued)
-    finally:
-        consumer.close()
-    return {"mode": mode, "in_flight": in_flight, "seconds": seconds, "commits": len(window_acks),
-            "commits_per_s": len(window_acks) / seconds, "partitions_per_s": len(window_acks) * PARTITIONS / seconds,
-            "issued": offset, "errors": len(errors), "first_error": errors[0] if errors else None,
-            "ack_p50_ms": percentile(latencies, 50) * 1000 if latencies else None,
-            "ack_p99_ms": percentile(latencies, 99) * 1000 if latencies else None,
-            "broker_cpu_s": cpu, "last_acked_offset": last,
-            "committed_matches": last is not None and all(tp.offset == last for tp in committed)}
-
-
 def broker_log_problems(cluster: Cluster, limit: int = 5) -> dict:
     """ERROR/CRITICAL lines and tracebacks in the brokers' logs: count and the first few."""
     lines = []
@@ -329,26 +260,7 @@ def run_one_cluster(delay_ms: int, options: GroupBenchOptions, base: Path) -> di
     _progress(f"group.initial.rebalance.delay.ms={delay_ms}: starting {BROKERS} brokers in {cluster.dir}")
     try:
         cluster.up(120)
-        bootstrap = cluster.bootstrap_servers
-        create_topic(bootstrap, TOPIC, PARTITIONS, 3)
-        _progress("warm-up group (creates __consumer_offsets)")
-        warm_up_s = first_assignment(bootstrap, WARM_UP_TIMEOUT_S)
-        firsts = []
-        for i in range(options.reps):
-            firsts.append(first_assignment(bootstrap))
-            _progress(f"subscribe -> first assignment {i + 1}/{options.reps}: {firsts[-1] * 1000:.0f} ms")
-        joins, leaves = [], []
-        for i in range(options.reps):
-            joined, left = join_and_leave(bootstrap)
-            joins.append(joined)
-            leaves.append(left)
-            _progress(f"join {i + 1}/{options.reps}: {joined * 1000:.0f} ms, leave: {left * 1000:.0f} ms")
-        pids = [p for p in (cluster.broker_pid(b) for b in cluster.broker_ids) if p]
-        commits = []
-        for in_flight in (options.in_flight, 1):
-            _progress(f"offset commits for {options.commit_seconds:g} s, {in_flight} in flight")
-            commits.append(measure_commits(bootstrap, options.commit_seconds, in_flight, pids))
-            _progress(f"  {commits[-1]['commits_per_s']:,.0f} commits/s, {commits[-1]['errors']} errors")
+        measured = _measure_cluster(cluster, options)
     except BaseException:
         _progress(f"failed; broker logs are in {cluster.dir}/broker-<id>/broker.log")
         cluster.down()
@@ -358,8 +270,40 @@ def run_one_cluster(delay_ms: int, options: GroupBenchOptions, base: Path) -> di
     if problems["count"]:
         _progress(f"{problems['count']} ERROR lines in the broker logs, e.g. {problems['first'][0]}")
     shutil.rmtree(cluster.dir, ignore_errors=True)
-    return {"initial_rebalance_delay_ms": delay_ms, "warm_up_s": warm_up_s, "first_assignment": summary_ms(firsts),
-            "join": summary_ms(joins), "leave": summary_ms(leaves), "commits": commits, "broker_log_errors": problems}
+    return {"initial_rebalance_delay_ms": delay_ms, **measured, "broker_log_errors": problems}
+
+
+def _measure_cluster(cluster: Cluster, options: GroupBenchOptions) -> dict:
+    """Steps 1-3 on a running cluster: warm-up, first assignments, joins and leaves, offset commits."""
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, TOPIC, PARTITIONS, 3)
+    _progress("warm-up group (creates __consumer_offsets)")
+    warm_up_s = first_assignment(bootstrap, WARM_UP_TIMEOUT_S)
+    firsts = []
+    for i in range(options.reps):
+        firsts.append(first_assignment(bootstrap))
+        _progress(f"subscribe -> first assignment {i + 1}/{options.reps}: {firsts[-1] * 1000:.0f} ms")
+    joins, leaves = [], []
+    for i in range(options.reps):
+        joined, left = join_and_leave(bootstrap)
+        joins.append(joined)
+        leaves.append(left)
+        _progress(f"join {i + 1}/{options.reps}: {joined * 1000:.0f} ms, leave: {left * 1000:.0f} ms")
+    pids = [p for p in (cluster.broker_pid(b) for b in cluster.broker_ids) if p]
+    return {"warm_up_s": warm_up_s, "first_assignment": summary_ms(firsts), "join": summary_ms(joins),
+            "leave": summary_ms(leaves), "commits": _commits(bootstrap, options, pids)}
+
+
+def _commits(bootstrap: str, options: GroupBenchOptions, broker_pids: list[int]) -> list[dict]:
+    """Step 3: pipelined (``--in-flight``), then synchronous (``scripts.bench.group_commits``)."""
+    commits = []
+    for in_flight in (options.in_flight, 1):
+        _progress(f"offset commits for {options.commit_seconds:g} s, {in_flight} in flight")
+        target = CommitTarget(consumer_config(bootstrap, _group("commit"), "committer"), TOPIC, PARTITIONS,
+                              ASSIGN_TIMEOUT_S)
+        commits.append(measure_commits(target, options.commit_seconds, in_flight, broker_pids))
+        _progress(f"  {commits[-1]['commits_per_s']:,.0f} commits/s, {commits[-1]['errors']} errors")
+    return commits
 
 
 def run_group_bench(options: GroupBenchOptions) -> dict:

@@ -1,4 +1,4 @@
-"""consumer_group.spark.options: the zkafka data source's options, checked like Spark's Kafka source
+"""consumer_group.spark.options and .source_options: the zkafka data source's options, checked like Spark's Kafka source
 (KafkaSourceProvider) with every error naming its option."""
 from __future__ import annotations
 
@@ -9,14 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consumer_group.spark.options import (
-    OptionError,
-    SinkOptions,
-    SourceOptions,
-    parse_offsets_spec,
-    parse_sink_options,
-    parse_source_options,
-)
+from consumer_group.spark.options import OptionError, SinkOptions, parse_offsets_spec, parse_sink_options
+from consumer_group.spark.source_options import SourceOptions, parse_source_options
 
 BOOT = {"kafka.bootstrap.servers": "b1:9092,b2:9092"}
 

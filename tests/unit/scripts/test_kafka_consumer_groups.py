@@ -9,18 +9,19 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
 
-from scripts.tools import kafka_consumer_groups as cg
-from scripts.tools.kafka_consumer_groups import Member, OffsetRow, ResetSpec
+from scripts.tools.kafka_consumer_groups import command, reset_plan, syntax, tables
+from scripts.tools.kafka_consumer_groups.reset_plan import ResetSpec
+from scripts.tools.kafka_consumer_groups.tables import Member, OffsetRow
 
 BOOT = ["--bootstrap-server", "localhost:9092"]
 
 
 def parse(*argv: str):
-    return cg.build_parser().parse_args([*BOOT, *argv])
+    return syntax.build_parser().parse_args([*BOOT, *argv])
 
 
 def problem(*argv: str) -> str | None:
-    return cg.problem(parse(*argv))
+    return syntax.problem(parse(*argv))
 
 
 # --- flags -------------------------------------------------------------------------------------------
@@ -70,23 +71,23 @@ def test_good_flag_combinations_pass(argv):
 
 def test_a_bad_combination_is_an_argparse_error_with_exit_code_2(capsys):
     with pytest.raises(SystemExit) as exc:
-        cg.main([*BOOT, "--describe"])
+        command.main([*BOOT, "--describe"])
     assert exc.value.code == 2
     assert "Option --describe takes one of these options: --group, --all-groups" in capsys.readouterr().err
 
 
 def test_bootstrap_server_is_required(capsys):
     with pytest.raises(SystemExit) as exc:
-        cg.main(["--list"])
+        command.main(["--list"])
     assert exc.value.code == 2
     assert "--bootstrap-server" in capsys.readouterr().err
 
 
 def test_topic_arguments():
-    assert cg.parse_topics(["a", "b:0,2", "c:1", "b:1"]) == ([("b", 0), ("b", 2), ("c", 1), ("b", 1)], ["a"])
+    assert syntax.parse_topics(["a", "b:0,2", "c:1", "b:1"]) == ([("b", 0), ("b", 2), ("c", 1), ("b", 1)], ["a"])
     for bad in ("t:", "t:a", ":1", "t:1,,2"):
         with pytest.raises(ValueError):
-            cg.parse_topics([bad])
+            syntax.parse_topics([bad])
 
 
 def ms(*parts: int, tz=timezone.utc) -> int:
@@ -94,24 +95,24 @@ def ms(*parts: int, tz=timezone.utc) -> int:
 
 
 def test_datetimes_without_a_zone_are_utc_like_kafka():
-    assert cg.parse_datetime("2024-01-02T03:04:05.678") == ms(2024, 1, 2, 3, 4, 5) + 678
-    assert cg.parse_datetime("2024-01-02T03:04:05") == ms(2024, 1, 2, 3, 4, 5)
-    assert cg.parse_datetime("2024-01-02T03:04:05.678Z") == ms(2024, 1, 2, 3, 4, 5) + 678
-    assert cg.parse_datetime("2024-01-02T03:04:05.000+02:00") == ms(2024, 1, 2, 1, 4, 5)
-    assert cg.parse_datetime("2024-01-02T03:04:05.000-0130") == ms(2024, 1, 2, 4, 34, 5)
+    assert syntax.parse_datetime("2024-01-02T03:04:05.678") == ms(2024, 1, 2, 3, 4, 5) + 678
+    assert syntax.parse_datetime("2024-01-02T03:04:05") == ms(2024, 1, 2, 3, 4, 5)
+    assert syntax.parse_datetime("2024-01-02T03:04:05.678Z") == ms(2024, 1, 2, 3, 4, 5) + 678
+    assert syntax.parse_datetime("2024-01-02T03:04:05.000+02:00") == ms(2024, 1, 2, 1, 4, 5)
+    assert syntax.parse_datetime("2024-01-02T03:04:05.000-0130") == ms(2024, 1, 2, 4, 34, 5)
     for bad in ("2024-01-02", "2024-01-02 03:04:05", "2024-01-02T03:04:05.1234", "2024-13-01T00:00:00"):
         with pytest.raises(ValueError):
-            cg.parse_datetime(bad)
+            syntax.parse_datetime(bad)
 
 
 def test_reset_spec_from_flags():
-    assert cg.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-earliest")) == ResetSpec("earliest")
-    assert cg.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-latest")) == ResetSpec("latest")
-    assert cg.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-offset", "0")) == \
+    assert reset_plan.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-earliest")) == ResetSpec("earliest")
+    assert reset_plan.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-latest")) == ResetSpec("latest")
+    assert reset_plan.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-offset", "0")) == \
         ResetSpec("offset", 0)
-    assert cg.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--shift-by", "-2")) == \
+    assert reset_plan.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--shift-by", "-2")) == \
         ResetSpec("shift", -2)
-    assert cg.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-datetime",
+    assert reset_plan.reset_spec(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-datetime",
                                "1970-01-01T00:00:01.500")) == ResetSpec("datetime", 1500)
 
 
@@ -123,7 +124,7 @@ LATEST = {A0: 100, A1: 50, A2: 0}  # a-2 is empty
 
 
 def plan(spec: ResetSpec, committed=None, by_time=None, partitions=(A0, A1, A2)):
-    return cg.new_offsets(spec, list(partitions), EARLIEST, LATEST, committed or {}, by_time or {})
+    return reset_plan.new_offsets(spec, list(partitions), EARLIEST, LATEST, committed or {}, by_time or {})
 
 
 def test_to_earliest_and_to_latest():
@@ -145,7 +146,7 @@ def test_shift_by_moves_the_committed_offset_within_the_log():
 
 
 def test_shift_by_needs_a_committed_offset():
-    with pytest.raises(cg.CommandError, match="Cannot shift offset for partition a-1 since there is no current"):
+    with pytest.raises(reset_plan.CommandError, match="Cannot shift offset for partition a-1 since there is no current"):
         plan(ResetSpec("shift", 1), {A0: 3})
 
 
@@ -154,27 +155,27 @@ def test_to_datetime_takes_the_offset_for_the_time_or_the_log_end():
 
 
 def test_missing_log_offsets_are_errors():
-    with pytest.raises(cg.CommandError, match="Error getting ending offset of topic partition: b-0"):
+    with pytest.raises(reset_plan.CommandError, match="Error getting ending offset of topic partition: b-0"):
         plan(ResetSpec("latest"), partitions=[("b", 0)])
-    with pytest.raises(cg.CommandError, match="Error getting starting offset of topic partition: b-0"):
+    with pytest.raises(reset_plan.CommandError, match="Error getting starting offset of topic partition: b-0"):
         plan(ResetSpec("offset", 3), partitions=[("b", 0)])
 
 
 # --- lag and tables ----------------------------------------------------------------------------------
 
 def test_lag():
-    assert cg.lag(40, 100) == 60
-    assert cg.lag(100, 100) == 0
-    assert cg.lag(None, 100) is None  # no committed offset
-    assert cg.lag(-1, 100) is None
-    assert cg.lag(5, None) is None  # no log end offset
+    assert tables.lag(40, 100) == 60
+    assert tables.lag(100, 100) == 0
+    assert tables.lag(None, 100) is None  # no committed offset
+    assert tables.lag(-1, 100) is None
+    assert tables.lag(5, None) is None  # no log end offset
 
 
 def test_offset_rows_owned_first_by_assignment_size_then_unowned_committed():
     members = [Member("c-1", "/10.0.0.1", "one", (A2,)), Member("c-2", "/10.0.0.2", "two", (A1, A0)),
                Member("idle", "/10.0.0.3", "three")]
     committed = {A0: 90, A2: 0, ("b", 0): 7}
-    rows = cg.offset_rows("g", members, committed, {A0: 100, A1: 50, A2: 0})
+    rows = tables.offset_rows("g", members, committed, {A0: 100, A1: 50, A2: 0})
     assert rows == [OffsetRow("g", "a", 0, 90, 100, "c-2", "/10.0.0.2", "two"),
                     OffsetRow("g", "a", 1, None, 50, "c-2", "/10.0.0.2", "two"),
                     OffsetRow("g", "a", 2, 0, 0, "c-1", "/10.0.0.1", "one"),
@@ -183,8 +184,8 @@ def test_offset_rows_owned_first_by_assignment_size_then_unowned_committed():
 
 def test_describe_table_matches_kafkas_padding():
     members = [Member("consumer-1-0123456789abcdef", "/127.0.0.1", "consumer-1", (A0, A1))]
-    rows = cg.offset_rows("my-group", members, {A0: 90, ("b", 3): 7}, {A0: 100, A1: 50, ("b", 3): 9})
-    assert cg.format_offsets(rows) == [
+    rows = tables.offset_rows("my-group", members, {A0: 90, ("b", 3): 7}, {A0: 100, A1: 50, ("b", 3): 9})
+    assert tables.format_offsets(rows) == [
         "",
         "GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG             "
         "CONSUMER-ID                 HOST            CLIENT-ID",
@@ -199,25 +200,25 @@ def test_describe_table_matches_kafkas_padding():
 
 def test_long_group_and_topic_names_widen_their_columns():
     rows = [OffsetRow("a-rather-long-group-name", "a-rather-long-topic-name", 0, 1, 2)]
-    header, row = cg.format_offsets(rows)[1:]
+    header, row = tables.format_offsets(rows)[1:]
     assert header.index("TOPIC") == row.index("a-rather-long-topic-name") == len("a-rather-long-group-name") + 1
     assert header.index("PARTITION") == row.index(" 0 ") + 1
 
 
 def test_members_state_and_reset_tables():
     members = [Member("c-1", "/127.0.0.1", "cid", (A0, A1)), Member("c-2", "/127.0.0.2", "cid2")]
-    assert cg.format_members("g", members) == [
+    assert tables.format_members("g", members) == [
         "",
         "GROUP           CONSUMER-ID     HOST            CLIENT-ID       #PARTITIONS",
         "g               c-1             /127.0.0.1      cid             2",
         "g               c-2             /127.0.0.2      cid2            0",
     ]
-    assert cg.format_state("g", "localhost:9093 (2)", "range", "Stable", 2) == [
+    assert tables.format_state("g", "localhost:9093 (2)", "range", "Stable", 2) == [
         "",
         "GROUP                     COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE           #MEMBERS",
         "g                         localhost:9093 (2)        range                Stable          2",
     ]
-    assert cg.format_reset({"g": {A1: 10, A0: 0}}) == [
+    assert tables.format_reset({"g": {A1: 10, A0: 0}}) == [
         "",
         "GROUP                          TOPIC                          PARTITION  NEW-OFFSET",
         "g                              a                              0          0",
@@ -302,12 +303,12 @@ def admin(monkeypatch):
                 "gone": None},
         committed={"active": {A0: 90}, "idle": {A0: 30, A1: 20}, "ghost": {A2: 0}},
         log={A0: (0, 100), A1: (10, 50), A2: (0, 0)})
-    monkeypatch.setattr(cg, "AdminClient", lambda config: fake)
+    monkeypatch.setattr(command, "AdminClient", lambda config: fake)
     return fake
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
-    code = cg.main([*BOOT, *argv])
+    code = command.main([*BOOT, *argv])
     out, err = capsys.readouterr()
     return code, out, err
 
