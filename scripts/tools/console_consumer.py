@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 0:
             parser.error(f"{flag} must be >= 0, got {value}")
     file = client_properties.parse_flag(parser, "--consumer.config", args.consumer_config)
-    config = {**client_properties.librdkafka_config(file), "bootstrap.servers": args.bootstrap_server,
+    config = {**client_properties.client_config(args.bootstrap_server, file),
               "group.id": args.group or file.get("group.id") or f"console-consumer-{random.randrange(100000)}",
               "auto.offset.reset": "earliest" if args.from_beginning else file.get("auto.offset.reset", "latest")}
     if args.isolation_level:

@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     props = reader_properties(parser, args.property)
     file = client_properties.parse_flag(parser, "--producer.config", args.producer_config)
-    config = {**client_properties.librdkafka_config(file), "bootstrap.servers": args.bootstrap_server,
+    config = {**client_properties.client_config(args.bootstrap_server, file),
               "compression.type": args.compression_codec, "acks": args.request_required_acks}
     for key, value in (("linger.ms", args.timeout), ("request.timeout.ms", args.request_timeout_ms),
                        ("retries", args.message_send_max_retries)):

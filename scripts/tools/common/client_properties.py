@@ -149,10 +149,23 @@ def _tls_context(props: dict[str, str]) -> ssl.SSLContext:
     return context
 
 
+# Kafka's tools log at WARN (config/tools-log4j.properties: log4j.rootLogger=WARN, stderr): their clients'
+# INFO lines never reach the user. librdkafka logs at INFO (6) by default, and prints one on stderr when a
+# client is destroyed while its background thread still holds an event (BGQUEUE "Purging 1 unserved
+# events"), a race at exit that has nothing to say to the user. A tool's properties may set log_level.
+TOOLS_LOG_LEVEL = {"log_level": "4"}
+
+
+def client_config(bootstrap: str, props: dict[str, str]) -> dict[str, str]:
+    """confluent-kafka's settings for a tool's client of ``bootstrap``: Kafka's ``props`` translated, over the
+    tools' log level."""
+    return {**TOOLS_LOG_LEVEL, **librdkafka_config(props), "bootstrap.servers": bootstrap}
+
+
 def tool_config(bootstrap: str, props: dict[str, str]) -> dict[str, str]:
     """confluent-kafka's settings for a tool's client, once ``check_login`` passed (LoginError)."""
     check_login(bootstrap, props)
-    return {**librdkafka_config(props), "bootstrap.servers": bootstrap}
+    return client_config(bootstrap, props)
 
 
 def check_login(bootstrap: str, props: dict[str, str], timeout: float = 15.0) -> None:

@@ -21,7 +21,7 @@ from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
-from scripts.tools.common.client_properties import connection_settings, librdkafka_config
+from scripts.tools.common.client_properties import client_config, connection_settings
 
 METADATA, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = (ApiKey.METADATA, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
                                                    ApiKey.LIST_PARTITION_REASSIGNMENTS)
@@ -128,7 +128,7 @@ class ClusterAdmin:
     def _alter(self, resources: list[ConfigResource]) -> None:
         """One call for the topics and one per broker (librdkafka sends a BROKER resource to that broker)."""
         if self._configs is None:
-            self._configs = AdminClient({**librdkafka_config(self.properties), "bootstrap.servers": self.bootstrap})
+            self._configs = AdminClient(client_config(self.bootstrap, self.properties))
         topics = [r for r in resources if r.restype == ConfigResource.Type.TOPIC]
         calls = [[r] for r in resources if r.restype != ConfigResource.Type.TOPIC] + ([topics] if topics else [])
         for call in calls:

@@ -127,7 +127,12 @@ def test_tool_config_translates_and_names_the_bootstrap_servers():
              "bootstrap.servers": "ignored:1"}
     assert tool_config("127.0.0.1:1", props) == {
         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin",
-        "sasl.password": 'a b"c', "bootstrap.servers": "127.0.0.1:1"}
+        "sasl.password": 'a b"c', "bootstrap.servers": "127.0.0.1:1", "log_level": "4"}
+
+
+def test_a_tool_logs_at_warn_as_kafka_tools_do_unless_its_properties_say_otherwise():
+    assert tool_config("127.0.0.1:1", {})["log_level"] == "4"
+    assert tool_config("127.0.0.1:1", {"log_level": "7"})["log_level"] == "7"
 
 
 def test_check_login_leaves_a_broker_that_closes_without_answering_to_the_client():

@@ -59,6 +59,6 @@ def test_command_config_translates_the_jaas_credentials(tmp_path):
                     'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="s";\n')
     assert client_config("h:1", str(path)) == {"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT",
                                                "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
-                                               "sasl.password": "s"}
+                                               "sasl.password": "s", "log_level": "4"}
     with pytest.raises(ConfigCommandError, match="--command-config"):
         client_config("h:1", str(tmp_path / "missing"))
