@@ -24,8 +24,8 @@ from typing import Any, Callable
 import aiohttp
 
 from brokers.control import ControlRequest, api_for, control_base_url, decode, encode
-from brokers.security.control_auth import signed_headers
 from brokers.model import BrokerInfo
+from brokers.security.control_auth import signed_headers
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import logging
 
+from brokers.admin.assignment import partitions_to_add
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import BadVersionError, NoNodeError
-from brokers.admin.assignment import partitions_to_add
 
 log = logging.getLogger(__name__)
 

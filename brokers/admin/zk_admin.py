@@ -12,15 +12,10 @@ is ``/config/brokers/<default>``.
 """
 from __future__ import annotations
 
+from brokers.admin.assignment import validate_topic_name
+from brokers.admin.partition_addition import add_partitions
+from brokers.admin.topic_creation import create_topic
 from brokers.config import BrokerConfig
-from brokers.dynamic_config.config_ops import (
-    BROKER_RESOURCE,
-    TOPIC_RESOURCE,
-    ConfigOp,
-    InvalidRequestError,
-    apply_incremental,
-    replace_all,
-)
 from brokers.dynamic_config.broker_config import (
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     DYNAMIC_KEYS,
@@ -29,15 +24,20 @@ from brokers.dynamic_config.broker_config import (
     Synonym,
     validate_broker_overrides,
 )
+from brokers.dynamic_config.config_ops import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    ConfigOp,
+    InvalidRequestError,
+    apply_incremental,
+    replace_all,
+)
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.storage.log_config import InvalidConfigError, LogConfig
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import NodeExistsError
 from brokers.zk.paths import ConfigChangeNotificationZNode
-from brokers.admin.assignment import validate_topic_name
-from brokers.admin.partition_addition import add_partitions
-from brokers.admin.topic_creation import create_topic
 
 PRODUCER_ID_BLOCK = 1000
 

@@ -35,13 +35,13 @@ from typing import Any
 
 from aiohttp import web
 
-from brokers.security import acls as acl
 from brokers.control import pack
 from brokers.http import auth, views
 from brokers.http.auth import SECURITY_KEY
 from brokers.http.cluster_reader import LOCAL_VIEWS, ClusterReader, Visibility
 from brokers.http.ports import BrokerState, HttpBroker
 from brokers.protocol.errors import ErrorCode
+from brokers.security import acls as acl
 
 MSGPACK_TYPES = ("application/x-msgpack", "application/msgpack", "application/vnd.msgpack")
 BROKER_KEY: web.AppKey[HttpBroker] = web.AppKey("broker", HttpBroker)

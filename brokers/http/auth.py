@@ -34,9 +34,9 @@ from typing import Awaitable, Callable
 
 from aiohttp import web
 
+from brokers.protocol.scram import ScramCredential, ScramError, check_password, make_credential
 from brokers.security import control_auth
 from brokers.security.acls import ANONYMOUS
-from brokers.protocol.scram import ScramCredential, ScramError, check_password, make_credential
 from brokers.server.context import Authorizer
 from brokers.server.sasl import ScramLookup
 

@@ -6,8 +6,8 @@ import ssl
 import aiohttp
 
 from brokers.control import api_for, control_base_url, decode, encode
-from brokers.security.control_auth import signed_headers
 from brokers.model import BrokerInfo
+from brokers.security.control_auth import signed_headers
 
 MSGPACK = "application/msgpack"
 

@@ -16,10 +16,10 @@ from typing import Any, Callable, NamedTuple
 import aiohttp
 
 from brokers.control import control_base_url, unpack
-from brokers.security.control_auth import signed_headers
 from brokers.http import views
 from brokers.http.ports import BrokerState
 from brokers.model import BrokerInfo
+from brokers.security.control_auth import signed_headers
 
 log = logging.getLogger(__name__)
 

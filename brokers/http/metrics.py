@@ -21,10 +21,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
-from brokers.security import acls as acl
 from brokers.http import auth, views
 from brokers.http.cluster_reader import ClusterReader, local_groups
 from brokers.http.ports import BrokerState
+from brokers.security import acls as acl
 from brokers.stats import LatencyHistogram
 
 log = logging.getLogger(__name__)

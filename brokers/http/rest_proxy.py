@@ -34,7 +34,6 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from brokers.security import acls as acl
 from brokers.control import control_base_url, pack, unpack
 from brokers.http import auth, partition_io, records_body
 from brokers.http.admin_api import BROKER_KEY, READER_KEY, error, respond, wants_msgpack
@@ -42,6 +41,7 @@ from brokers.http.cluster_reader import FORWARDED, MSGPACK
 from brokers.http.partition_io import ProxyError
 from brokers.model import INTERNAL_TOPICS, TopicPartition
 from brokers.protocol.errors import ErrorCode
+from brokers.security import acls as acl
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 MAX_MAX_BYTES = 64 * 1024 * 1024

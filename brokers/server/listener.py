@@ -27,8 +27,8 @@ import socket
 import ssl
 from typing import Any, Awaitable, Callable
 
-from brokers.security.acls import ANONYMOUS
 from brokers.protocol.framing import FrameDecoder, ProtocolError
+from brokers.security.acls import ANONYMOUS
 from brokers.security.principal_mapping import NoMatchingRule, SslPrincipalMapper
 from brokers.server.tls import handshake_failure, peer_principal
 

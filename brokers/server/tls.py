@@ -39,8 +39,8 @@ import ssl
 from dataclasses import dataclass
 from typing import Any
 
-from brokers.security.acls import ANONYMOUS
 from brokers.config import BrokerConfig, ConfigError
+from brokers.security.acls import ANONYMOUS
 from brokers.security.principal_mapping import InvalidRule, SslPrincipalMapper
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})

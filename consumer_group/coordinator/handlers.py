@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Protocol
 
-from brokers.security.acls import DELETE, DESCRIBE, GROUP, READ
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
+from brokers.security.acls import DELETE, DESCRIBE, GROUP, READ
 from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
 from consumer_group.coordinator.group import GroupMetadata
 from consumer_group.coordinator.state import GroupState

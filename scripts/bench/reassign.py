@@ -21,10 +21,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brokers.model import TopicPartition
-from scripts.tools.common.cluster_admin import ClusterAdmin
 from scripts.bench.latency import PacedProducer
 from scripts.bench.stats import latency_summary, schedule
 from scripts.local.cluster import running_cluster
+from scripts.tools.common.cluster_admin import ClusterAdmin
 
 RECORD = 1024
 

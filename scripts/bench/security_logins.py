@@ -25,8 +25,8 @@ from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.sasl import SaslClientConfig
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.gateway import ZkGateway
-from scripts.bench.stats import percentile
 from scripts.bench.procstat import cpu_seconds
+from scripts.bench.stats import percentile
 
 API_VERSIONS, API_VERSIONS_VERSION = ApiKey.API_VERSIONS, 3
 TIMEOUT = 10.0

@@ -1,8 +1,8 @@
 """SCRAM users for the security tests, made as an operator would: ``kafka-configs --zookeeper``."""
 from __future__ import annotations
 
-from scripts.tools.kafka_configs import command as kafka_configs
 from scripts.local.cluster import Cluster
+from scripts.tools.kafka_configs import command as kafka_configs
 
 # The brokers' own SCRAM identity in the SASL tests (a super user, or replication could not fetch)
 ADMIN_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'

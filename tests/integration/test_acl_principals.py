@@ -20,9 +20,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from scripts.local.cluster import Cluster, ClusterSpec
 from scripts.tools import kafka_acls
 from scripts.tools.kafka_configs import command as kafka_configs
-from scripts.local.cluster import Cluster, ClusterSpec
 from tests.integration.conditions import wait_for
 from tests.integration.scram_users import ADMIN_JAAS
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from brokers.control import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, decode, encode
-from brokers.security.control_auth import signed_headers
 from brokers.protocol.errors import ErrorCode
+from brokers.security.control_auth import signed_headers
 from brokers.zk.paths import ControlPlaneSecretZNode
 from scripts.local.cluster import Cluster, ClusterSpec
 from scripts.local.zookeeper import find_free_base_port

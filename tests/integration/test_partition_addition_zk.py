@@ -9,12 +9,12 @@ import json
 
 import pytest
 
+from brokers.admin.partition_addition import add_partitions
 from brokers.model import BrokerInfo, EndPoint
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import TopicZNode
-from brokers.admin.partition_addition import add_partitions
 
 TOPIC_ID = "q0SAh6cFTjqTAXdPgYQVkA"
 

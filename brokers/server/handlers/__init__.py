@@ -10,7 +10,6 @@ import asyncio
 import time
 from typing import Any, Callable
 
-from brokers.security.acls import TOPIC
 from brokers.dynamic_config.config_ops import TOPIC_RESOURCE
 from brokers.model import TopicPartition
 from brokers.protocol import codec
@@ -18,6 +17,7 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.partition import Partition
 from brokers.replication.replica_manager import PartitionError, leader_partition
+from brokers.security.acls import TOPIC
 from brokers.server.context import ServerContext
 
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.AdminClientId: may produce to internal topics

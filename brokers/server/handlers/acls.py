@@ -17,10 +17,10 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from brokers.security import acls as acl
-from brokers.security.acls import AclEntry, AclFilter, ResourcePattern
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
+from brokers.security import acls as acl
+from brokers.security.acls import AclEntry, AclFilter, ResourcePattern
 from brokers.server.context import AclAdmin, ServerContext
 from brokers.server.handlers import response
 

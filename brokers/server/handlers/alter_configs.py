@@ -17,10 +17,10 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.security.acls import ALTER_CONFIGS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
+from brokers.security.acls import ALTER_CONFIGS
 from brokers.server.context import ServerContext
 from brokers.server.handlers import config_resource_denied
 

@@ -20,9 +20,9 @@ import logging
 from collections import Counter
 from typing import Any
 
-from brokers.security.acls import ALTER
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
+from brokers.security.acls import ALTER
 from brokers.server.context import ServerContext
 from brokers.server.handlers import response, timeout_seconds, wait_for_metadata
 

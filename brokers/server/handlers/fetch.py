@@ -46,13 +46,13 @@ import asyncio
 import time
 from typing import Any
 
-from brokers.security.acls import CLUSTER_ACTION, READ
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.partition import Partition
 from brokers.replication.quota import is_throttled
 from brokers.replication.replica_manager import PartitionError
+from brokers.security.acls import CLUSTER_ACTION, READ
 from brokers.server.context import ServerContext
 from brokers.server.handlers import leader_for, timeout_seconds
 

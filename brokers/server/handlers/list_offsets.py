@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokers.security.acls import DESCRIBE
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.replica_manager import PartitionError
+from brokers.security.acls import DESCRIBE
 from brokers.server.context import ServerContext
 from brokers.server.handlers import leader_for
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from brokers.security.acls import CREATE, DESCRIBE
 from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
+from brokers.security.acls import CREATE, DESCRIBE
 from brokers.server.context import ServerContext
 
 log = logging.getLogger(__name__)

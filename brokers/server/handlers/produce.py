@@ -39,13 +39,13 @@ import logging
 import time
 from typing import Any
 
-from brokers.security.acls import WRITE
 from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import ProtocolError, RequestHeader
 from brokers.protocol.record_batch import ATTRIBUTES_AT, COMPRESSION_MASK, MAGIC_AT, MAGIC_V2, batch_size_at
 from brokers.replication.replica_manager import PartitionError
+from brokers.security.acls import WRITE
 from brokers.server.context import ServerContext
 from brokers.server.handlers import ADMIN_CLIENT_ID, leader_for, timeout_seconds
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from brokers.security.acls import ALTER, DESCRIBE
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
+from brokers.security.acls import ALTER, DESCRIBE
 from brokers.server.context import ServerContext
 from brokers.server.handlers import response
-
 
 
 async def handle_alter_partition_reassignments(context: ServerContext, header: RequestHeader, request: Any) -> Any:

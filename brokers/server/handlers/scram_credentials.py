@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokers.security.acls import ALTER, DESCRIBE
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
@@ -25,6 +24,7 @@ from brokers.protocol.scram import (
     ScramError,
     credential_from_salted_password,
 )
+from brokers.security.acls import ALTER, DESCRIBE
 from brokers.server.context import ServerContext, UserConfigs
 
 MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}

@@ -26,8 +26,8 @@ from confluent_kafka.admin import (
 
 from brokers.protocol.scram import DEFAULT_ITERATIONS, HASHES
 from scripts.tools.common import client_properties
-from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config, parse_delete_config
 from scripts.tools.kafka_configs.admin import command_properties
+from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config, parse_delete_config
 
 TIMEOUT_S = 30.0
 _MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}

@@ -16,8 +16,8 @@ import json
 import random
 from collections.abc import Iterable, Mapping
 
-from brokers.model import TopicPartition
 from brokers.admin.assignment import assign_replicas_to_brokers
+from brokers.model import TopicPartition
 
 Assignment = dict[TopicPartition, list[int]]
 

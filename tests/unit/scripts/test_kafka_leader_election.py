@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from scripts.tools.common import client_properties
 from scripts.tools import kafka_leader_election as kle
+from scripts.tools.common import client_properties
 
 BOOT = ["--bootstrap-server", "localhost:9092"]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.local import zookeeper as zk
 from scripts.cli import build_parser, main
+from scripts.local import zookeeper as zk
 
 PYSPARK_LIKE = [  # the 8 we need, as pyspark 4.3.0 names them
     "zookeeper-3.9.5.jar", "zookeeper-jute-3.9.5.jar", "slf4j-api-2.0.17.jar", "log4j-slf4j2-impl-2.25.4.jar",

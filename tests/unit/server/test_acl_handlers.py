@@ -9,19 +9,19 @@ from types import SimpleNamespace
 
 import pytest
 
-from brokers.security import acls as acl
-from brokers.security.authorizer import AclAuthorizer
-from brokers.security.acls import ALLOW, DENY, AclEntry, ResourcePattern
 from brokers.model import TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.security import acls as acl
+from brokers.security.acls import ALLOW, DENY, AclEntry, ResourcePattern
+from brokers.security.authorizer import AclAuthorizer
 from brokers.server.context import PRINCIPAL
 from brokers.server.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
-from brokers.server.handlers.init_producer_id import handle_init_producer_id
-from brokers.server.handlers.topics import handle_create_topics, handle_delete_topics
 from brokers.server.handlers.fetch import handle_fetch
+from brokers.server.handlers.init_producer_id import handle_init_producer_id
 from brokers.server.handlers.list_offsets import handle_list_offsets
 from brokers.server.handlers.metadata import handle_metadata
+from brokers.server.handlers.topics import handle_create_topics, handle_delete_topics
 from consumer_group.coordinator.handlers import handle_join_group, handle_list_groups, handle_offset_commit
 from tests.unit.server.test_handlers import World, batch, fetch_request, only_partition, produce
 from tests.unit.zk.test_acl_znodes import MemoryZk
@@ -297,8 +297,8 @@ def test_offsets_for_leader_epoch_needs_cluster_action_or_describe(world):
 
 # -- configs, partitions, elections, reassignments --------------------------------------------------
 def test_describe_and_alter_configs_need_their_operations_on_the_topic_or_the_cluster(world):
-    from brokers.server.handlers.describe_configs import handle_describe_configs
     from brokers.server.handlers.alter_configs import handle_incremental_alter_configs
+    from brokers.server.handlers.describe_configs import handle_describe_configs
     resources = [dict(resource_type=2, resource_name="t", configuration_keys=["retention.ms"]),
                  dict(resource_type=4, resource_name="1", configuration_keys=["num.partitions"])]
     described = call(world, handle_describe_configs, 32, 1, include_synonyms=False, resources=resources)

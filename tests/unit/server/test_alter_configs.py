@@ -16,8 +16,8 @@ from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.server.context import ServerContext
-from brokers.server.handlers.describe_configs import handle_describe_configs
 from brokers.server.handlers.alter_configs import handle_alter_configs, handle_incremental_alter_configs
+from brokers.server.handlers.describe_configs import handle_describe_configs
 from brokers.storage.log_config import LogConfig
 
 ME = 1

@@ -8,10 +8,10 @@ import base64
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from brokers.security.control_auth import HEADER, sign
 from brokers.http import auth
 from brokers.http.auth import ANONYMOUS_IDENTITY, BROKER_IDENTITY, HttpIdentity, HttpSecurity, Unauthenticated
 from brokers.protocol.scram import make_credential
+from brokers.security.control_auth import HEADER, sign
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 STORED = {("alice", "SCRAM-SHA-512"): make_credential("SCRAM-SHA-512", "alice-secret").format(),
