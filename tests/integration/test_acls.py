@@ -22,6 +22,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -69,6 +70,19 @@ def admin(cluster):
         except KafkaException:
             return False
     wait_for(described, TIMEOUT, "the cluster ACL to apply (DescribeAcls needs Describe on the cluster)")
+
+    def applied_on_every_broker() -> bool:
+        """DescribeAcls syncs the ACLs of the broker it reaches first; CreateTopics goes to the controller, whose
+        watch may not have fired yet. DescribeConfigs of a broker is answered by that broker from the ACLs it
+        holds (it needs DescribeConfigs on the cluster), so each answering proves each has the grant."""
+        try:
+            for broker in cluster.broker_ids:  # librdkafka sends one broker resource per request
+                resource = ConfigResource(ResourceType.BROKER, str(broker))
+                client.describe_configs([resource])[resource].result(TIMEOUT)
+            return True
+        except KafkaException:
+            return False
+    wait_for(applied_on_every_broker, TIMEOUT, "every broker to hold the cluster ACL")
     return client
 
 
