@@ -30,6 +30,7 @@ from kazoo.client import KazooClient
 
 from scripts.local.cluster import Cluster
 from tests.integration.conditions import wait_for
+from tests.integration.znodes import controller_id
 
 SESSION_MS = 4000
 BIN = Path(sys.executable).parent
@@ -273,6 +274,6 @@ def test_manual_elections_with_auto_rebalance_off(preferred_cluster, tmp_path):
     cluster.signal_broker(controller, signal.SIGSTOP)
     zk.create(ZNODE, json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 4}]}).encode())
     assert json.loads(zk.get("/controller")[0])["brokerid"] == controller  # not deposed yet
-    wait_for(lambda: zk.exists("/controller") and json.loads(zk.get("/controller")[0])["brokerid"] != controller
+    wait_for(lambda: controller_id(zk) not in (None, controller)
              and not zk.exists(ZNODE) and state(zk, topic, 4)["leader"] == victim, SESSION_MS / 1000 + 30,
              "a new controller to process the pending znode at failover")

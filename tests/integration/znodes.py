@@ -1,0 +1,17 @@
+"""Reading znodes from a test's own kazoo client, without check-then-act races: an ephemeral znode (the
+``/controller`` of a killed broker) can vanish between ``exists`` and ``get``, so each reader makes one read
+and answers None for a znode that is not there."""
+from __future__ import annotations
+
+import json
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+
+def controller_id(zk: KazooClient) -> int | None:
+    """The broker id in ``/controller``, or None while no broker holds it."""
+    try:
+        return json.loads(zk.get("/controller")[0])["brokerid"]
+    except NoNodeError:
+        return None
