@@ -68,6 +68,25 @@ async def wait_for_metadata(condition: Callable[[], bool], timeout: float) -> bo
     return True
 
 
+def has_leaders(context: ServerContext, topic: str, count: int) -> bool:
+    """This broker's metadata shows partitions 0..count-1 of ``topic``, each with a leader."""
+    states = context.metadata_cache.partitions_of(topic)
+    return all(p in states and states[p].leader >= 0 for p in range(count))
+
+
+async def wait_for_leaders(context: ServerContext, pending: list[tuple[dict[str, Any], int]], timeout: float,
+                           message: str) -> None:
+    """Kafka's DelayedCreatePartitions: wait, up to ``timeout``, until every ``(result, partition count)`` topic
+    has its leaders in this broker's metadata; each result still without them gets REQUEST_TIMED_OUT."""
+    if not pending:
+        return
+    if await wait_for_metadata(lambda: all(has_leaders(context, r["name"], n) for r, n in pending), timeout):
+        return
+    for result, count in pending:
+        if not has_leaders(context, result["name"], count):
+            result.update(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=message)
+
+
 def config_resource_denied(context: ServerContext, operation: int, resource) -> ErrorCode | None:
     """The config APIs' authorization (Kafka 2.8): ``operation`` (DescribeConfigs / AlterConfigs) on the topic,
     or on the cluster for a broker resource. None when allowed (always, without an authorizer), else the

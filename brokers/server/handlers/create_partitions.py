@@ -24,14 +24,9 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.security.acls import ALTER
 from brokers.server.context import ServerContext
-from brokers.server.handlers import response, timeout_seconds, wait_for_metadata
+from brokers.server.handlers import error_message, response, timeout_seconds, wait_for_leaders
 
 log = logging.getLogger(__name__)
-
-
-def _has_leaders(context: ServerContext, name: str, count: int) -> bool:
-    states = context.metadata_cache.partitions_of(name)
-    return all(p in states and states[p].leader >= 0 for p in range(count))
 
 
 async def handle_create_partitions(context: ServerContext, header: RequestHeader, request: Any) -> Any:
@@ -53,16 +48,10 @@ async def handle_create_partitions(context: ServerContext, header: RequestHeader
             await context.admin.create_partitions(topic.name, topic.count, assignments, request.validate_only)
         except KafkaError as exc:
             log.info("CreatePartitions %r from %s: %s", topic.name, header.client_id, exc)
-            result.update(error_code=exc.code, error_message=str(exc.args[0]) if exc.args else exc.code.name)
+            result.update(error_code=exc.code, error_message=error_message(exc))
             continue
         if not request.validate_only:
             added.append((result, topic.count))
-    if added:
-        ready = lambda: all(_has_leaders(context, r["name"], n) for r, n in added)  # noqa: E731
-        if not await wait_for_metadata(ready, timeout_seconds(request.timeout)):
-            for result, count in added:
-                if not _has_leaders(context, result["name"], count):
-                    result.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
-                                  error_message="the partitions were added but do not all have a leader in this "
-                                                "broker's metadata yet")
+    await wait_for_leaders(context, added, timeout_seconds(request.timeout),
+                           "the partitions were added but do not all have a leader in this broker's metadata yet")
     return response(header, results=results)

@@ -30,7 +30,7 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.security.acls import CREATE, DELETE, DESCRIBE
 from brokers.server.context import ServerContext
-from brokers.server.handlers import error_message, response, timeout_seconds, wait_for_metadata
+from brokers.server.handlers import error_message, response, timeout_seconds, wait_for_leaders, wait_for_metadata
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +58,6 @@ def _creation_args(context: ServerContext, topic: Any) -> tuple[int, int, dict[s
     if replication == NO_REPLICATION_FACTOR:
         replication = context.config["default.replication.factor"]
     return partitions, replication, configs, None
-
-
-def _has_leaders(context: ServerContext, name: str, partitions: int) -> bool:
-    states = context.metadata_cache.partitions_of(name)
-    return len(states) >= partitions and all(state.leader >= 0 for state in states.values())
 
 
 async def handle_create_topics(context: ServerContext, header: RequestHeader, request: Any) -> Any:
@@ -94,14 +89,8 @@ async def handle_create_topics(context: ServerContext, header: RequestHeader, re
         result.update(num_partitions=partitions, replication_factor=replication)
         if not request.validate_only:
             created.append((result, partitions))
-    if created:
-        ready = await wait_for_metadata(lambda: all(_has_leaders(context, r["name"], n) for r, n in created), timeout)
-        if not ready:
-            for result, partitions in created:
-                if not _has_leaders(context, result["name"], partitions):
-                    result.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
-                                  error_message="topic creation was started but its partitions have no leader "
-                                                "in this broker's metadata yet")
+    await wait_for_leaders(context, created, timeout, "topic creation was started but its partitions have no "
+                                                      "leader in this broker's metadata yet")
     return response(header, topics=results)
 
 
