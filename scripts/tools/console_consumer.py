@@ -238,13 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         config["isolation.level"] = args.isolation_level
     config.update(key_values(parser, "--consumer-property", args.consumer_property))
     config["enable.auto.commit"] = "false"  # assigned partitions, no group membership: nothing is committed
-    refused = client_properties.checked_login(parser, args.bootstrap_server, config, "consumer")  # file + flags
-    if refused is not None:
-        return refused
-    try:
-        consumer = Consumer(config)  # librdkafka checks every property here: a bad one is a usage error
-    except KafkaException as exc:
-        parser.error(f"invalid consumer config: {exc.args[0].str() if exc.args else exc}")
+    consumer = client_properties.console_client(parser, Consumer, args.bootstrap_server, config, "consumer")  # file + flags
+    if consumer is None:
+        return 1
     return consume(consumer, args.topic, args.partition, offset, formatter, sys.stdout.buffer,
                    args.max_messages, args.timeout_ms)
 

@@ -213,13 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None:
             config[key] = str(value)
     config.update(key_values(parser, "--producer-property", args.producer_property))
-    refused = client_properties.checked_login(parser, args.bootstrap_server, config, "producer")  # file + flags
-    if refused is not None:
-        return refused
-    try:
-        producer = Producer(config)  # librdkafka checks every property here: a bad one is a usage error
-    except KafkaException as exc:
-        parser.error(f"invalid producer config: {exc.args[0].str() if exc.args else exc}")
+    producer = client_properties.console_client(parser, Producer, args.bootstrap_server, config, "producer")  # file + flags
+    if producer is None:
+        return 1
     try:
         failed = produce(producer, args.topic, LineReader(props), sys.stdin.buffer, args.sync)
     except KeyboardInterrupt:

@@ -221,3 +221,17 @@ def checked_login(parser: argparse.ArgumentParser, bootstrap: str, config: dict[
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     return None
+
+
+def console_client(parser: argparse.ArgumentParser, factory, bootstrap: str, config: dict[str, str], what: str):
+    """A console tool's librdkafka ``factory(config)`` (Producer, Consumer) over its merged settings, after
+    ``checked_login``: None after refused credentials (one line on stderr, the tool exits 1); a setting
+    librdkafka refuses is a usage error (exit 2)."""
+    from confluent_kafka import KafkaException
+    if checked_login(parser, bootstrap, config, what) is not None:
+        return None
+    try:
+        return factory(config)  # librdkafka checks every property here
+    except KafkaException as exc:
+        parser.error(f"invalid {what} config: {exc.args[0].str() if exc.args else exc}")
+
