@@ -216,7 +216,7 @@ class ReplicaFetcher:
         decision = decide.truncation_offset(entries, log_end_offset, epoch, end_offset)
         offset = log_end_offset if decision.offset is None else decision.offset
         if log_.truncate_to(offset):
-            log.warning("%s: truncated to offset %d: leader %d's epoch %d ends at %d (our log end was %d)",
+            log.warning("%s: truncated to offset %d (leader %d's epoch %d ends at %d; our log end was %d)",
                         log_.topic_partition, offset, self.source, epoch, end_offset, log_end_offset)
 
     def _truncate_to_high_watermark(self, state: PartitionFetchState) -> None:
