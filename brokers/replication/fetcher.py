@@ -214,6 +214,7 @@ class ReplicaFetcher:
         entries = [(e.epoch, e.start_offset) for e in log_.leader_epoch_cache.entries]
         log_end_offset = log_.log_end_offset
         decision = decide.truncation_offset(entries, log_end_offset, epoch, end_offset)
+        # an undefined end offset (which a leader never sends here) keeps the fetch offset, as Kafka does
         offset = log_end_offset if decision.offset is None else decision.offset
         if log_.truncate_to(offset):
             log.warning("%s: truncated to offset %d (leader %d's epoch %d ends at %d; our log end was %d)",

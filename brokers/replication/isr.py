@@ -248,11 +248,13 @@ def end_offset_for(entries: EpochEntries, requested_epoch: int, log_end_offset: 
 
 
 class TruncationDecision(NamedTuple):
-    """What a follower does with a leader's OffsetsForLeaderEpoch answer (a plain 2-tuple underneath).
+    """What a follower does with a leader's (epoch, end offset) answer: a Fetch v12 ``diverging_epoch``
+    (KIP-320) or an OffsetsForLeaderEpoch answer (a plain 2-tuple underneath).
 
     - ``(offset, None)``: truncate to ``offset`` and start fetching there; truncation is complete.
     - ``(offset, epoch)``: KIP-279 intermediate round: truncate to ``offset`` (after which the follower's
-      latest epoch is ``epoch``) and ask the leader again with ``epoch``.
+      latest epoch is ``epoch``) and ask the leader again with ``epoch`` (the next Fetch's
+      ``last_fetched_epoch``).
     - ``(None, None)``: the answer was undefined; fall back to truncating to the follower's own HW
       (the pre-KIP-101 rule, the only thing left to go on).
     """
