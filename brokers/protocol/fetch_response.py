@@ -187,8 +187,18 @@ NO_TAGGED_FIELDS = b"\x00"
 DIVERGING_EPOCH_TAG, CURRENT_LEADER_TAG = 0, 1
 
 
+_ONE_BYTE_UVARINTS = tuple(bytes((value,)) for value in range(0x80))
+
+
 def uvarint(value: int) -> bytes:
     """Kafka's unsigned varint: 7 bits a byte, low bits first."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE_UVARINTS[value]
+    if 0 < value < 0x200000:  # every records length up to 2 MiB: two or three bytes
+        low = (value & 0x7F) | 0x80
+        if value < 0x4000:
+            return bytes((low, value >> 7))
+        return bytes((low, ((value >> 7) & 0x7F) | 0x80, value >> 14))
     if value < 0:
         raise ValueError(f"{value} is negative: no unsigned varint")
     out = bytearray()
@@ -210,6 +220,8 @@ def _compact_topic_name(name: str) -> bytes:
 def partition_tagged_fields(p: FetchPartitionData) -> bytes:
     """The partition's tagged-field section: diverging_epoch (tag 0) and current_leader (tag 1), each
     only when set, in tag order."""
+    if p.diverging_epoch is None and p.current_leader is None:
+        return NO_TAGGED_FIELDS
     fields = []
     if p.diverging_epoch is not None and tuple(p.diverging_epoch) != (-1, -1):
         value = _EPOCH_END_OFFSET.pack(*p.diverging_epoch, 0)

@@ -185,7 +185,7 @@ def test_v12_records_segment_sits_before_the_partition_tags():
     assert struct.unpack_from(">i", segments[0])[0] == segments_size(segments) - 4
 
 
-@pytest.mark.parametrize("value", [0, 1, 127, 128, 16383, 16384, 2**31 - 1])
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**31 - 1])
 def test_uvarint(value):
     encoded = uvarint(value)
     decoded, shift = 0, 0
