@@ -77,13 +77,18 @@ def _batch_entries(buf, header, to_magic: int, first_offset: int) -> list[tuple[
     return entries
 
 
-def down_convert(records, to_magic: int, first_offset: int = 0) -> bytes:
-    """The magic ``to_magic`` message set for the v2 batches in ``records`` (a fetch's read)."""
+def down_convert(records, to_magic: int, first_offset: int = 0, size_limit: int | None = None) -> bytes:
+    """The magic ``to_magic`` message set for the v2 batches in ``records`` (a fetch's read).
+
+    ``size_limit`` stops the conversion before a batch whose message set would take the output past
+    it; the first converted batch is always whole (Kafka sends at most the size of the read, or of
+    the first converted batch if that is bigger).
+    """
     if to_magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"down-conversion is to magic 0 or 1, not {to_magic}")
     view = memoryview(records)
     out: list[bytes] = []
-    position, end = 0, len(view)
+    position, end, total = 0, len(view), 0
     while True:
         size = batch_size_at(view, position)
         if size is None or size < LOG_OVERHEAD or position + size > end:
@@ -97,7 +102,12 @@ def down_convert(records, to_magic: int, first_offset: int = 0) -> bytes:
                 break
             raise UnsupportedCompressionError("zstd-compressed batches cannot be down-converted")
         entries = _batch_entries(view, header, to_magic, first_offset)
-        if entries:
-            append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
-            out.append(build_message_set(entries, to_magic, codec=header.compression, log_append_time=append_time))
+        if not entries:
+            continue
+        append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
+        converted = build_message_set(entries, to_magic, codec=header.compression, log_append_time=append_time)
+        if out and size_limit is not None and total + len(converted) > size_limit:
+            break
+        out.append(converted)
+        total += len(converted)
     return b"".join(out)

@@ -174,3 +174,12 @@ def test_down_converted_lz4_header_checksum_follows_the_magic(magic, broken):
     [wrapper] = shallow_messages(down_convert(v2_batch(0, 2, codec=compression.LZ4), magic))[0]
     assert wrapper.value[6] == header_checksum(wrapper.value, broken=broken)
     assert wrapper.value[6] != header_checksum(wrapper.value, broken=not broken)
+
+
+def test_size_limit_keeps_whole_batches_and_always_the_first():
+    log = v2_batch(0, 3) + v2_batch(3, 3) + v2_batch(6, 3)
+    one = len(down_convert(v2_batch(0, 3), 1))
+    assert [m.offset for m in iter_messages(down_convert(log, 1, size_limit=2 * one))] == list(range(6))
+    assert [m.offset for m in iter_messages(down_convert(log, 1, size_limit=2 * one - 1))] == [0, 1, 2]
+    assert [m.offset for m in iter_messages(down_convert(log, 1, size_limit=1))] == [0, 1, 2]
+    assert [m.offset for m in iter_messages(down_convert(log, 1))] == list(range(9))
