@@ -101,8 +101,21 @@ class RawConnection:
         self.sock.close()
 
 
+RETRIABLE = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
 def produce(port: int, version: int, topic: str, partition: int, records: bytes) -> tuple[int, int]:
-    """(error code, base offset) of a raw Produce v0-v3 with acks=all."""
+    """(error code, base offset) of a raw Produce v0-v3 with acks=all, retried while the leader does not
+    know it leads yet (those errors append nothing)."""
+    return wait_for(lambda: _not_retriable(produce_once(port, version, topic, partition, records)), TIMEOUT,
+                    f"a produce to {topic}[{partition}] the leader takes", interval=0.1)
+
+
+def _not_retriable(outcome: tuple[int, int]) -> tuple[int, int] | None:
+    return None if outcome[0] in RETRIABLE else outcome
+
+
+def produce_once(port: int, version: int, topic: str, partition: int, records: bytes) -> tuple[int, int]:
     body = (struct.pack(">h", -1) if version >= 3 else b"") + struct.pack(">hi", -1, 10_000)
     body += struct.pack(">i", 1) + _string(topic) + struct.pack(">iii", 1, partition, len(records)) + records
     connection = RawConnection(port)
