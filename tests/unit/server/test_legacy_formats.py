@@ -25,16 +25,7 @@ ENTRIES = [(i, T0 + i, b"key%d" % i, b"value%d" % i) for i in range(4)]
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    original = codec.response_class
-
-    def lowest_for_legacy(key, version):  # what the legacy codec answers for versions kio lacks
-        try:
-            return original(key, version)
-        except KeyError:
-            return original(key, {PRODUCE: 3, FETCH: 4}[key])
-
-    monkeypatch.setattr(codec, "response_class", lowest_for_legacy)
+def world(tmp_path):
     w = World(tmp_path)
     yield w
     w.log_manager.shutdown()
