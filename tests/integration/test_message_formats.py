@@ -8,10 +8,13 @@
 * a batch whose max_timestamp is -1 (as Sarama writes them), appended through a raw Produce, is found by
   ListOffsets by time (the broker recomputed it);
 * a topic with ``message.downconversion.enable=false`` answers Fetch v2 with UNSUPPORTED_VERSION;
-* kafka-python pinned to ``api_version=(0, 10, 0)`` produces (Produce v2, magic 1) and consumes (Fetch v2).
+* kafka-python pinned to ``api_version`` (0, 8, 2), (0, 9) and (0, 10, 0) produces and consumes with
+  Produce/Fetch v0, v1 and v2 (magic 0, 0 and 1).
 """
 from __future__ import annotations
 
+import logging
+import re
 import socket
 import struct
 import time
@@ -299,19 +302,25 @@ def test_batch_with_max_timestamp_minus_one_is_found_by_time(cluster, admin):
 
 # -- a real old client -----------------------------------------------------------------------------
 
-def test_kafka_python_pinned_to_0_10_0(cluster, admin):
-    """kafka-python with api_version=(0, 10, 0) sends Produce v2 (magic 1 message sets) and Fetch v2."""
-    topic = "kafka-python-0-10"
+@pytest.mark.parametrize("api_version, version, codec", [
+    ((0, 8, 2), 0, "snappy"), ((0, 9), 1, "gzip"), ((0, 10, 0), 2, "lz4"),
+])
+def test_kafka_python_pinned_to_an_old_broker(cluster, admin, caplog, api_version, version, codec):
+    """kafka-python with ``api_version`` pinned sends Produce and Fetch at ``version``: magic 0 message sets
+    for 0.8.2 and 0.9 (v0, v1), magic 1 for 0.10.0 (v2). (It writes magic-0 LZ4 only with the xxhash
+    package, which is not installed; raw frames cover that codec above.) It reports no timestamp as None."""
+    caplog.set_level(logging.DEBUG, logger="kafka.net.connection")  # it logs every request it sends
+    topic = "kafka-python-" + "-".join(map(str, api_version))
     create_topic(admin, topic)
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, api_version=(0, 10, 0), acks="all",
-                             compression_type="gzip", enable_idempotence=False)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, api_version=api_version, acks="all",
+                             compression_type=codec, enable_idempotence=False, linger_ms=100)
     try:
         for i in range(COUNT):
             producer.send(topic, key=b"k%d" % i, value=b"old-%d" % i, partition=0, timestamp_ms=BASE_TS + i)
         producer.flush(TIMEOUT)
     finally:
         producer.close(TIMEOUT)
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, api_version=(0, 10, 0),
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, api_version=api_version,
                              enable_auto_commit=False, consumer_timeout_ms=int(TIMEOUT * 1000))
     try:
         consumer.assign([KpTopicPartition(topic, 0)])
@@ -323,7 +332,13 @@ def test_kafka_python_pinned_to_0_10_0(cluster, admin):
                 break
     finally:
         consumer.close()
-    assert got == [(i, b"k%d" % i, b"old-%d" % i, BASE_TS + i) for i in range(COUNT)]
+    magic = 0 if version < 2 else 1
+    assert [g[:3] for g in got] == [(i, b"k%d" % i, b"old-%d" % i) for i in range(COUNT)]
+    assert [g[3] for g in got] == ([BASE_TS + i for i in range(COUNT)] if magic else [None] * COUNT)
+    pattern = r"(ProduceRequest|FetchRequest)\(version=(\d+)"
+    sent = {(m.group(1), int(m.group(2))) for m in re.finditer(pattern, caplog.text)}
+    assert sent == {("ProduceRequest", version), ("FetchRequest", version)}, sent
     batches = stored_batches(cluster, topic)[0]
-    assert {h.compression for h in batches} == {compression.GZIP}  # up-converted with the producer's codec
-    assert sum(h.records_count for h in batches) == COUNT and batches[-1].max_timestamp == BASE_TS + COUNT - 1
+    assert {h.compression for h in batches} == {CODECS[codec]}  # up-converted with the producer's codec
+    assert sum(h.records_count for h in batches) == COUNT
+    assert max(h.max_timestamp for h in batches) == (BASE_TS + COUNT - 1 if magic else -1)
