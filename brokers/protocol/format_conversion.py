@@ -128,11 +128,17 @@ def down_convert(records, to_magic: int, first_offset: int = 0, size_limit: int 
     it; the first converted batch is always whole (Kafka sends at most the size of the read, or of
     the first converted batch if that is bigger).
     """
+    return down_convert_counted(records, to_magic, first_offset, size_limit)[0]
+
+
+def down_convert_counted(records, to_magic: int, first_offset: int = 0, size_limit: int | None = None
+                         ) -> tuple[bytes, int]:
+    """``down_convert``'s message set and how many messages it holds (Kafka's records converted)."""
     if to_magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"down-conversion is to magic 0 or 1, not {to_magic}")
     view = memoryview(records)
     out: list[bytes] = []
-    position, end, total = 0, len(view), 0
+    position, end, total, count = 0, len(view), 0, 0
     while True:
         size = batch_size_at(view, position)
         if size is None or size < LOG_OVERHEAD or position + size > end:
@@ -154,4 +160,5 @@ def down_convert(records, to_magic: int, first_offset: int = 0, size_limit: int 
             break
         out.append(converted)
         total += len(converted)
-    return b"".join(out)
+        count += len(entries)
+    return b"".join(out), count

@@ -9,7 +9,7 @@
   ListOffsets by time (the broker recomputed it);
 * a topic with ``message.downconversion.enable=false`` answers Fetch v2 with UNSUPPORTED_VERSION;
 * kafka-python pinned to ``api_version`` (0, 8, 2), (0, 9) and (0, 10, 0) produces and consumes with
-  Produce/Fetch v0, v1 and v2 (magic 0, 0 and 1).
+  Produce/Fetch v0, v1 and v2 (magic 0, 0 and 1), counted as message conversions in /metrics.
 """
 from __future__ import annotations
 
@@ -20,10 +20,12 @@ import struct
 import time
 
 import pytest
+import requests
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from brokers.protocol import compression
 from brokers.protocol.errors import ErrorCode
@@ -300,6 +302,17 @@ def test_batch_with_max_timestamp_minus_one_is_found_by_time(cluster, admin):
     assert [h.max_timestamp for h in batches] == [BASE_TS + 300, BASE_TS + 1300, BASE_TS + 2300]
 
 
+def conversions(cluster, topic: str, kind: str) -> float:
+    """``kafka_server_topic_{kind}_message_conversions_total`` of ``topic``, summed over the brokers."""
+    name = f"kafka_server_topic_{kind}_message_conversions_total"
+    found = 0.0
+    for broker_id in cluster.broker_ids:
+        text = requests.get(cluster.http_url(broker_id, "/metrics"), timeout=10).text
+        found += sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                     if sample.name == name and sample.labels.get("topic") == topic)
+    return found
+
+
 # -- a real old client -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("api_version, version, codec", [
@@ -338,6 +351,8 @@ def test_kafka_python_pinned_to_an_old_broker(cluster, admin, caplog, api_versio
     pattern = r"(ProduceRequest|FetchRequest)\(version=(\d+)"
     sent = {(m.group(1), int(m.group(2))) for m in re.finditer(pattern, caplog.text)}
     assert sent == {("ProduceRequest", version), ("FetchRequest", version)}, sent
+    assert conversions(cluster, topic, "produce") == COUNT  # Kafka's ProduceMessageConversionsPerSec
+    assert conversions(cluster, topic, "fetch") >= COUNT
     batches = stored_batches(cluster, topic)[0]
     assert {h.compression for h in batches} == {CODECS[codec]}  # up-converted with the producer's codec
     assert sum(h.records_count for h in batches) == COUNT

@@ -24,9 +24,10 @@ from typing import Any
 
 from brokers.protocol.errors import ErrorCode, UnsupportedCompressionError
 from brokers.protocol.fetch_response import LEGACY_MAX_VERSION, FetchPartitionData
-from brokers.protocol.format_conversion import down_convert
+from brokers.protocol.format_conversion import down_convert_counted
 from brokers.protocol.message_set import MAGIC_V0, MAGIC_V1
 from brokers.replication.partition import Partition
+from brokers.stats import BrokerStats
 
 INT32_MAX = 2**31 - 1
 MAX_BYTES_MIN_VERSION = 3  # request-level max_bytes (KIP-74) came in Fetch v3
@@ -63,25 +64,26 @@ def _failed(data: FetchPartitionData, code: int) -> FetchPartitionData:
 
 
 def convert_partition(data: FetchPartitionData, partition: Partition, wanted: Any, magic: int,
-                      from_follower: bool) -> FetchPartitionData:
-    """One partition's read in ``magic``'s format, or its error."""
+                      from_follower: bool) -> tuple[FetchPartitionData, int]:
+    """One partition's read in ``magic``'s format, or its error; and how many records were converted."""
     if data.error_code != ErrorCode.NONE:
-        return data
+        return data, 0
     source = _bytes(data.records)
     if not source:
-        return data._replace(records=None)
+        return data._replace(records=None), 0
     if not from_follower and not partition.log.config.downconversion_enabled:
-        return _failed(data, ErrorCode.UNSUPPORTED_VERSION)
+        return _failed(data, ErrorCode.UNSUPPORTED_VERSION), 0
     try:
-        converted = down_convert(source, magic, wanted.fetch_offset, size_limit=len(source))
+        converted, count = down_convert_counted(source, magic, wanted.fetch_offset, size_limit=len(source))
     except UnsupportedCompressionError:
-        return _failed(data, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
-    return data._replace(records=converted or OVERFLOW_MARKER)
+        return _failed(data, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE), 0
+    return data._replace(records=converted or OVERFLOW_MARKER), count
 
 
 def down_convert_topics(topics: list[tuple[str, list[FetchPartitionData]]], resolved: list, version: int,
-                        from_follower: bool) -> list[tuple[str, list[FetchPartitionData]]]:
-    """The response topics of a Fetch v0-3 with every partition's records converted.
+                        from_follower: bool, stats: BrokerStats) -> list[tuple[str, list[FetchPartitionData]]]:
+    """The response topics of a Fetch v0-3 with every partition's records converted (counted in
+    ``stats`` as Kafka's FetchMessageConversions).
 
     ``resolved`` is the handler's (topic, requested partition, Partition or error) list, in the order
     the topics' partitions were read.
@@ -94,7 +96,9 @@ def down_convert_topics(topics: list[tuple[str, list[FetchPartitionData]]], reso
         for data in partitions:
             _, wanted, partition = next(pending)
             if isinstance(partition, Partition):
-                data = convert_partition(data, partition, wanted, magic, from_follower)
+                data, count = convert_partition(data, partition, wanted, magic, from_follower)
+                if count:
+                    stats.message_conversions(topic, fetched=count)
             out.append(data)
         converted.append((topic, out))
     return converted

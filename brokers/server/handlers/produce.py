@@ -128,6 +128,8 @@ def _append_locally(context: ServerContext, header: RequestHeader, acks: int, to
         return _failed(index, ErrorCode.UNKNOWN_SERVER_ERROR)
     if not info.duplicate:
         context.stats.bytes_in(topic, len(records), info.records_count)
+        if _is_message_set(records, version):
+            context.stats.message_conversions(topic, produced=info.records_count)
     response = dict(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
                     log_append_time=info.log_append_time, log_start_offset=log_.log_start_offset)
     return response, partition, info.last_offset + 1

@@ -103,6 +103,18 @@ def consume(world, version, end):
     return out
 
 
+def test_conversions_are_counted_as_kafkas_message_conversions(world):
+    run(produce(world, 1, build_message_set(ENTRIES, 0, codec=1)))
+    run(produce(world, 3, batch([1, 2, 3])))
+    traffic = world.context.stats.topics["t"]
+    assert (traffic.produce_message_conversions, traffic.fetch_message_conversions) == (4, 0)
+    run(fetch(world, 2, [("t", 0, 4, 1 << 20)]))  # the v2-produced batch: 3 records
+    run(fetch(world, 0, [("t", 0, 5, 1 << 20)]))  # from inside it: 2 records
+    assert (traffic.produce_message_conversions, traffic.fetch_message_conversions) == (4, 3 + 2)
+    run(fetch(world, 2, [("t", 0, 0, 1 << 20)]))  # the gzip batch, whole
+    assert traffic.fetch_message_conversions in (3 + 2 + 4, 3 + 2 + 4 + 3)  # and the v2 batch if it fits
+
+
 def test_produce_v2_log_append_time_claim_is_invalid_timestamp(world):
     response = run(produce(world, 2, build_message_set(ENTRIES, 1, log_append_time=T0)))
     assert (response.error_code, response.base_offset) == (ErrorCode.INVALID_TIMESTAMP, -1)
