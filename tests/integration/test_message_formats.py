@@ -9,7 +9,8 @@
   ListOffsets by time (the broker recomputed it);
 * a topic with ``message.downconversion.enable=false`` answers Fetch v2 with UNSUPPORTED_VERSION;
 * kafka-python pinned to ``api_version`` (0, 8, 2), (0, 9) and (0, 10, 0) produces and consumes with
-  Produce/Fetch v0, v1 and v2 (magic 0, 0 and 1), counted as message conversions in /metrics.
+  Produce/Fetch v0, v1 and v2 (magic 0, 0 and 1), counted as message conversions in /metrics; librdkafka
+  pinned below 0.10 writes and reads magic-0 LZ4 (Kafka's wrong header checksum, KAFKA-3160).
 """
 from __future__ import annotations
 
@@ -357,3 +358,39 @@ def test_kafka_python_pinned_to_an_old_broker(cluster, admin, caplog, api_versio
     assert {h.compression for h in batches} == {CODECS[codec]}  # up-converted with the producer's codec
     assert sum(h.records_count for h in batches) == COUNT
     assert max(h.max_timestamp for h in batches) == (BASE_TS + COUNT - 1 if magic else -1)
+
+
+@pytest.mark.parametrize("fallback", ["0.8.2", "0.9.0"])
+def test_librdkafka_pinned_to_an_old_broker_with_lz4(cluster, admin, fallback):
+    """librdkafka without ApiVersions (``broker.version.fallback`` below 0.10; from 0.10 it asks anyway) writes
+    and reads magic-0 LZ4 message sets (Produce and Fetch v0 or v1): an independent check of Kafka's
+    magic-0 LZ4 header checksum both ways."""
+    topic = f"librdkafka-{fallback}"
+    create_topic(admin, topic)
+    pinned = {"bootstrap.servers": cluster.bootstrap_servers, "api.version.request": False,
+              "broker.version.fallback": fallback}
+    producer = Producer({**pinned, "compression.type": "lz4", "linger.ms": 50, "acks": "all"})
+    for i in range(COUNT):
+        producer.produce(topic, key=b"k%d" % i, value=b"lz4-%d-" % i + b"z" * 60, partition=0, timestamp=BASE_TS + i)
+    assert producer.flush(TIMEOUT) == 0
+    batches = stored_batches(cluster, topic)[0]
+    assert {h.compression for h in batches} == {compression.LZ4}
+    consumer = Consumer({**pinned, "group.id": f"reader-{topic}", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        read = []
+
+        def all_read():
+            message = consumer.poll(0.5)
+            if message is not None:
+                assert message.error() is None, message.error()
+                read.append(message)
+            return len(read) >= COUNT
+
+        wait_for(all_read, TIMEOUT, f"{COUNT} records of {topic}", interval=0)
+    finally:
+        consumer.close()
+    assert [(m.offset(), m.key(), m.value()) for m in read] == [
+        (i, b"k%d" % i, b"lz4-%d-" % i + b"z" * 60) for i in range(COUNT)]
+    assert conversions(cluster, topic, "produce") == COUNT
+    assert conversions(cluster, topic, "fetch") >= COUNT  # and read through Fetch v0/v1
