@@ -31,7 +31,14 @@ from brokers.protocol.errors import (
     KafkaError,
     UnsupportedCompressionError,
 )
-from brokers.protocol.message_set import MAGIC_V0, MAGIC_V1, Message, build_message_set, inner_messages, shallow_messages
+from brokers.protocol.message_set import (
+    MAGIC_V0,
+    MAGIC_V1,
+    Message,
+    build_message_set,
+    inner_messages,
+    shallow_messages,
+)
 from brokers.protocol.record import Record, build_batch, decode_varint, decode_varlong
 from brokers.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, batch_size_at, read_header
 

@@ -164,7 +164,8 @@ def inner_messages(wrapper: Message) -> list[Message]:
         raise InvalidRecordError(f"compressed wrapper at offset {wrapper.offset} holds no messages")
     for message in inner:
         if message.magic != wrapper.magic:
-            raise InvalidRecordError(f"inner message magic {message.magic} does not match wrapper magic {wrapper.magic}")
+            raise InvalidRecordError(
+                f"inner message magic {message.magic} does not match wrapper magic {wrapper.magic}")
         if message.compression:
             raise InvalidRecordError("inner messages must not be compressed")
     if wrapper.magic == MAGIC_V0:
@@ -173,7 +174,8 @@ def inner_messages(wrapper: Message) -> list[Message]:
     if wrapper.offset != 0:
         base = wrapper.offset - inner[-1].offset
         if base < 0:
-            raise InvalidRecordError(f"wrapper offset {wrapper.offset} is below its last inner offset {inner[-1].offset}")
+            raise InvalidRecordError(
+                f"wrapper offset {wrapper.offset} is below its last inner offset {inner[-1].offset}")
     append_time = wrapper.log_append_time
     return [m._replace(offset=base + m.offset,
                        timestamp=wrapper.timestamp if append_time else m.timestamp,
