@@ -12,7 +12,8 @@ Appends validate batch headers and CRCs, assign offsets by rewriting the produce
 place, and write the bytes unchanged (except an implausible max_timestamp, recomputed from the records).
 A leader append from an idempotent producer is checked against the producer state first: a retried
 batch writes nothing and answers its original offsets (``LogAppendInfo.duplicate``). Reads return file
-byte ranges (``FileRange``) for ``sendfile``. All mutations hold ``self._lock``; reads work on a snapshot of the segment list.
+byte ranges (``FileRange``) for ``sendfile``. All mutations hold ``self._lock``; reads work on a snapshot
+of the segment list.
 """
 from __future__ import annotations
 
