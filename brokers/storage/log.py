@@ -9,11 +9,11 @@ Invariants:
 - the producer state (producer_state.py) holds exactly the idempotent batches below the log end.
 
 Appends validate batch headers and CRCs, assign offsets by rewriting the producer's batch headers in
-place, and write the bytes unchanged (except an implausible max_timestamp, recomputed from the records).
-A leader append from an idempotent producer is checked against the producer state first: a retried
-batch writes nothing and answers its original offsets (``LogAppendInfo.duplicate``). Reads return file
-byte ranges (``FileRange``) for ``sendfile``. All mutations hold ``self._lock``; reads work on a snapshot
-of the segment list.
+place, and write the bytes unchanged. A leader append from an idempotent producer is checked against
+the producer state first: a retried batch writes nothing and answers its original offsets
+(``LogAppendInfo.duplicate``). Reads return file byte ranges (``FileRange``) for ``sendfile``.
+All mutations hold ``self._lock``; reads work on a snapshot of the segment list.
+A leader append recomputes an implausible batch max_timestamp from the records (``protocol.max_timestamp``).
 """
 from __future__ import annotations
 
