@@ -66,7 +66,10 @@ def repair_max_timestamps(buf, info: BatchSetInfo) -> BatchSetInfo:
     Returns ``info`` itself, having read nothing past the headers, when every batch is plausible.
     Raises CorruptRecordError if a walked batch's records do not decode.
     """
-    if all(map(plausible, info.headers)):
+    for header in info.headers:  # the append's hot path: two comparisons per batch, no call
+        if header.max_timestamp < header.base_timestamp or header.max_timestamp == NO_TIMESTAMP:
+            break
+    else:
         return info
     headers = tuple(_repaired(buf, header) for header in info.headers)
     max_timestamp, max_delta, delta = NO_TIMESTAMP, 0, 0
