@@ -220,7 +220,7 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or not led or remaining <= 0:
             if legacy.is_legacy(version):
-                topics = legacy.down_convert_topics(topics, resolved, version, from_follower, context.stats)
+                topics = await legacy.down_convert_topics(topics, resolved, version, from_follower, context.stats)
             if total and not from_follower:
                 _count_bytes_out(context, topics)
             if throttle is not None:

@@ -4,6 +4,7 @@ v2 batches down-converted for old fetchers. Requests arrive as kio's lowest vers
 from __future__ import annotations
 
 import struct
+import threading
 
 import pytest
 
@@ -13,6 +14,7 @@ from brokers.protocol.framing import RequestHeader
 from brokers.protocol.message_set import build_message_set, encode_message, iter_messages, shallow_messages
 from brokers.protocol.record import Record, build_batch, iter_records
 from brokers.protocol.record_batch import iter_batches
+from brokers.server.handlers import fetch_down_conversion
 from brokers.server.handlers.fetch import handle_fetch
 from brokers.server.handlers.fetch_down_conversion import OVERFLOW_MARKER
 from brokers.server.handlers.produce import handle_produce
@@ -196,3 +198,24 @@ def test_max_timestamp_of_an_up_converted_set_is_the_records(world):
     (header,) = iter_batches(world.log().read(0, 1 << 20).records.read())
     assert (header.base_timestamp, header.max_timestamp) == (T0 + 5, T0 + 9)
     assert world.log().offset_for_timestamp(T0 + 6) == (1, T0 + 9)
+
+
+def test_big_reads_convert_on_a_worker_thread(world, monkeypatch):
+    threads = []
+    real = fetch_down_conversion.converted
+
+    def spy(*args):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(*args)
+
+    monkeypatch.setattr(fetch_down_conversion, "converted", spy)
+    run(produce(world, 3, batch(list(range(10)))))
+    run(fetch(world, 2, [("t", 0, 0, 1 << 20)]))
+    assert threads == [True]  # small: on the loop
+    big = bytes(build_batch([Record(i, i, None, b"x" * 300) for i in range(10)], base_timestamp=T0))
+    for _ in range(30):
+        run(produce(world, 3, big, topic="u"))
+    assert fetch_down_conversion.OFFLOAD_BYTES < len(world.log("u").read(0, 1 << 20).records.read())
+    data = run(fetch(world, 2, [("u", 0, 0, 1 << 20)]))[("u", 0)][2]
+    assert threads == [True, False]  # big: on a worker thread
+    assert [m.offset for m in iter_messages(data)][:10] == list(range(10))
