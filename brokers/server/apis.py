@@ -78,11 +78,18 @@ class KafkaApis:
         self.handlers = {**HANDLERS, **(extra_handlers or {})}
 
     async def handle(self, frame: bytes, connection: Any) -> list[Any] | None:
-        key, api_version = _KEY_AND_VERSION.unpack_from(frame)
+        session = sasl.session_of(connection)  # SASL listeners only: None on the others
+        if session is not None and session.reads_raw_tokens:  # after SaslHandshake v0: no request header
+            return await sasl.handle_raw_token(self.context.sasl, session, connection, frame)
+        try:
+            key, api_version = _KEY_AND_VERSION.unpack_from(frame)
+        except struct.error:  # SASL listeners frame raw tokens of any size: a shorter frame is no request
+            raise ProtocolError(f"a {len(frame)}-byte frame is too short for a request header") from None
         api_key = known_api(key)
+        if session is not None:
+            sasl.admit(session, api_key, key)  # only the handshake before authentication
         if api_key is None:
             raise ProtocolError(f"unknown API key {key}")
-        session = sasl.admit(connection, api_key)  # SASL listeners: only the handshake before authentication
         header = parse_request_header(frame, flexible=api_version >= api_key.flexible_from)
         if api_key is ApiKey.API_VERSIONS:  # any version: the header's fixed prefix is all we need
             return [api_versions_response(header.correlation_id, api_version)]
