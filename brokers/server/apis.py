@@ -93,12 +93,12 @@ class KafkaApis:
         header = parse_request_header(frame, flexible=api_version >= api_key.flexible_from)
         if api_key is ApiKey.API_VERSIONS:  # any version: the header's fixed prefix is all we need
             return [api_versions_response(header.correlation_id, api_version)]
+        if not api_key.supports(api_version):
+            raise ProtocolError(f"client {header.client_id!r} sent {api_key.api_name} v{api_version}, outside this "
+                                f"broker's window {api_key.min_version}-{api_key.max_version}")
         handler = self.handlers.get(api_key)
-        if handler is None or not api_key.supports(api_version):
-            raise ProtocolError(
-                f"client {header.client_id!r} sent {api_key.api_name} v{api_version}, outside this broker's "
-                f"window {api_key.min_version}-{api_key.max_version}" if handler else f"{api_key.api_name} has no handler"
-            )
+        if handler is None:
+            raise ProtocolError(f"{api_key.api_name} is advertised but has no handler")
         request = codec.decode_request(header, frame)
         if session is not None and session.state is not sasl.SaslState.COMPLETE:
             return [codec.encode_response(api_key, api_version, header.correlation_id,
