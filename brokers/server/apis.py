@@ -2,7 +2,9 @@
 
 ``ApiKey`` (``brokers.protocol.api_versions``) decides what exists: an unknown API key, or a known key at
 a version outside its window, closes the connection with one log line naming the client id, the API and
-the version (Kafka 2.8 cannot parse such a request and closes too). ApiVersions answers every version,
+the version (Kafka 2.8 cannot parse such a request and closes too). On SASL listeners ``brokers.server.sasl``
+sees every frame first: until authentication completes it admits only the handshake, and after SaslHandshake
+v0 it takes the frames as raw tokens, with no request header. ApiVersions answers every version,
 from pre-encoded bytes (KIP-511: UNSUPPORTED_VERSION and the table for a version above its own). Handlers return a kio response entity (encoded here), a list of
 wire segments (Fetch), or None (Produce with acks=0: no response at all).
 """

@@ -50,6 +50,7 @@ from brokers.protocol.scram import ScramCredential, ScramError, ScramServer
 
 log = logging.getLogger(__name__)
 
+NOT_A_REQUEST = "no Kafka request: a raw SASL token needs SaslHandshake v0 first"
 # (user, mechanism) -> the user's stored credential string for it (``/config/users/<user>``), or None
 ScramLookup = Callable[[str, str], Awaitable[str | None]]
 
@@ -111,8 +112,7 @@ def admit(session: SaslSession, api_key: ApiKey | None, key: int) -> None:
     """ProtocolError if a request of ``key`` (``api_key``: None if unknown) may not run in the
     session's state."""
     if not admits(session.state, api_key):
-        what = api_name(api_key) if api_key is not None else f"{key} (no Kafka request: a raw SASL token " \
-                                                               f"needs SaslHandshake v0 first)"
+        what = api_name(api_key) if api_key is not None else f"{key} ({NOT_A_REQUEST})"
         raise ProtocolError(f"Unexpected Kafka request of type {what} during SASL handshake "
                             f"(state {session.state.value})")
     if api_key == ApiKey.API_VERSIONS and session.state is not SaslState.COMPLETE:
