@@ -9,6 +9,7 @@ import socket
 import struct
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
@@ -137,6 +138,25 @@ async def test_a_raw_token_before_the_v0_handshake_closes_the_connection(token):
         with pytest.raises(ProtocolError, match="during SASL handshake|too short for a request header"):
             await kafka_apis.handle(token, connection)
         assert connection.principal == "User:ANONYMOUS"
+
+
+@settings(max_examples=100, deadline=None)
+@given(mechanism=st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
+       tokens=st.lists(st.binary(max_size=120) | st.sampled_from([
+           b"", b"n,,n=alice,r=abc", b"\0alice\0", b"alice\0\0alice-secret", b"c=biws,r=abc,p=AAAA",
+           b"\0alice\0alice-secre", plain_token("alice", "alice-secret")[:-1]]), min_size=1, max_size=4))
+def test_fuzzed_raw_tokens_never_authenticate(mechanism, tokens):
+    async def run():
+        kafka_apis, connection = apis(), FakeConnection()
+        await call(kafka_apis, connection, HANDSHAKE, 0, mechanism=mechanism)
+        for token in tokens:
+            try:
+                await raw(kafka_apis, connection, token)
+            except ProtocolError:
+                assert connection.sasl.state is S.FAILED
+                break
+        assert connection.principal == "User:ANONYMOUS" and connection.sasl.state is not S.COMPLETE
+    asyncio.run(run())
 
 
 # -- over a real SASL listener -----------------------------------------------------------------------
