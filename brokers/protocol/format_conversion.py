@@ -73,8 +73,12 @@ def up_convert(message_set, *, producer: bool = True) -> bytearray:
     timestamps = [m.timestamp if m.magic >= MAGIC_V1 else NO_TIMESTAMP for m in messages]
     base = timestamps[0]
     records = [Record(i, ts - base, m.key, m.value) for i, (m, ts) in enumerate(zip(messages, timestamps))]
-    return build_batch(records, base_timestamp=base, max_timestamp=max(timestamps), codec=codec,
-                       timestamp_type_log_append=append_time)
+    try:
+        return build_batch(records, base_timestamp=base, max_timestamp=max(timestamps), codec=codec,
+                           timestamp_type_log_append=append_time)
+    except ValueError as exc:  # a timestamp delta beyond an int64
+        raise KafkaError(f"message timestamps {min(timestamps)}..{max(timestamps)} do not fit one batch: {exc}",
+                         ErrorCode.INVALID_TIMESTAMP) from None
 
 
 # --- down-conversion (fetch) ---------------------------------------------------------------------

@@ -1,7 +1,11 @@
 """Up-conversion (Produce v0-2 -> v2 batch) and down-conversion (v2 batches -> Fetch v0-3 message sets)."""
 from __future__ import annotations
 
+import zlib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brokers.protocol import compression
 from brokers.protocol.errors import ErrorCode, InvalidRecordError, KafkaError, UnsupportedCompressionError
@@ -183,3 +187,40 @@ def test_size_limit_keeps_whole_batches_and_always_the_first():
     assert [m.offset for m in iter_messages(down_convert(log, 1, size_limit=2 * one - 1))] == [0, 1, 2]
     assert [m.offset for m in iter_messages(down_convert(log, 1, size_limit=1))] == [0, 1, 2]
     assert [m.offset for m in iter_messages(down_convert(log, 1))] == list(range(9))
+
+
+def test_timestamps_too_far_apart_for_one_batch_are_invalid_timestamp():
+    data = encode_message(0, 1, 0, -(2**63), None, b"a") + encode_message(1, 1, 0, 2**63 - 1, None, b"b")
+    with pytest.raises(KafkaError) as raised:
+        up_convert(data)
+    assert raised.value.code == ErrorCode.INVALID_TIMESTAMP
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_damaged_message_sets_fail_only_with_kafka_errors(data):
+    """Whatever a producer sends, up-conversion answers with a Kafka error code (never a broker bug)."""
+    codec = data.draw(st.sampled_from(CODECS))
+    magic = data.draw(st.sampled_from([0, 1]))
+    buf = bytearray(build_message_set(ENTRIES, magic, codec=codec))
+    for _ in range(data.draw(st.integers(1, 4))):
+        position = data.draw(st.integers(0, len(buf) - 1))
+        buf[position] = data.draw(st.integers(0, 255))
+    size = int.from_bytes(buf[8:12], "big", signed=True)
+    if data.draw(st.booleans()) and 14 <= size <= len(buf) - 12:  # past the CRC: into the fields and codecs
+        buf[12:16] = zlib.crc32(bytes(buf[16 : 12 + size])).to_bytes(4, "big")
+    cut = data.draw(st.one_of(st.just(len(buf)), st.integers(0, len(buf))))
+    try:
+        batch = up_convert(bytes(buf[:cut]))
+    except KafkaError:
+        return
+    assert list(iter_batches(batch, verify_crc=True))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_random_bytes_fail_only_with_kafka_errors(junk):
+    try:
+        up_convert(junk)
+    except KafkaError:
+        pass
