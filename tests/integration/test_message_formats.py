@@ -8,6 +8,7 @@
 * a batch whose max_timestamp is -1 (as Sarama writes them), appended through a raw Produce, is found by
   ListOffsets by time (the broker recomputed it);
 * a topic with ``message.downconversion.enable=false`` answers Fetch v2 with UNSUPPORTED_VERSION;
+  ``message.format.version`` is validated, and at 0.10.2 the log still holds v2 batches;
 * kafka-python pinned to ``api_version`` (0, 8, 2), (0, 9) and (0, 10, 0) produces and consumes with
   Produce/Fetch v0, v1 and v2 (magic 0, 0 and 1), counted as message conversions in /metrics; librdkafka
   pinned below 0.10 writes and reads magic-0 LZ4 (Kafka's wrong header checksum, KAFKA-3160).
@@ -22,8 +23,8 @@ import time
 
 import pytest
 import requests
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 from prometheus_client.parser import text_string_to_metric_families
@@ -394,3 +395,26 @@ def test_librdkafka_pinned_to_an_old_broker_with_lz4(cluster, admin, fallback):
         (i, b"k%d" % i, b"lz4-%d-" % i + b"z" * 60) for i in range(COUNT)]
     assert conversions(cluster, topic, "produce") == COUNT
     assert conversions(cluster, topic, "fetch") >= COUNT  # and read through Fetch v0/v1
+
+
+def test_message_format_version_is_validated_and_the_log_stays_v2(cluster, admin):
+    """``message.format.version`` takes Kafka's values (INVALID_CONFIG otherwise); at 0.10.2 (magic 1) a
+    v2 producer's batch is still stored as v2 and a Fetch v2 still gets it down-converted."""
+    bad = admin.create_topics([NewTopic("bad-format", 1, 2, config={"message.format.version": "0.10.9"})])
+    with pytest.raises(KafkaException) as raised:
+        bad["bad-format"].result(TIMEOUT)
+    assert raised.value.args[0].code() == KafkaError.INVALID_CONFIG
+    topic = "format-0-10-2"
+    create_topic(admin, topic, config={"message.format.version": "0.10.2"})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    described = admin.describe_configs([resource])[resource].result(TIMEOUT)
+    assert described["message.format.version"].value == "0.10.2"
+    assert described["message.downconversion.enable"].value == "true"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    producer.produce(topic, value=b"v2-batch", key=b"k", partition=0, timestamp=BASE_TS, headers=[("h", b"x")])
+    assert producer.flush(TIMEOUT) == 0
+    [stored] = stored_batches(cluster, topic)[0]
+    assert stored.magic == 2
+    port = leader_port(cluster, admin, topic)
+    [message] = consume_all(port, 2, topic, 0, 1)
+    assert (message.magic, message.key, message.value, message.timestamp) == (1, b"k", b"v2-batch", BASE_TS)
