@@ -219,3 +219,15 @@ def test_big_reads_convert_on_a_worker_thread(world, monkeypatch):
     data = run(fetch(world, 2, [("u", 0, 0, 1 << 20)]))[("u", 0)][2]
     assert threads == [True, False]  # big: on a worker thread
     assert [m.offset for m in iter_messages(data)][:10] == list(range(10))
+
+
+def test_log_append_time_topic_stamps_up_converted_sets_and_fetch_v2_sees_the_stamp(world):
+    response = run(produce(world, 2, build_message_set(ENTRIES, 1, codec=1), topic="lat"))
+    assert response.error_code == 0 and response.log_append_time is not None
+    appended = int(response.log_append_time.timestamp() * 1000)
+    (header,) = iter_batches(world.log("lat").read(0, 1 << 20).records.read())
+    assert header.timestamp_type == "LogAppendTime" and header.max_timestamp == appended
+    _, _, data = run(fetch(world, 2, [("lat", 0, 0, 1 << 20)]))[("lat", 0)]
+    (wrapper,) = shallow_messages(data)[0]
+    assert wrapper.log_append_time and wrapper.timestamp == appended
+    assert [(m.timestamp, m.log_append_time) for m in iter_messages(data)] == [(appended, True)] * 4
