@@ -7,8 +7,8 @@ usual read and long poll, for that response only: Fetch v0-1 gets magic 0 messag
 * ``message.downconversion.enable=false`` on the topic: a consumer's fetch that would need converting
   gets UNSUPPORTED_VERSION (35) for that partition (a follower's would be converted);
 * a first batch compressed with zstd: UNSUPPORTED_COMPRESSION_TYPE (76);
-* the converted set is cut after the batch that reaches the size of the read (the first batch is
-  always whole), as Kafka bounds it;
+* the converted set stops before a batch that would take it past the size of the read (the first
+  batch is always whole), as Kafka bounds it;
 * a read that converts to nothing (a batch cut short by the byte limit, only control batches) sends
   Kafka's 12-byte overflow marker, a message header claiming more bytes than follow, so an old client
   reports a message larger than its fetch size instead of polling forever.
