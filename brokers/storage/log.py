@@ -13,6 +13,7 @@ place, and write the bytes unchanged. A leader append from an idempotent produce
 the producer state first: a retried batch writes nothing and answers its original offsets
 (``LogAppendInfo.duplicate``). Reads return file byte ranges (``FileRange``) for ``sendfile``.
 All mutations hold ``self._lock``; reads work on a snapshot of the segment list.
+A leader append recomputes an implausible batch max_timestamp from the records (``protocol.max_timestamp``).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import Callable, NamedTuple, Protocol
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError
+from brokers.protocol.max_timestamp import repair_max_timestamps
 from brokers.protocol.record_batch import BatchSetInfo, assign_offsets, set_log_append_time, validate_batches
 from brokers.storage.files import DELETED_SUFFIX
 from brokers.storage.leader_epoch_cache import LeaderEpochCache
@@ -140,9 +142,13 @@ class Log:
         ``buf`` must be writable: base offsets and leader epochs are rewritten in place. A bad batch
         rejects the whole set and leaves the log (and ``buf``) unchanged; so does a duplicate of one
         of an idempotent producer's last 5 batches, which answers that batch's offsets instead.
+        A batch whose max_timestamp is implausible (-1, or below its base timestamp) gets it recomputed
+        from its records, as Kafka's LogValidator does (``protocol.max_timestamp``).
         """
         info = validate_batches(buf)
         self._check_sizes(info)
+        if not self.config.log_append_time:
+            info = repair_max_timestamps(buf, info)
         if self.config.compact:
             _require_keys(buf, info)
         with self._lock:
