@@ -52,7 +52,12 @@ def _entry(synonyms: list[Synonym], read_only: bool) -> Entry:
 async def _topic_entries(context: ServerContext, name: str) -> dict[str, Entry]:
     if name not in context.metadata_cache.topics():
         raise KafkaError(f"topic {name!r} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    overrides = await context.admin.topic_config(name)
+    return topic_entries(context, await context.admin.topic_config(name))
+
+
+def topic_entries(context: ServerContext, overrides: dict[str, str]) -> dict[str, Entry]:
+    """Every topic-level key of a topic with these ``overrides``: its value, source, read-only flag (never)
+    and synonyms (Kafka's ``createTopicConfigEntry`` over ``LogConfig``), for DescribeConfigs and CreateTopics."""
     entries = {}
     for key, value in context.admin.log_config_defaults().items():
         synonyms = context.admin.topic_config_synonyms(key) or [(key, value, DEFAULT_CONFIG)]
