@@ -112,6 +112,15 @@ class InvalidRecordError(KafkaError):
     code = ErrorCode.INVALID_RECORD
 
 
+class RecordValidationError(InvalidRecordError):
+    """Kafka's RecordValidationException: records of a batch rejected one by one (LogValidator), each as
+    ``(batch_index, message)`` (Produce v8's ``record_errors``); the error's own text is Kafka's summary."""
+
+    def __init__(self, record_errors: list[tuple[int, str]], message: str = "One or more records have been rejected"):
+        super().__init__(message)
+        self.record_errors = record_errors
+
+
 class UnsupportedCompressionError(KafkaError):
     code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
