@@ -35,7 +35,7 @@ from brokers.model import INTERNAL_TOPICS, ZERO_UUID
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
-from brokers.security.acls import CLUSTER, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
+from brokers.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
 from brokers.server.context import ServerContext
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def _cluster_operations(context: ServerContext, request: Any) -> int:
         return NO_AUTHORIZED_OPERATIONS
     if not context.authorized_on_cluster(DESCRIBE):
         return 0
-    return context.authorized_operations(CLUSTER, "kafka-cluster")
+    return context.authorized_operations(CLUSTER, CLUSTER_NAME)
 
 
 def _named_by_id(header: RequestHeader, request: Any) -> bool:
