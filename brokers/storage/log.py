@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Protocol
 
 from brokers.model import TopicPartition
-from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError
+from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError, RecordValidationError
 from brokers.protocol.max_timestamp import repair_max_timestamps
 from brokers.protocol.record_batch import BatchSetInfo, assign_offsets, set_log_append_time, validate_batches
 from brokers.storage.files import DELETED_SUFFIX
@@ -150,7 +150,7 @@ class Log:
         if not self.config.log_append_time:
             info = repair_max_timestamps(buf, info)
         if self.config.compact:
-            _require_keys(buf, info)
+            _require_keys(buf, info, self.topic_partition)
         with self._lock:
             producers = None
             for header in info.headers:
@@ -474,13 +474,16 @@ class Log:
                 f"end={self.log_end_offset}, segments={len(self._segments)})")
 
 
-def _require_keys(buf, info: BatchSetInfo) -> None:
-    """Compacted topics reject records without a key (INVALID_RECORD, Kafka 2.4+)."""
+def _require_keys(buf, info: BatchSetInfo, tp: TopicPartition) -> None:
+    """Compacted topics reject records without a key (INVALID_RECORD, Kafka 2.4+): each keyless record is a
+    record error at its index in its batch, as Kafka's LogValidator reports them."""
     from brokers.protocol.record import batch_records
 
-    for header in info.headers:
-        if any(record.key is None for record in batch_records(buf, header)):
-            raise InvalidRecordError("compacted topic cannot accept a record without a key")
+    errors = [(index, f"Compacted topic cannot accept message without key in topic partition {tp}.")
+              for header in info.headers for index, record in enumerate(batch_records(buf, header))
+              if record.key is None]
+    if errors:
+        raise RecordValidationError(errors)
 
 
 def _first_record_at_or_after(batch, timestamp: int) -> tuple[int, int] | None:

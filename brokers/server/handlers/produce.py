@@ -20,7 +20,9 @@ Per partition, in Kafka 2.8's order (``KafkaApis.handleProduceRequest``, ``Produ
    decoded here. A disk error is KAFKA_STORAGE_ERROR (56).
 
 A successful partition answers its base offset, ``log_append_time`` (-1 unless the topic uses
-LogAppendTime) and log start offset; a failed one answers -1 for all three.
+LogAppendTime) and log start offset; a failed one answers -1 for all three. Records the log validator
+rejects one by one (a keyless record on a compacted topic) answer INVALID_RECORD with, from v8, each
+record's ``batch_index`` and message in ``record_errors`` and Kafka's summary in ``error_message``.
 
 ``acks=-1`` (all), reference §3.5: before the append the ISR must hold ``min.insync.replicas``
 replicas, else NOT_ENOUGH_REPLICAS (19) and nothing is written; after it the partition parks in the
@@ -61,8 +63,13 @@ ZSTD = 4
 ZSTD_MIN_VERSION = 7
 
 
-def _failed(index: int, error: int) -> dict[str, Any]:
-    return dict(index=index, error_code=error, base_offset=-1, log_append_time=-1, log_start_offset=-1)
+def _failed(index: int, error: int, exc: KafkaError | None = None) -> dict[str, Any]:
+    """A failed partition's answer; a RecordValidationError (Kafka's LogValidator rejecting records one by one)
+    also answers v8+'s ``record_errors`` (batch index and message per record) and ``error_message``."""
+    record_errors = getattr(exc, "record_errors", None)
+    return dict(index=index, error_code=error, base_offset=-1, log_append_time=-1, log_start_offset=-1,
+                record_errors=[dict(batch_index=i, batch_index_error_message=m) for i, m in record_errors or ()],
+                error_message=str(exc.args[0]) if record_errors else None)
 
 
 def _check_records(records: bytes | None, version: int) -> tuple[int, str] | None:
@@ -119,7 +126,7 @@ def _append_locally(context: ServerContext, header: RequestHeader, acks: int, to
         info = partition.append_as_leader(_batch_to_append(records, version), acks, int(time.time() * 1000))
     except KafkaError as exc:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, exc)
-        return _failed(index, exc.code)
+        return _failed(index, exc.code, exc)
     except OSError as exc:
         log.error("append to %s-%d failed: %s", topic, index, exc)
         return _failed(index, ErrorCode.KAFKA_STORAGE_ERROR)
