@@ -50,7 +50,7 @@ class ApiKey(IntEnum):
 
     # key, name, min, max, first flexible version
     PRODUCE = 0, "Produce", 0, 9, 9  # 0-2: magic 0/1 message sets (up-converted), 3: magic 2, 7: zstd, 8: record_errors, 9: flexible
-    FETCH = 1, "Fetch", 4, 12, 12  # 0-1: magic 0, 2-3: magic 1 (down-converted), 4+: magic 2 from file ranges, 11: preferred replica, 12: last_fetched_epoch / diverging_epoch (KIP-320)
+    FETCH = 1, "Fetch", 0, 12, 12  # 0-1: magic 0, 2-3: magic 1 (down-converted), 4+: magic 2 from file ranges, 11: preferred replica, 12: last_fetched_epoch / diverging_epoch (KIP-320)
     LIST_OFFSETS = 2, "ListOffsets", 0, 6, 6  # 0: old-style offset lists, 1: by time, 2: isolation level, 4: leader epoch fencing
     METADATA = 3, "Metadata", 0, 11, 9  # 1: null = all topics, 8: authorized operations, 10: topic ids, 11: no cluster operations
     OFFSET_COMMIT = 8, "OffsetCommit", 0, 8, 8  # 0: no generation check, 1: generation + member, 7: group.instance.id
@@ -62,7 +62,7 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14, "SyncGroup", 0, 5, 4  # 3: group.instance.id, 5: protocol type/name checked
     DESCRIBE_GROUPS = 15, "DescribeGroups", 0, 5, 5  # 3: authorized operations
     LIST_GROUPS = 16, "ListGroups", 0, 4, 3  # 4: the states filter (KIP-518)
-    SASL_HANDSHAKE = 17, "SaslHandshake", 1, 1, NEVER_FLEXIBLE  # v1 only: tokens in SaslAuthenticate, never raw (v0)
+    SASL_HANDSHAKE = 17, "SaslHandshake", 0, 1, NEVER_FLEXIBLE  # 0: raw tokens follow (KIP-43), 1: tokens in SaslAuthenticate
     API_VERSIONS = 18, "ApiVersions", 0, 3, 3  # v3 is flexible (request header v2), response header always v0
     CREATE_TOPICS = 19, "CreateTopics", 0, 7, 5  # 1: validate_only, 5: the created configs, 7: topic ids
     DELETE_TOPICS = 20, "DeleteTopics", 0, 6, 4  # 5: error messages, 6: topic ids
