@@ -101,15 +101,17 @@ class OffsetWriter:
 def expired_offsets(group: GroupMetadata, now_ms: int, retention_ms: int) -> list[TopicPartition]:
     """Offsets due for removal (KIP-211): none while the group has members; for a group that used group
     management, all of them once it has been Empty for ``retention_ms``; for a group that only stores
-    offsets (simple consumers), each one ``retention_ms`` after its commit."""
+    offsets (simple consumers), each one ``retention_ms`` after its commit. An offset committed with
+    OffsetCommit v2-v4's retention time expires at its own expire timestamp instead (Kafka's old rule)."""
     if not group.is_(GroupState.EMPTY):
         return []
-    if group.protocol_type is not None:
-        if group.state_timestamp_ms + retention_ms <= now_ms:
-            return list(group.offsets)
-        return []
-    return [tp for tp, offset in group.offsets.items() if _committed_before(offset, now_ms - retention_ms)]
+    managed = group.protocol_type is not None
+    return [tp for tp, offset in group.offsets.items()
+            if _expired(offset, group.state_timestamp_ms if managed else offset.commit_timestamp_ms, now_ms,
+                        retention_ms)]
 
 
-def _committed_before(offset: OffsetAndMetadata, cutoff_ms: int) -> bool:
-    return offset.commit_timestamp_ms <= cutoff_ms
+def _expired(offset: OffsetAndMetadata, base_ms: int, now_ms: int, retention_ms: int) -> bool:
+    if offset.expire_timestamp_ms is not None:
+        return now_ms >= offset.expire_timestamp_ms
+    return now_ms - base_ms >= retention_ms

@@ -39,6 +39,11 @@ def subscription(*topics: str) -> bytes:
 RANGE = [("range", subscription("t"))]
 
 
+def assigned(assignment: bytes, protocol_name: str = "range") -> SyncResult:
+    """A successful SyncGroup answer: the assignment, with the group's protocol type and name (v5+)."""
+    return SyncResult(ErrorCode.NONE, assignment, "consumer", protocol_name)
+
+
 class FakeClock:
     def __init__(self, seconds: float = 1_000_000.0) -> None:
         self.seconds = seconds
@@ -122,7 +127,7 @@ class Ctx:
         assert joined.error == ErrorCode.NONE and joined.generation_id == 1, joined
         synced = await self.sync(joined.member_id, 1, {joined.member_id: assignment},
                                  instance=kwargs.get("instance"))
-        assert synced == SyncResult(ErrorCode.NONE, assignment)
+        assert (synced.error, synced.assignment) == (ErrorCode.NONE, assignment), synced
         return joined.member_id
 
     async def stable_group(self, *specs: dict) -> tuple[list[str], int]:
@@ -382,11 +387,11 @@ def test_leader_sync_makes_the_group_stable_and_returns_its_assignment():
     async def scenario(c: Ctx):
         joined = await c.join()
         synced = await c.sync(joined.member_id, 1, {joined.member_id: b"assignment"})
-        assert synced == SyncResult(ErrorCode.NONE, b"assignment")
+        assert synced == assigned(b"assignment")
         assert c.state() is GroupState.STABLE
         assert c.heartbeat(joined.member_id, 1) == ErrorCode.NONE
         again = await c.sync(joined.member_id, 1)  # Stable: the stored assignment
-        assert again == SyncResult(ErrorCode.NONE, b"assignment")
+        assert again == assigned(b"assignment")
     run(scenario)
 
 
@@ -418,8 +423,8 @@ def test_follower_sync_parks_until_the_leader_syncs():
         follower = c.sync_task(b, 2)
         await parked(follower, lambda: c.group().get(b).awaiting_sync, "follower's sync")
         leader = await c.sync(a, 2, {a: b"pa", b: b"pb"})
-        assert leader == SyncResult(ErrorCode.NONE, b"pa")
-        assert await follower == SyncResult(ErrorCode.NONE, b"pb")
+        assert leader == assigned(b"pa")
+        assert await follower == assigned(b"pb")
         assert c.state() is GroupState.STABLE
     run(scenario)
 
@@ -431,7 +436,7 @@ def test_leader_assignment_missing_a_member_gives_it_an_empty_assignment():
         await wait_until(lambda: c.state() is GroupState.PREPARING_REBALANCE)
         _, rb = await asyncio.gather(c.join(a), joiner)
         await c.sync(a, 2, {a: b"pa"})
-        assert await c.sync(rb.member_id, 2) == SyncResult(ErrorCode.NONE, b"")
+        assert await c.sync(rb.member_id, 2) == assigned(b"")
     run(scenario)
 
 
@@ -547,7 +552,7 @@ def test_kafka_12890_member_that_never_syncs_is_removed():
         joiner = c.join_task(session=5000, rebalance=100)
         await wait_until(lambda: c.state() is GroupState.PREPARING_REBALANCE)
         _, rb = await asyncio.gather(c.join(a, session=5000, rebalance=100), joiner)
-        assert await c.sync(a, 2, {a: b"pa", rb.member_id: b"pb"}) == SyncResult(ErrorCode.NONE, b"pa")
+        assert await c.sync(a, 2, {a: b"pa", rb.member_id: b"pb"}) == assigned(b"pa")
         assert c.state() is GroupState.STABLE
         # b never sends SyncGroup: removed after the 100 ms rebalance timeout (not its 5 s session timeout)
         await wait_until(lambda: not c.group().has(rb.member_id), what="b removed")
@@ -603,7 +608,7 @@ def test_static_member_rejoin_in_stable_takes_a_new_id_without_rebalance():
         assert c.group().static_member_id("i1") == rejoin.member_id
         assert c.heartbeat(old, 1, instance="i1") == ErrorCode.FENCED_INSTANCE_ID
         assert (await c.sync(old, 1, instance="i1")).error == ErrorCode.FENCED_INSTANCE_ID
-        assert await c.sync(rejoin.member_id, 1, instance="i1") == SyncResult(ErrorCode.NONE, b"stored")
+        assert await c.sync(rejoin.member_id, 1, instance="i1") == assigned(b"stored")
         assert c.heartbeat(rejoin.member_id, 1, instance="i1") == ErrorCode.NONE
     run(scenario)
 

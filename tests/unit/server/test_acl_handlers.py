@@ -233,15 +233,16 @@ class FakeCoordinator:
 
     async def join_group(self, request):
         self.calls.append(("join", request.group_id))
-        return SimpleNamespace(error=ErrorCode.NONE, generation_id=1, protocol_name="range", leader_id="m",
-                               member_id="m", members=[])
+        return SimpleNamespace(error=ErrorCode.NONE, generation_id=1, protocol_type="consumer", protocol_name="range",
+                               leader_id="m", member_id="m", members=[])
 
-    async def commit_offsets(self, group, generation, member, instance, offsets):
+    async def commit_offsets(self, group, generation, member, instance, offsets, retention_ms=None):
         self.calls.append(("commit", sorted(offsets)))
         return dict.fromkeys(offsets, ErrorCode.NONE)
 
-    def list_groups(self):
-        return ErrorCode.NONE, [SimpleNamespace(group_id=g, protocol_type="consumer") for g in ("g1", "g2")]
+    def list_groups(self, states=frozenset()):
+        return ErrorCode.NONE, [SimpleNamespace(group_id=g, protocol_type="consumer", state="Stable")
+                                for g in ("g1", "g2")]
 
 
 def test_group_apis_need_read_on_the_group_and_the_topics(world):
