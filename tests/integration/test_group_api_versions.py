@@ -1,0 +1,256 @@
+"""The group APIs at the lowest and highest version of Kafka 2.8's window, as raw requests built with the
+project's codec against a real 2-broker cluster (one module-scoped cluster): FindCoordinator 0/3,
+JoinGroup 0/7, SyncGroup 0/5, Heartbeat 0/4, LeaveGroup 0/4, OffsetCommit 0/8, OffsetFetch 0/7,
+DescribeGroups 0/5, ListGroups 0/4, DeleteGroups 0/2, OffsetDelete 0, and what each version means:
+KIP-394's MEMBER_ID_REQUIRED, v7's protocol type and name, SyncGroup v5's protocol check, v0 offsets in
+ZooKeeper on any broker, v2+ null topics, the states filter, authorized operations."""
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode
+from consumer_group.coordinator.placement import partition_for
+from scripts.local.cluster import Cluster, running_cluster
+from tests.integration.conditions import wait_for
+
+FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
+DESCRIBE_GROUPS, LIST_GROUPS, OFFSET_COMMIT, OFFSET_FETCH, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 8, 9, 42, 47
+TOPIC = "versions"
+SESSION_MS = 10000
+OFFSETS_PARTITIONS = 4
+ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # Read, Delete, Describe
+OMITTED = -(2**31)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with running_cluster(tmp_path_factory.mktemp("versions") / "cluster", 2, tick_time=500, session_timeout_ms=4000,
+                         properties={"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions":
+                                     str(OFFSETS_PARTITIONS),
+                                     "replica.fetch.backoff.ms": "200"}) as c:
+        admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
+        admin.create_topics([NewTopic(TOPIC, 2, 2)])[TOPIC].result(30)
+        yield c
+
+
+class Raw:
+    """Raw requests to the brokers, one connection per broker, answers checked by correlation id."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.socks: dict[int, socket.socket] = {}
+        self.correlation = itertools.count(1)
+
+    def call(self, broker: int, api_key: int, version: int, **fields: Any) -> Any:
+        body = codec.build(codec.request_class(api_key, version), **fields)
+        correlation = next(self.correlation)
+        sock = self._sock(broker)
+        sock.sendall(codec.encode_request(api_key, version, correlation, "raw-versions", body))
+        (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+        answered, response = codec.decode_response(api_key, version, sock.recv(size, socket.MSG_WAITALL))
+        assert answered == correlation
+        return response
+
+    def _sock(self, broker: int) -> socket.socket:
+        if broker not in self.socks:
+            self.socks[broker] = socket.create_connection(("127.0.0.1", self.cluster.kafka_port(broker)), timeout=30)
+        return self.socks[broker]
+
+    def close(self) -> None:
+        for sock in self.socks.values():
+            sock.close()
+
+    def coordinator(self, group: str, version: int = 3) -> int:
+        """The coordinator's broker id, once FindCoordinator names one and it has loaded the group."""
+        def found():
+            answer = self.call(1, FIND_COORDINATOR, version, key=group, key_type=0)
+            return answer.node_id if int(answer.error_code) == ErrorCode.NONE else None
+        node = wait_for(found, 30, f"a coordinator for {group}", interval=0.2)
+        wait_for(lambda: int(self.call(node, OFFSET_FETCH, 7, group_id=group, topics=None).error_code)
+                 == ErrorCode.NONE, 30, f"{group} loaded", interval=0.2)
+        return node
+
+
+@pytest.fixture
+def raw(cluster):
+    client = Raw(cluster)
+    yield client
+    client.close()
+
+
+def subscription() -> bytes:
+    """ConsumerProtocolSubscription v0 of TOPIC."""
+    return struct.pack(">hih", 0, 1, len(TOPIC)) + TOPIC.encode() + struct.pack(">i", -1)
+
+
+def join(raw: Raw, node: int, version: int, group: str, member_id: str = "", **extra: Any) -> Any:
+    return raw.call(node, JOIN_GROUP, version, group_id=group, session_timeout=SESSION_MS, rebalance_timeout=SESSION_MS,
+                    member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                    protocols=[dict(name="range", metadata=subscription())], **extra)
+
+
+def commit_fields(group: str, offset: int, generation: int = -1, member: str = "", **extra: Any) -> dict:
+    return dict(group_id=group, generation_id_or_member_epoch=generation, member_id=member, retention_time=-1,
+                topics=[dict(name=TOPIC, partitions=[dict(partition_index=0, committed_offset=offset,
+                                                          committed_leader_epoch=-1, committed_metadata="m")])],
+                **extra)
+
+
+def state(raw: Raw, node: int, group: str) -> str:
+    return raw.call(node, DESCRIBE_GROUPS, 0, groups=[group]).groups[0].group_state
+
+
+def partition_errors(response: Any) -> dict[tuple[str, int], int]:
+    return {(t.name, p.partition_index): int(p.error_code) for t in response.topics for p in t.partitions}
+
+
+def fetched(response: Any) -> dict[tuple[str, int], tuple[int, int]]:
+    return {(t.name, p.partition_index): (p.committed_offset, int(p.error_code))
+            for t in response.topics for p in t.partitions}
+
+
+# -- FindCoordinator ------------------------------------------------------------------------------
+def test_find_coordinator_v0_and_v3_name_the_same_broker(raw):
+    node = raw.coordinator("g-find")
+    v0 = raw.call(2, FIND_COORDINATOR, 0, key="g-find")
+    assert (int(v0.error_code), v0.node_id, v0.port) == (0, node, raw.cluster.kafka_port(node))
+
+
+def test_find_coordinator_v3_transaction_key_is_not_available_and_unknown_key_type_invalid(raw):
+    raw.coordinator("g-find")  # __consumer_offsets exists: only the key type decides
+    txn = raw.call(1, FIND_COORDINATOR, 3, key="txn", key_type=1)
+    assert (int(txn.error_code), txn.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert int(raw.call(1, FIND_COORDINATOR, 3, key="g", key_type=2).error_code) == ErrorCode.INVALID_REQUEST
+
+
+# -- a whole group life at the lowest versions ------------------------------------------------------
+def test_lowest_versions_join_sync_heartbeat_commit_fetch_describe_list_leave_delete(raw):
+    group = "g-lowest"
+    node = raw.coordinator(group, version=0)
+    joined = join(raw, node, 0, group)  # v0: no KIP-394 round trip, the session timeout is the rebalance timeout
+    assert (int(joined.error_code), joined.generation_id, joined.protocol_name) == (0, 1, "range")
+    member = joined.member_id
+    assert joined.leader == member and [m.member_id for m in joined.members] == [member]
+    synced = raw.call(node, SYNC_GROUP, 0, group_id=group, generation_id=1, member_id=member,
+                      assignments=[dict(member_id=member, assignment=b"plan")])
+    assert (int(synced.error_code), bytes(synced.assignment)) == (0, b"plan")
+    assert int(raw.call(node, HEARTBEAT, 0, group_id=group, generation_id=1, member_id=member).error_code) == 0
+    assert int(raw.call(node, HEARTBEAT, 0, group_id=group, generation_id=7, member_id=member).error_code) == \
+        ErrorCode.ILLEGAL_GENERATION
+
+    commit = raw.call(node, OFFSET_COMMIT, 1, **commit_fields(group, 11, 1, member))  # v1: generation checked
+    assert partition_errors(commit) == {(TOPIC, 0): 0}
+    stale = raw.call(node, OFFSET_COMMIT, 1, **commit_fields(group, 12, 0, member))
+    assert partition_errors(stale) == {(TOPIC, 0): ErrorCode.ILLEGAL_GENERATION}
+    fetch = raw.call(node, OFFSET_FETCH, 1, group_id=group, topics=[dict(name=TOPIC, partition_indexes=[0, 1])])
+    assert fetched(fetch) == {(TOPIC, 0): (11, 0), (TOPIC, 1): (-1, 0)}
+
+    described = raw.call(node, DESCRIBE_GROUPS, 0, groups=[group]).groups[0]
+    assert (int(described.error_code), described.group_state, described.protocol_type, described.protocol_data) == \
+        (0, "Stable", "consumer", "range")
+    assert [(m.member_id, bytes(m.member_assignment)) for m in described.members] == [(member, b"plan")]
+    listed = raw.call(node, LIST_GROUPS, 0)
+    assert (group, "consumer") in {(g.group_id, g.protocol_type) for g in listed.groups}
+
+    assert int(raw.call(node, LEAVE_GROUP, 0, group_id=group, member_id=member).error_code) == 0
+    assert int(raw.call(node, LEAVE_GROUP, 0, group_id=group, member_id=member).error_code) == \
+        ErrorCode.UNKNOWN_MEMBER_ID  # v0-2: the member's error at the top level
+    wait_for(lambda: state(raw, node, group) == "Empty", 10, f"{group} empty")
+    deleted = raw.call(node, DELETE_GROUPS, 0, groups_names=[group])
+    assert [(r.group_id, int(r.error_code)) for r in deleted.results] == [(group, 0)]
+
+
+# -- a whole group life at the highest versions -----------------------------------------------------
+def test_highest_versions_join_sync_heartbeat_commit_fetch_describe_list_leave_delete(raw):
+    group = "g-highest"
+    node = raw.coordinator(group)
+    required = join(raw, node, 7, group)  # KIP-394: a new dynamic member first gets its id
+    assert int(required.error_code) == ErrorCode.MEMBER_ID_REQUIRED and required.member_id
+    assert (required.protocol_type, required.protocol_name) == (None, None)  # v7: null, not ""
+    joined = join(raw, node, 7, group, required.member_id)
+    assert (int(joined.error_code), joined.generation_id, joined.protocol_type, joined.protocol_name) == \
+        (0, 1, "consumer", "range")
+    member = joined.member_id
+
+    def sync(**protocol):
+        return raw.call(node, SYNC_GROUP, 5, group_id=group, generation_id=1, member_id=member,
+                        group_instance_id=None, assignments=[dict(member_id=member, assignment=b"plan")], **protocol)
+    assert int(sync(protocol_type="consumer", protocol_name="roundrobin").error_code) == \
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert int(sync(protocol_type=None, protocol_name=None).error_code) == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    synced = sync(protocol_type="consumer", protocol_name="range")
+    assert (int(synced.error_code), synced.protocol_type, synced.protocol_name, bytes(synced.assignment)) == \
+        (0, "consumer", "range", b"plan")
+    assert int(raw.call(node, HEARTBEAT, 4, group_id=group, generation_id=1, member_id=member,
+                        group_instance_id=None).error_code) == 0
+
+    commit = raw.call(node, OFFSET_COMMIT, 8, **commit_fields(group, 21, 1, member, group_instance_id=None))
+    assert partition_errors(commit) == {(TOPIC, 0): 0}
+    missing = raw.call(node, OFFSET_COMMIT, 8, **{**commit_fields(group, 1, 1, member), "topics": [
+        dict(name=TOPIC, partitions=[dict(partition_index=9, committed_offset=1, committed_leader_epoch=-1)])]})
+    assert partition_errors(missing) == {(TOPIC, 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    every = raw.call(node, OFFSET_FETCH, 7, group_id=group, topics=None, require_stable=True)  # null: all
+    assert int(every.error_code) == 0 and fetched(every) == {(TOPIC, 0): (21, 0)}
+
+    described = raw.call(node, DESCRIBE_GROUPS, 5, groups=[group], include_authorized_operations=True).groups[0]
+    assert (described.group_state, described.authorized_operations) == ("Stable", ALL_GROUP_OPERATIONS)
+    assert [(m.member_id, m.group_instance_id) for m in described.members] == [(member, None)]
+    quiet = raw.call(node, DESCRIBE_GROUPS, 5, groups=[group], include_authorized_operations=False).groups[0]
+    assert quiet.authorized_operations == OMITTED
+
+    def listed(*states):
+        return {(g.group_id, g.group_state) for g in raw.call(node, LIST_GROUPS, 4, states_filter=list(states)).groups}
+    assert (group, "Stable") in listed() and (group, "Stable") in listed("Stable", "Dead")
+    assert group not in {g for g, _ in listed("Empty")} | {g for g, _ in listed("stable")}  # names as Kafka's
+
+    left = raw.call(node, LEAVE_GROUP, 4, group_id=group, members=[dict(member_id=member, group_instance_id=None)])
+    assert int(left.error_code) == 0 and [(m.member_id, int(m.error_code)) for m in left.members] == [(member, 0)]
+    wait_for(lambda: (group, "Empty") in listed("Empty"), 10, f"{group} listed as Empty")
+    offset_deleted = raw.call(node, OFFSET_DELETE, 0, group_id=group, topics=[dict(name=TOPIC, partitions=[
+        dict(partition_index=0)])])
+    assert int(offset_deleted.error_code) == 0 and partition_errors(offset_deleted) == {(TOPIC, 0): 0}
+    never = next(name for name in (f"g-never-{i}" for i in itertools.count())
+                 if partition_for(name, OFFSETS_PARTITIONS) == partition_for(group, OFFSETS_PARTITIONS))
+    deleted = raw.call(node, DELETE_GROUPS, 2, groups_names=[group, never])
+    assert {r.group_id: int(r.error_code) for r in deleted.results} == {group: 0, never: ErrorCode.GROUP_ID_NOT_FOUND}
+
+
+# -- OffsetCommit v0 / OffsetFetch v0: ZooKeeper offsets on any broker ------------------------------
+def test_offset_commit_v0_and_fetch_v0_work_on_every_broker_and_v1_plus_sees_them(raw):
+    group = "g-zk"
+    node = raw.coordinator(group)
+    other = 2 if node == 1 else 1
+    commit = raw.call(node, OFFSET_COMMIT, 0, **commit_fields(group, 5))
+    assert partition_errors(commit) == {(TOPIC, 0): 0}
+    request = dict(group_id=group, topics=[dict(name=TOPIC, partition_indexes=[0, 1]), dict(name="nope",
+                                                                                          partition_indexes=[0])])
+    for broker in (node, other):  # v0 reads ZooKeeper: no coordinator needed
+        assert fetched(raw.call(broker, OFFSET_FETCH, 0, **request)) == {
+            (TOPIC, 0): (5, 0), (TOPIC, 1): (-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+            ("nope", 0): (-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}
+    assert fetched(raw.call(node, OFFSET_FETCH, 7, group_id=group, topics=None)) == {(TOPIC, 0): (5, 0)}
+
+    elsewhere = raw.call(other, OFFSET_COMMIT, 0, **{**commit_fields(group, 6), "topics": [
+        dict(name=TOPIC, partitions=[dict(partition_index=1, committed_offset=6, committed_leader_epoch=-1)])]})
+    assert partition_errors(elsewhere) == {(TOPIC, 1): 0}  # Kafka's v0 commit: any broker writes ZooKeeper
+    assert fetched(raw.call(node, OFFSET_FETCH, 0, **request))[(TOPIC, 1)] == (6, 0)
+    refused = raw.call(other, OFFSET_COMMIT, 1, **commit_fields(group, 7))
+    assert partition_errors(refused) == {(TOPIC, 0): ErrorCode.NOT_COORDINATOR}  # v1+: the coordinator only
+
+
+def test_offset_fetch_errors_per_partition_before_v2_and_at_the_top_from_v2(raw):
+    group = "g-errors"
+    node = raw.coordinator(group)
+    other = 2 if node == 1 else 1
+    topics = [dict(name=TOPIC, partition_indexes=[0])]
+    v1 = raw.call(other, OFFSET_FETCH, 1, group_id=group, topics=topics)
+    assert fetched(v1) == {(TOPIC, 0): (-1, ErrorCode.NOT_COORDINATOR)}
+    v7 = raw.call(other, OFFSET_FETCH, 7, group_id=group, topics=topics, require_stable=False)
+    assert int(v7.error_code) == ErrorCode.NOT_COORDINATOR and v7.topics == ()
