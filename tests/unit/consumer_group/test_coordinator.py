@@ -668,6 +668,38 @@ def test_static_members_that_all_miss_the_rebalance_do_not_advance_the_generatio
 
 
 # ======================================================================================================
+# SyncGroup v5: the protocol type and name checked against the group's
+# ======================================================================================================
+@pytest.mark.parametrize("protocol_type, protocol_name", [("connect", "range"), ("consumer", "roundrobin")])
+def test_sync_naming_another_protocol_type_or_name_is_inconsistent_group_protocol(protocol_type, protocol_name):
+    async def scenario(c: Ctx):
+        joined = await c.join()
+        synced = await c.coordinator.sync_group("g", 1, joined.member_id, None, {joined.member_id: b"a"},
+                                                protocol_type, protocol_name)
+        assert synced == SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        assert c.state() is GroupState.COMPLETING_REBALANCE  # the leader's assignment was not taken
+    run(scenario)
+
+
+def test_sync_naming_the_groups_protocol_gets_the_assignment_with_them():
+    async def scenario(c: Ctx):
+        joined = await c.join()
+        assert await c.coordinator.sync_group("g", 1, joined.member_id, None, {joined.member_id: b"a"},
+                                              "consumer", "range") == assigned(b"a")
+        again = await c.coordinator.sync_group("g", 1, joined.member_id, None, {}, "consumer", "range")
+        assert again == assigned(b"a")  # Stable: the stored assignment
+    run(scenario)
+
+
+def test_sync_protocol_errors_come_after_member_and_generation_errors():
+    async def scenario(c: Ctx):
+        a = await c.single_stable()
+        assert (await c.coordinator.sync_group("g", 9, a, None, {}, "x", "y")).error == ErrorCode.ILLEGAL_GENERATION
+        assert (await c.coordinator.sync_group("g", 1, "z", None, {}, "x", "y")).error == ErrorCode.UNKNOWN_MEMBER_ID
+    run(scenario)
+
+
+# ======================================================================================================
 # OffsetCommit / OffsetFetch
 # ======================================================================================================
 def test_simple_consumer_commit_on_unknown_group_is_stored():
@@ -942,3 +974,54 @@ def test_empty_group_without_offsets_is_dropped_at_the_next_retention_pass():
         assert await c.coordinator.expire_offsets() == 0
         assert "g" not in c.coordinator.groups
     run(scenario, offsets_retention_ms=RETENTION_MS)
+
+
+# ======================================================================================================
+# OffsetCommit v0 / OffsetFetch v0 (ZooKeeper offsets, any broker), v2-v4 retention, ListGroups v4
+# ======================================================================================================
+def test_commit_v0_skips_every_group_check_and_is_cached_by_the_coordinator():
+    async def scenario(c: Ctx):
+        a = await c.single_stable()
+        assert await c.commit(-1, "", {TP0: (4, "")}) == {TP0: ErrorCode.UNKNOWN_MEMBER_ID}  # v1+: a member's
+        assert await c.coordinator.commit_offsets_v0("g", {TP0: (5, "md")}) == {TP0: ErrorCode.NONE}
+        assert c.store.offsets["g"] == {TP0: 5} and c.coordinator.fetch_offsets("g", [TP0])[1][TP0].offset == 5
+        assert await c.coordinator.fetch_offsets_v0("g") == {TP0: 5}
+        assert c.group().has(a) and c.state() is GroupState.STABLE
+        assert await c.coordinator.commit_offsets_v0("new", {TP1: (1, None)}) == {TP1: ErrorCode.NONE}
+        assert c.state("new") is GroupState.EMPTY and c.group("new").protocol_type is None
+    run(scenario)
+
+
+def test_commit_v0_on_a_broker_that_does_not_coordinate_the_group_writes_the_store_only():
+    async def scenario(c: Ctx):
+        assert c.coordinator.group_error("g") == ErrorCode.NOT_COORDINATOR
+        assert await c.commit(-1, "", {TP0: (4, "")}) == {TP0: ErrorCode.NOT_COORDINATOR}
+        assert await c.coordinator.commit_offsets_v0("g", {TP0: (5, "")}) == {TP0: ErrorCode.NONE}
+        assert c.store.offsets == {"g": {TP0: 5}} and c.coordinator.groups == {}
+        assert await c.coordinator.fetch_offsets_v0("g") == {TP0: 5}
+        assert await c.coordinator.commit_offsets_v0("", {TP0: (5, "")}) == {TP0: ErrorCode.INVALID_GROUP_ID}
+    run(scenario, elect=False)
+
+
+def test_commit_with_a_retention_time_expires_at_commit_time_plus_retention():
+    async def scenario(c: Ctx):
+        start = c.clock.ms()
+        await c.coordinator.commit_offsets("s", -1, "", None, {TP0: (1, "")}, retention_ms=1000)
+        await c.commit(-1, "", {TP1: (2, "")}, group="s")
+        assert c.coordinator.fetch_offsets("s", [TP0])[1][TP0].expire_timestamp_ms == start + 1000
+        c.clock.advance_ms(1000)
+        assert await c.coordinator.expire_offsets() == 1
+        assert set(c.coordinator.fetch_offsets("s", None)[1]) == {TP1} and c.store.offsets == {"s": {TP1: 2}}
+    run(scenario, offsets_retention_ms=RETENTION_MS)
+
+
+def test_list_groups_keeps_the_groups_in_the_named_states():
+    async def scenario(c: Ctx):
+        await c.single_stable()
+        await c.commit(-1, "", {TP0: (1, "")}, group="s")
+        def listed(*states):
+            return sorted(g.group_id for g in c.coordinator.list_groups(frozenset(states))[1])
+        assert listed() == ["g", "s"]
+        assert listed("Stable") == ["g"] and listed("Empty") == ["s"] and listed("Stable", "Empty") == ["g", "s"]
+        assert listed("stable") == [] and listed("PreparingRebalance") == []
+    run(scenario)

@@ -218,3 +218,20 @@ def test_simple_consumer_offsets_expire_one_by_one_after_their_commit():
 def test_dead_group_expires_nothing():
     group = GroupMetadata("g", state=GroupState.DEAD, offsets={TP0: OffsetAndMetadata(1, "", 0)})
     assert expired_offsets(group, 10**12, RETENTION) == []
+
+
+def test_an_offset_committed_with_a_retention_time_expires_at_its_own_timestamp():
+    """OffsetCommit v2-v4: the commit's expire timestamp replaces the broker's retention for that offset."""
+    group = GroupMetadata("g", state_timestamp_ms=0, offsets={
+        TP0: OffsetAndMetadata(1, "", 1000, expire_timestamp_ms=1200),
+        TP1: OffsetAndMetadata(2, "", 1000, expire_timestamp_ms=9000),
+    })
+    assert expired_offsets(group, 1199, RETENTION) == []
+    assert expired_offsets(group, 1200, RETENTION) == [TP0]
+    assert expired_offsets(group, 2000, RETENTION) == [TP0]  # TP1's own expiry is later than the retention
+    managed = GroupMetadata("m", state_timestamp_ms=0, protocol_type="consumer",
+                            offsets={TP0: OffsetAndMetadata(1, "", 0, expire_timestamp_ms=10)})
+    assert expired_offsets(managed, 10, RETENTION) == [TP0]
+    managed.add(MemberMetadata("x", None, "c", "h", 100, 100, "consumer", [("range", b"")]))
+    managed.state = GroupState.STABLE
+    assert expired_offsets(managed, 10**9, RETENTION) == []  # not while the group has members
