@@ -12,7 +12,11 @@ import struct
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.structs import OffsetAndMetadata
 
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
@@ -254,3 +258,49 @@ def test_offset_fetch_errors_per_partition_before_v2_and_at_the_top_from_v2(raw)
     assert fetched(v1) == {(TOPIC, 0): (-1, ErrorCode.NOT_COORDINATOR)}
     v7 = raw.call(other, OFFSET_FETCH, 7, group_id=group, topics=topics, require_stable=False)
     assert int(v7.error_code) == ErrorCode.NOT_COORDINATOR and v7.topics == ()
+
+
+# -- kafka-python pinned to old brokers: the versions those releases spoke ---------------------------
+@pytest.mark.parametrize("api_version, commit_version", [((0, 8, 1), 0), ((0, 8, 2), 1)])
+def test_kafka_python_pinned_before_group_management_commits_and_reads_offsets(raw, api_version, commit_version):
+    """kafka-python at 0.8.1 commits and fetches with v0 (ZooKeeper offsets), at 0.8.2 with v1 through the
+    coordinator FindCoordinator v0 names; a group without members, as those releases had."""
+    group = f"kp-{commit_version}"
+    consumer = KafkaConsumer(bootstrap_servers=raw.cluster.bootstrap_servers, group_id=group, api_version=api_version,
+                             enable_auto_commit=False)
+    try:
+        partitions = [KafkaTopicPartition(TOPIC, 0), KafkaTopicPartition(TOPIC, 1)]
+        consumer.assign(partitions)
+        consumer.commit({partitions[0]: OffsetAndMetadata(3, "", -1), partitions[1]: OffsetAndMetadata(4, "", -1)})
+        assert [consumer.committed(tp) for tp in partitions] == [3, 4]
+    finally:
+        consumer.close()
+    node = raw.coordinator(group)
+    stored = raw.call(node, OFFSET_FETCH, 0, group_id=group, topics=[dict(name=TOPIC, partition_indexes=[0, 1])])
+    assert fetched(stored) == {(TOPIC, 0): (3, 0), (TOPIC, 1): (4, 0)}
+
+
+def test_kafka_python_pinned_to_0_11_consumes_as_a_group_and_commits(raw):
+    """kafka-python at 0.11: FindCoordinator v1, JoinGroup v2, SyncGroup v1, Heartbeat v1, OffsetCommit v3,
+    OffsetFetch v3, LeaveGroup v1."""
+    producer = Producer({"bootstrap.servers": raw.cluster.bootstrap_servers, "acks": "all"})
+    for i in range(6):
+        producer.produce(TOPIC, str(i).encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    consumer = KafkaConsumer(TOPIC, bootstrap_servers=raw.cluster.bootstrap_servers, group_id="kp-0-11",
+                             api_version=(0, 11), auto_offset_reset="earliest", enable_auto_commit=False,
+                             session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+    seen: list[bytes] = []
+    try:
+        wait_for(lambda: seen.extend(r.value for rs in consumer.poll(500).values() for r in rs) or len(seen) >= 6,
+                 60, "six records through the group", interval=0)
+        consumer.commit()
+        node = raw.coordinator("kp-0-11")
+        described = raw.call(node, DESCRIBE_GROUPS, 5, groups=["kp-0-11"]).groups[0]
+        assert (described.group_state, len(described.members)) == ("Stable", 1)
+    finally:
+        consumer.close()
+    committed = raw.call(node, OFFSET_FETCH, 7, group_id="kp-0-11", topics=None)
+    ends = {tp: offset for tp, (offset, error) in fetched(committed).items() if error == 0}
+    assert ends == {(TOPIC, 0): 3, (TOPIC, 1): 3}  # the positions after the six records
+    wait_for(lambda: state(raw, node, "kp-0-11") == "Empty", 10, "the group empty after LeaveGroup v1")
