@@ -50,6 +50,12 @@ def join_response(version: int, result: JoinResult) -> dict[str, Any]:
             "members": [{"member_id": m, "group_instance_id": i, "metadata": md} for m, i, md in result.members]}
 
 
+def requires_known_member_id(version: int) -> bool:
+    """JoinGroup v4+ (KIP-394): a new dynamic member is first answered MEMBER_ID_REQUIRED with its id (static
+    members, v5+ with ``group.instance.id``, are exempt: the coordinator decides that)."""
+    return version >= 4
+
+
 def sync_protocol_missing(version: int, protocol_type: str | None, protocol_name: str | None) -> bool:
     """SyncGroup v5+ must carry both the protocol type and name (Kafka answers INCONSISTENT_GROUP_PROTOCOL
     before authorizing); older versions have neither."""

@@ -95,9 +95,10 @@ def subscription() -> bytes:
 
 
 def join(raw: Raw, node: int, version: int, group: str, member_id: str = "", **extra: Any) -> Any:
-    return raw.call(node, JOIN_GROUP, version, group_id=group, session_timeout=SESSION_MS, rebalance_timeout=SESSION_MS,
-                    member_id=member_id, group_instance_id=None, protocol_type="consumer",
-                    protocols=[dict(name="range", metadata=subscription())], **extra)
+    fields = dict(group_id=group, session_timeout=SESSION_MS, rebalance_timeout=SESSION_MS, member_id=member_id,
+                  group_instance_id=None, protocol_type="consumer",
+                  protocols=[dict(name="range", metadata=subscription())])
+    return raw.call(node, JOIN_GROUP, version, **{**fields, **extra})
 
 
 def commit_fields(group: str, offset: int, generation: int = -1, member: str = "", **extra: Any) -> dict:
@@ -224,6 +225,33 @@ def test_highest_versions_join_sync_heartbeat_commit_fetch_describe_list_leave_d
                  if partition_for(name, OFFSETS_PARTITIONS) == partition_for(group, OFFSETS_PARTITIONS))
     deleted = raw.call(node, DELETE_GROUPS, 2, groups_names=[group, never])
     assert {r.group_id: int(r.error_code) for r in deleted.results} == {group: 0, never: ErrorCode.GROUP_ID_NOT_FOUND}
+
+
+# -- JoinGroup v3/v4 (KIP-394) and v5 static membership (KIP-345) -----------------------------------
+def test_join_group_v3_takes_a_new_member_at_once_v4_asks_for_its_id_first(raw):
+    node = raw.coordinator("g-kip394-v3")
+    assert int(join(raw, node, 3, "g-kip394-v3").error_code) == 0
+    node = raw.coordinator("g-kip394-v4")
+    assert int(join(raw, node, 4, "g-kip394-v4").error_code) == ErrorCode.MEMBER_ID_REQUIRED
+
+
+def test_static_member_v5_joins_without_member_id_round_trip_and_is_described_with_its_instance_id(raw):
+    group = "g-static"
+    node = raw.coordinator(group)
+    joined = join(raw, node, 7, group, group_instance_id="instance-1")
+    assert int(joined.error_code) == 0 and joined.member_id.startswith("instance-1-")
+    member = joined.member_id
+    synced = raw.call(node, SYNC_GROUP, 5, group_id=group, generation_id=1, member_id=member,
+                      group_instance_id="instance-1", protocol_type="consumer", protocol_name="range",
+                      assignments=[dict(member_id=member, assignment=b"plan")])
+    assert int(synced.error_code) == 0
+    v4 = raw.call(node, DESCRIBE_GROUPS, 4, groups=[group]).groups[0]
+    assert [(m.member_id, m.group_instance_id) for m in v4.members] == [(member, "instance-1")]
+    fenced = raw.call(node, OFFSET_COMMIT, 7, **commit_fields(group, 1, 1, "someone-else",
+                                                              group_instance_id="instance-1"))
+    assert partition_errors(fenced) == {(TOPIC, 0): ErrorCode.FENCED_INSTANCE_ID}
+    left = raw.call(node, LEAVE_GROUP, 4, group_id=group, members=[dict(member_id="", group_instance_id="instance-1")])
+    assert [(m.group_instance_id, int(m.error_code)) for m in left.members] == [("instance-1", 0)]
 
 
 # -- OffsetCommit v0 / OffsetFetch v0: ZooKeeper offsets on any broker ------------------------------

@@ -28,6 +28,10 @@ def test_join_group_v7_answers_the_protocol_type_and_a_null_protocol_name_on_err
     assert fields["members"] == [{"member_id": "m", "group_instance_id": None, "metadata": b"md"}]
 
 
+def test_join_group_requires_a_known_member_id_from_v4():
+    assert [versions.requires_known_member_id(v) for v in range(8)] == [False] * 4 + [True] * 4
+
+
 @pytest.mark.parametrize("version, protocol_type, protocol_name, missing", [
     (4, None, None, False),  # before v5 the fields do not exist
     (5, None, None, True),
