@@ -39,13 +39,14 @@ class GroupCoordinator(GroupMembership):
 
     # -- OffsetCommit --------------------------------------------------------------------------
     async def commit_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-                             offsets: dict[TopicPartition, tuple[int, str]],
-                             retention_ms: int | None = None) -> dict[TopicPartition, ErrorCode]:
-        """OffsetCommit v1+; ``retention_ms`` is v2-v4's retention time (None: the broker's retention)."""
+                             offsets: dict[TopicPartition, tuple[int, str]], retention_ms: int | None = None,
+                             leader_epochs: dict[TopicPartition, int] | None = None) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit v1+; ``retention_ms`` is v2-v4's retention time (None: the broker's retention),
+        ``leader_epochs`` v6+'s committed leader epochs (kept in memory, as the metadata strings)."""
         error = self._commit_error(group_id, generation_id, member_id, group_instance_id)
         if error is not None:
             return {tp: error for tp in offsets}
-        return await self._commit(group_id, offsets, retention_ms)
+        return await self._commit(group_id, offsets, retention_ms, leader_epochs or {})
 
     async def commit_offsets_v0(self, group_id: str,
                                 offsets: dict[TopicPartition, tuple[int, str]]) -> dict[TopicPartition, ErrorCode]:
@@ -57,15 +58,15 @@ class GroupCoordinator(GroupMembership):
             return dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
         if self.group_error(group_id) is None and group_id not in self.groups:
             self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())  # offsets only
-        return await self._commit(group_id, offsets, None)
+        return await self._commit(group_id, offsets, None, {})
 
-    async def _commit(self, group_id: str, offsets: dict[TopicPartition, tuple[int, str]],
-                      retention_ms: int | None) -> dict[TopicPartition, ErrorCode]:
+    async def _commit(self, group_id: str, offsets: dict[TopicPartition, tuple[int, str]], retention_ms: int | None,
+                      leader_epochs: dict[TopicPartition, int]) -> dict[TopicPartition, ErrorCode]:
         limit = self.config.offset_metadata_max_bytes
         results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, (_, md) in offsets.items()
                    if md is not None and len(md.encode()) > limit}
         accepted = {tp: value for tp, value in offsets.items() if tp not in results}
-        code = await self._store_offsets(group_id, accepted, retention_ms)
+        code = await self._store_offsets(group_id, accepted, retention_ms, leader_epochs)
         results.update(dict.fromkeys(accepted, code))
         return results
 
@@ -96,7 +97,7 @@ class GroupCoordinator(GroupMembership):
         return None
 
     async def _store_offsets(self, group_id: str, offsets: dict[TopicPartition, tuple[int, str]],
-                             retention_ms: int | None = None) -> ErrorCode:
+                             retention_ms: int | None, leader_epochs: dict[TopicPartition, int]) -> ErrorCode:
         if not offsets:
             return ErrorCode.NONE
         try:
@@ -111,7 +112,7 @@ class GroupCoordinator(GroupMembership):
             now = self.now_ms()
             expire = None if retention_ms is None else now + retention_ms
             for tp, (offset, metadata) in offsets.items():
-                group.offsets[tp] = OffsetAndMetadata(offset, metadata or "", now, expire)
+                group.offsets[tp] = OffsetAndMetadata(offset, metadata or "", now, expire, leader_epochs.get(tp, -1))
         return ErrorCode.NONE
 
     # -- OffsetFetch ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ class OffsetAndMetadata:
     metadata: str = ""
     commit_timestamp_ms: int = 0
     expire_timestamp_ms: int | None = None  # OffsetCommit v2-v4's retention time: the old per-offset expiry
+    leader_epoch: int = -1  # OffsetCommit v6+'s committed leader epoch (KIP-320), answered by OffsetFetch v5+
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,8 @@ def _commit_rejected(context: GroupApiContext, group_id: str, partitions: Any) -
 async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     offsets = {TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
                for t in request.topics for p in t.partitions}
+    epochs = {TopicPartition(t.name, p.partition_index): p.committed_leader_epoch for t in request.topics
+              for p in t.partitions if getattr(p, "committed_leader_epoch", -1) >= 0}  # v6+
     results: dict[TopicPartition, Any] = _commit_rejected(context, request.group_id, offsets)
     allowed = {tp: v for tp, v in offsets.items() if tp not in results}
     coordinator = context.group_coordinator
@@ -156,7 +158,7 @@ async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, 
         results.update(await coordinator.commit_offsets(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
             getattr(request, "group_instance_id", None), allowed,
-            versions.retention_ms(header.api_version, None if retention is None else _ms(retention))))
+            versions.retention_ms(header.api_version, None if retention is None else _ms(retention)), epochs))
     return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 
 
@@ -197,12 +199,12 @@ async def handle_offset_fetch(context: GroupApiContext, header: RequestHeader, r
             return _fetched(partition, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         if committed is None:
             return _fetched(partition, -1, "", partition_error)
-        return _fetched(partition, committed.offset, committed.metadata, partition_error)
+        return _fetched(partition, committed.offset, committed.metadata, partition_error, committed.leader_epoch)
     return _response(header, error_code=error, topics=_by_topic(offsets, entry))
 
 
-def _fetched(partition: int, offset: int, metadata: str, error: ErrorCode) -> dict:
-    return {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1,
+def _fetched(partition: int, offset: int, metadata: str, error: ErrorCode, leader_epoch: int = -1) -> dict:
+    return {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": leader_epoch,
             "metadata": metadata, "error_code": error}
 
 

@@ -12,10 +12,11 @@ SyncGroup 0-5          v5 must name ``protocol_type`` and ``protocol_name`` (els
                        checked against the group's, and gets the group's back
 OffsetCommit 0-8       v0 is the ZooKeeper commit (no generation, any broker); v1 adds generation and member
                        (and a commit timestamp); v2-v4 a retention time (the old per-offset expiry); v5+
-                       none (the broker's ``offsets.retention.minutes``); v7 ``group.instance.id``
+                       none (the broker's ``offsets.retention.minutes``); v6 the committed leader epoch
+                       (KIP-320); v7 ``group.instance.id``
 OffsetFetch 0-7        v0 reads ZooKeeper (a partition without an offset is UNKNOWN_TOPIC_OR_PARTITION);
                        v0-1 carry errors per partition only; v2+ a top-level error (then no partitions)
-                       and null topics meaning all; v7 ``require_stable``
+                       and null topics meaning all; v5+ the committed leader epoch; v7 ``require_stable``
 DescribeGroups 0-5     v3+ ``authorized_operations`` on request; v4 ``group_instance_id`` per member
 ListGroups 0-4         v4 ``states_filter`` (KIP-518) and each group's state
 ====================== ======================================================================================

@@ -101,10 +101,11 @@ def join(raw: Raw, node: int, version: int, group: str, member_id: str = "", **e
     return raw.call(node, JOIN_GROUP, version, **{**fields, **extra})
 
 
-def commit_fields(group: str, offset: int, generation: int = -1, member: str = "", **extra: Any) -> dict:
+def commit_fields(group: str, offset: int, generation: int = -1, member: str = "", leader_epoch: int = -1,
+                  **extra: Any) -> dict:
     return dict(group_id=group, generation_id_or_member_epoch=generation, member_id=member, retention_time=-1,
                 topics=[dict(name=TOPIC, partitions=[dict(partition_index=0, committed_offset=offset,
-                                                          committed_leader_epoch=-1, committed_metadata="m")])],
+                                                          committed_leader_epoch=leader_epoch, committed_metadata="m")])],
                 **extra)
 
 
@@ -196,13 +197,15 @@ def test_highest_versions_join_sync_heartbeat_commit_fetch_describe_list_leave_d
     assert int(raw.call(node, HEARTBEAT, 4, group_id=group, generation_id=1, member_id=member,
                         group_instance_id=None).error_code) == 0
 
-    commit = raw.call(node, OFFSET_COMMIT, 8, **commit_fields(group, 21, 1, member, group_instance_id=None))
+    commit = raw.call(node, OFFSET_COMMIT, 8, **commit_fields(group, 21, 1, member, 2, group_instance_id=None))
     assert partition_errors(commit) == {(TOPIC, 0): 0}
     missing = raw.call(node, OFFSET_COMMIT, 8, **{**commit_fields(group, 1, 1, member), "topics": [
         dict(name=TOPIC, partitions=[dict(partition_index=9, committed_offset=1, committed_leader_epoch=-1)])]})
     assert partition_errors(missing) == {(TOPIC, 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     every = raw.call(node, OFFSET_FETCH, 7, group_id=group, topics=None, require_stable=True)  # null: all
     assert int(every.error_code) == 0 and fetched(every) == {(TOPIC, 0): (21, 0)}
+    answered = every.topics[0].partitions[0]
+    assert (answered.committed_leader_epoch, answered.metadata) == (2, "m")  # v5+: the committed leader epoch
 
     described = raw.call(node, DESCRIBE_GROUPS, 5, groups=[group], include_authorized_operations=True).groups[0]
     assert (described.group_state, described.authorized_operations) == ("Stable", ALL_GROUP_OPERATIONS)

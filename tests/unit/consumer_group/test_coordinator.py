@@ -1025,3 +1025,13 @@ def test_list_groups_keeps_the_groups_in_the_named_states():
         assert listed("Stable") == ["g"] and listed("Empty") == ["s"] and listed("Stable", "Empty") == ["g", "s"]
         assert listed("stable") == [] and listed("PreparingRebalance") == []
     run(scenario)
+
+
+def test_commit_keeps_the_committed_leader_epoch_for_fetch():
+    async def scenario(c: Ctx):
+        a = await c.single_stable()
+        await c.coordinator.commit_offsets("g", 1, a, None, {TP0: (5, ""), TP1: (6, "")}, leader_epochs={TP0: 3})
+        offsets = c.coordinator.fetch_offsets("g", [TP0, TP1])[1]
+        assert (offsets[TP0].leader_epoch, offsets[TP1].leader_epoch) == (3, -1)
+        assert c.store.offsets == {"g": {TP0: 5, TP1: 6}}  # ZooKeeper keeps the offset only
+    run(scenario)

@@ -242,7 +242,7 @@ class FakeCoordinator:
         return SimpleNamespace(error=ErrorCode.NONE, generation_id=1, protocol_type="consumer", protocol_name="range",
                                leader_id="m", member_id="m", members=[])
 
-    async def commit_offsets(self, group, generation, member, instance, offsets, retention_ms=None):
+    async def commit_offsets(self, group, generation, member, instance, offsets, retention_ms=None, leader_epochs=None):
         self.calls.append(("commit", sorted(offsets)))
         return dict.fromkeys(offsets, ErrorCode.NONE)
 
@@ -383,10 +383,9 @@ def test_elections_and_reassignments_need_alter_or_describe_on_the_cluster(world
     assert listed.error_code == ErrorCode.NOT_CONTROLLER  # authorized: on to the (absent) controller
 
 
-def test_offset_fetch_needs_read_on_the_group_and_describe_on_the_topics(world):
-    from consumer_group.coordinator.handlers import handle_offset_fetch
-    committed = {TopicPartition("t", 0): SimpleNamespace(offset=5, metadata=""),
-                 TopicPartition("u", 0): SimpleNamespace(offset=7, metadata="")}
+def test_offset_fetch_needs_describe_on_the_group_and_the_topics(world):
+    from consumer_group.coordinator.group import OffsetAndMetadata
+    committed = {TopicPartition("t", 0): OffsetAndMetadata(5), TopicPartition("u", 0): OffsetAndMetadata(7)}
     world.context.group_coordinator = SimpleNamespace(
         fetch_offsets=lambda group, partitions: (ErrorCode.NONE, committed if partitions is None
                                                  else {tp: committed.get(tp) for tp in partitions}))
@@ -397,7 +396,7 @@ def test_offset_fetch_needs_read_on_the_group_and_describe_on_the_topics(world):
                                      for t in response.topics for p in t.partitions}
     named = [dict(name="t", partition_indexes=[0]), dict(name="u", partition_indexes=[0])]
     assert fetch(named)[0] == ErrorCode.GROUP_AUTHORIZATION_FAILED
-    grant(world.context.authorizer, acl.GROUP, "g", ace(acl.READ))
+    grant(world.context.authorizer, acl.GROUP, "g", ace(acl.DESCRIBE))
     grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.DESCRIBE))
     assert fetch(named) == (ErrorCode.NONE, {("t", 0): (5, ErrorCode.NONE),
                                              ("u", 0): (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)})
