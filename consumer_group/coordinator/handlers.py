@@ -79,8 +79,8 @@ async def handle_join_group(context: GroupApiContext, header: RequestHeader, req
         result = await coordinator.join_group(JoinRequest(
             group_id=request.group_id, member_id=request.member_id,
             group_instance_id=getattr(request, "group_instance_id", None),
-            require_known_member_id=versions.requires_known_member_id(header.api_version), client_id=header.client_id or "",
-            client_host=context.client_host(), session_timeout_ms=session_timeout_ms,
+            require_known_member_id=versions.requires_known_member_id(header.api_version),
+            client_id=header.client_id or "", client_host=context.client_host(), session_timeout_ms=session_timeout_ms,
             rebalance_timeout_ms=session_timeout_ms if rebalance_timeout is None else _ms(rebalance_timeout),
             protocol_type=request.protocol_type,
             protocols=[(p.name, bytes(p.metadata)) for p in request.protocols]))

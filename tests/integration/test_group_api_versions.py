@@ -105,8 +105,8 @@ def commit_fields(group: str, offset: int, generation: int = -1, member: str = "
                   **extra: Any) -> dict:
     return dict(group_id=group, generation_id_or_member_epoch=generation, member_id=member, retention_time=-1,
                 topics=[dict(name=TOPIC, partitions=[dict(partition_index=0, committed_offset=offset,
-                                                          committed_leader_epoch=leader_epoch, committed_metadata="m")])],
-                **extra)
+                                                          committed_leader_epoch=leader_epoch,
+                                                          committed_metadata="m")])], **extra)
 
 
 def state(raw: Raw, node: int, group: str) -> str:
