@@ -3,7 +3,8 @@ project's codec against a real 2-broker cluster (one module-scoped cluster): Fin
 JoinGroup 0/7, SyncGroup 0/5, Heartbeat 0/4, LeaveGroup 0/4, OffsetCommit 0/8, OffsetFetch 0/7,
 DescribeGroups 0/5, ListGroups 0/4, DeleteGroups 0/2, OffsetDelete 0, and what each version means:
 KIP-394's MEMBER_ID_REQUIRED, v7's protocol type and name, SyncGroup v5's protocol check, v0 offsets in
-ZooKeeper on any broker, v2+ null topics, the states filter, authorized operations."""
+ZooKeeper on any broker, v2+ null topics, the states filter, authorized operations; then one round trip
+at every version of every group API the table advertises, and kafka-python pinned to old releases."""
 from __future__ import annotations
 
 import itertools
@@ -19,6 +20,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from brokers.protocol import codec
+from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from consumer_group.coordinator.placement import partition_for
 from scripts.local.cluster import Cluster, running_cluster
@@ -335,3 +337,73 @@ def test_kafka_python_pinned_to_0_11_consumes_as_a_group_and_commits(raw):
     ends = {tp: offset for tp, (offset, error) in fetched(committed).items() if error == 0}
     assert ends == {(TOPIC, 0): 3, (TOPIC, 1): 3}  # the positions after the six records
     wait_for(lambda: state(raw, node, "kp-0-11") == "Empty", 10, "the group empty after LeaveGroup v1")
+
+
+# -- every version of every group API in the table: one round trip each ---------------------------------
+GROUP_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+              ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
+              ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)
+
+
+def _unknown_member(group: str) -> dict:
+    return dict(group_id=group, generation_id=1, member_id="nobody", group_instance_id=None, assignments=[],
+                protocol_type="consumer", protocol_name="range",
+                members=[dict(member_id="nobody", group_instance_id=None)])
+
+
+def round_trip(raw: Raw, key: ApiKey, version: int) -> tuple[int, Any]:
+    """(the answer's error for a request at ``version`` about a group of its own, the answer)."""
+    group = f"every-{key.api_name}-v{version}"
+    node = raw.coordinator(group)
+    if key == ApiKey.FIND_COORDINATOR:
+        answer = raw.call(2, key, version, key=group, key_type=0)
+        assert answer.node_id == node
+        return int(answer.error_code), answer
+    if key == ApiKey.JOIN_GROUP:
+        answer = join(raw, node, version, group)
+        return int(answer.error_code), answer
+    if key in (ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP):
+        answer = raw.call(node, key, version, **_unknown_member(group))
+        members = getattr(answer, "members", ())
+        return int(members[0].error_code if members else answer.error_code), answer
+    if key == ApiKey.OFFSET_COMMIT:
+        answer = raw.call(node, key, version, **commit_fields(group, 9, group_instance_id=None))
+        return partition_errors(answer)[(TOPIC, 0)], answer
+    if key == ApiKey.OFFSET_FETCH:
+        answer = raw.call(node, key, version, group_id=group, topics=[dict(name=TOPIC, partition_indexes=[0])])
+        return fetched(answer)[(TOPIC, 0)][1], answer
+    if key == ApiKey.DESCRIBE_GROUPS:
+        answer = raw.call(node, key, version, groups=[group], include_authorized_operations=True)
+        return int(answer.groups[0].error_code), answer
+    if key == ApiKey.LIST_GROUPS:
+        answer = raw.call(node, key, version, states_filter=[])
+        return int(answer.error_code), answer
+    if key == ApiKey.DELETE_GROUPS:
+        answer = raw.call(node, key, version, groups_names=[group])
+        return int(answer.results[0].error_code), answer
+    answer = raw.call(node, key, version, group_id=group, topics=[dict(name=TOPIC, partitions=[
+        dict(partition_index=0)])])
+    return int(answer.error_code), answer
+
+
+EXPECTED = {  # what Kafka 2.8 answers for a group nobody joined
+    ApiKey.FIND_COORDINATOR: lambda v: ErrorCode.NONE,
+    ApiKey.JOIN_GROUP: lambda v: ErrorCode.MEMBER_ID_REQUIRED if v >= 4 else ErrorCode.NONE,
+    ApiKey.SYNC_GROUP: lambda v: ErrorCode.UNKNOWN_MEMBER_ID,
+    ApiKey.HEARTBEAT: lambda v: ErrorCode.UNKNOWN_MEMBER_ID,
+    ApiKey.LEAVE_GROUP: lambda v: ErrorCode.UNKNOWN_MEMBER_ID,
+    ApiKey.OFFSET_COMMIT: lambda v: ErrorCode.NONE,  # generation -1: a simple commit
+    ApiKey.OFFSET_FETCH: lambda v: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if v == 0 else ErrorCode.NONE,
+    ApiKey.DESCRIBE_GROUPS: lambda v: ErrorCode.NONE,  # described as Dead
+    ApiKey.LIST_GROUPS: lambda v: ErrorCode.NONE,
+    ApiKey.DELETE_GROUPS: lambda v: ErrorCode.GROUP_ID_NOT_FOUND,
+    ApiKey.OFFSET_DELETE: lambda v: ErrorCode.GROUP_ID_NOT_FOUND,
+}
+
+
+@pytest.mark.parametrize("key, version", [(key, v) for key in GROUP_APIS
+                                          for v in range(key.min_version, key.max_version + 1)],
+                         ids=lambda value: value.api_name if isinstance(value, ApiKey) else f"v{value}")
+def test_every_advertised_version_round_trips(raw, key, version):
+    error, answer = round_trip(raw, key, version)
+    assert error == EXPECTED[key](version), answer
