@@ -11,8 +11,8 @@ have); what each version means is decided in ``versions`` (pure), the handlers a
   fetched topic (TOPIC_AUTHORIZATION_FAILED per partition); Delete on the group for DeleteGroups and
   OffsetDelete; ListGroups lists everything with Describe on the cluster, else only the groups the
   principal may Describe.
-* OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata does not know, and asks
-  the coordinator only about the partitions left.
+* OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata does not
+  know, and ask the coordinator only about the partitions left.
 * OffsetFetch never answers UNSTABLE_OFFSET_COMMIT, whatever v7's ``require_stable`` says: zkafka has no
   transactions yet, so no offset commit is ever pending.
 """
@@ -130,17 +130,21 @@ def _by_topic(results: dict[TopicPartition, Any], entry) -> list[dict]:
     return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
 
 
-def _commit_rejected(context: GroupApiContext, group_id: str, partitions: Any) -> dict[TopicPartition, ErrorCode]:
-    """Kafka 2.8: Read on the group (else every partition is GROUP_AUTHORIZATION_FAILED), then Read on
-    each topic (TOPIC_AUTHORIZATION_FAILED), then the partition must exist (UNKNOWN_TOPIC_OR_PARTITION)."""
-    if _group_denied(context, group_id):
-        return dict.fromkeys(partitions, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    topics = {tp.topic for tp in partitions}
-    readable = context.authorized_topics(READ, topics)
+def _partitions_rejected(context: GroupApiContext, partitions: Any) -> dict[TopicPartition, ErrorCode]:
+    """Kafka 2.8's OffsetCommit and OffsetDelete: Read on each topic (TOPIC_AUTHORIZATION_FAILED), then the
+    partition must exist (UNKNOWN_TOPIC_OR_PARTITION)."""
+    readable = context.authorized_topics(READ, {tp.topic for tp in partitions})
     existing = {topic: context.metadata_cache.partitions_of(topic) for topic in readable}
     return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp.topic not in readable
             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in partitions
             if tp.topic not in readable or tp.partition not in existing[tp.topic]}
+
+
+def _commit_rejected(context: GroupApiContext, group_id: str, partitions: Any) -> dict[TopicPartition, ErrorCode]:
+    """Read on the group first (else every partition is GROUP_AUTHORIZATION_FAILED)."""
+    if _group_denied(context, group_id):
+        return dict.fromkeys(partitions, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return _partitions_rejected(context, partitions)
 
 
 async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
@@ -281,8 +285,7 @@ async def handle_offset_delete(context: GroupApiContext, header: RequestHeader, 
     partitions = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     if _group_denied(context, request.group_id, DELETE):
         return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
-    readable = context.authorized_topics(READ, {tp.topic for tp in partitions})  # Kafka: Read on each topic
-    denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions if tp.topic not in readable}
+    denied = _partitions_rejected(context, partitions)
     partitions = [tp for tp in partitions if tp not in denied]
     error, results = await context.group_coordinator.delete_offsets(request.group_id, partitions)
     if error == ErrorCode.NONE:

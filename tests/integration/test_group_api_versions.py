@@ -224,8 +224,9 @@ def test_highest_versions_join_sync_heartbeat_commit_fetch_describe_list_leave_d
     assert int(left.error_code) == 0 and [(m.member_id, int(m.error_code)) for m in left.members] == [(member, 0)]
     wait_for(lambda: (group, "Empty") in listed("Empty"), 10, f"{group} listed as Empty")
     offset_deleted = raw.call(node, OFFSET_DELETE, 0, group_id=group, topics=[dict(name=TOPIC, partitions=[
-        dict(partition_index=0)])])
-    assert int(offset_deleted.error_code) == 0 and partition_errors(offset_deleted) == {(TOPIC, 0): 0}
+        dict(partition_index=0), dict(partition_index=9)])])
+    assert int(offset_deleted.error_code) == 0 and partition_errors(offset_deleted) == {
+        (TOPIC, 0): 0, (TOPIC, 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     never = next(name for name in (f"g-never-{i}" for i in itertools.count())
                  if partition_for(name, OFFSETS_PARTITIONS) == partition_for(group, OFFSETS_PARTITIONS))
     deleted = raw.call(node, DELETE_GROUPS, 2, groups_names=[group, never])
