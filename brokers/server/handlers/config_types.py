@@ -24,6 +24,10 @@ TOPIC_CONFIGS: dict[str, tuple[int, str]] = {
     "leader.replication.throttled.replicas": (LIST, "Replicas (partition:broker, or *) whose leader side is "
                                                     "throttled."),
     "max.message.bytes": (INT, "The largest record batch the topic accepts."),
+    "message.downconversion.enable": (BOOLEAN, "Whether Fetch v0-3 consumers get the topic's batches "
+                                               "down-converted to magic 0/1 (false: UNSUPPORTED_VERSION)."),
+    "message.format.version": (STRING, "The message format the topic is written in, as an API version "
+                                       "(2.8-IV1; zkafka always stores magic 2 and converts for older fetchers)."),
     "message.timestamp.type": (STRING, "CreateTime (the producer's timestamps) or LogAppendTime (the broker's)."),
     "min.cleanable.dirty.ratio": (DOUBLE, "The dirty share of the log above which the cleaner compacts it."),
     "min.compaction.lag.ms": (LONG, "The minimum time a message stays uncompacted."),
