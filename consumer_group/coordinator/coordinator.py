@@ -7,7 +7,8 @@ once the write succeeded; OffsetFetch reads the cache, which ``on_elected`` fill
 A store failure answers COORDINATOR_NOT_AVAILABLE (the client rediscovers and retries), and a commit
 that takes longer than ``offsets.commit.timeout.ms`` answers REQUEST_TIMED_OUT, as Kafka does.
 
-Offsets of Empty groups expire after ``offsets.retention.minutes`` (KIP-211); an Empty group left with
+Offsets of Empty groups expire after ``offsets.retention.minutes`` (KIP-211), those of topics a live
+consumer group no longer subscribes to that long after their commit (KIP-496); an Empty group left with
 no offsets becomes Dead and is dropped. DeleteGroups removes Empty groups only (NON_EMPTY_GROUP);
 OffsetDelete refuses partitions of topics the members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC).
 """

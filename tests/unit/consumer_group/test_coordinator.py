@@ -1035,3 +1035,14 @@ def test_commit_keeps_the_committed_leader_epoch_for_fetch():
         assert (offsets[TP0].leader_epoch, offsets[TP1].leader_epoch) == (3, -1)
         assert c.store.offsets == {"g": {TP0: 5, TP1: 6}}  # ZooKeeper keeps the offset only
     run(scenario)
+
+
+def test_a_stable_groups_offsets_of_a_topic_it_no_longer_subscribes_to_expire():
+    async def scenario(c: Ctx):
+        a = await c.single_stable()  # subscribes to "t"
+        await c.commit(1, a, {TP0: (1, ""), OTHER: (2, "")})
+        c.clock.advance_ms(RETENTION_MS)
+        assert await c.coordinator.expire_offsets() == 1  # KIP-496: "u" only
+        assert set(c.coordinator.fetch_offsets("g", None)[1]) == {TP0} and c.store.offsets == {"g": {TP0: 1}}
+        assert c.state() is GroupState.STABLE
+    run(scenario, offsets_retention_ms=RETENTION_MS)

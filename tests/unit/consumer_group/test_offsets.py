@@ -13,6 +13,7 @@ from consumer_group.coordinator.offsets import OffsetWriter, expired_offsets
 from consumer_group.coordinator.state import GroupState
 
 TP0, TP1, TP2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+OTHER = TopicPartition("u", 0)
 
 
 def run(coro):
@@ -189,6 +190,21 @@ def managed_group(state: GroupState, state_timestamp_ms: int, offsets: dict) -> 
                                    GroupState.STABLE])
 def test_no_offsets_expire_while_the_group_has_members(state):
     group = managed_group(state, 0, {TP0: OffsetAndMetadata(1, "", 0)})
+    assert expired_offsets(group, 10**12, RETENTION) == []
+
+
+@pytest.mark.parametrize("state", [GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,
+                                   GroupState.STABLE])
+def test_offsets_of_topics_no_member_subscribes_to_expire_retention_after_their_commit(state):
+    """KIP-496: in a consumer group with members, an unsubscribed topic's offsets expire one by one."""
+    group = managed_group(state, 0, {TP0: OffsetAndMetadata(1, "", 0), OTHER: OffsetAndMetadata(2, "", 100)})
+    group.generation_id, group.subscribed_topics = 1, {"t"}
+    assert expired_offsets(group, 99 + RETENTION, RETENTION) == []
+    assert expired_offsets(group, 100 + RETENTION, RETENTION) == [OTHER]
+    assert expired_offsets(group, 10**12, RETENTION) == [OTHER]  # "t" is subscribed: kept
+    group.subscribed_topics = None  # a member's subscription did not parse: nothing is known, nothing expires
+    assert expired_offsets(group, 10**12, RETENTION) == []
+    group.subscribed_topics, group.protocol_type = set(), "connect"  # not a consumer group: no subscriptions
     assert expired_offsets(group, 10**12, RETENTION) == []
 
 
