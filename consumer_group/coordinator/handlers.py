@@ -33,7 +33,8 @@ from consumer_group.coordinator.state import GroupState
 
 
 class PartitionMetadata(Protocol):
-    """What OffsetCommit asks of the broker's metadata cache: which partitions exist."""
+    """What OffsetCommit, OffsetDelete and OffsetFetch v0 ask of the broker's metadata cache: which partitions
+    exist."""
 
     def partitions_of(self, topic: str) -> dict[int, Any]: ...
 
