@@ -2,11 +2,14 @@
 ``diverging_epoch`` answer to its Fetch v12, and a raw Fetch v12 with a stale ``last_fetched_epoch``
 gets that answer too.
 
-Three brokers, topic [[A, B, C]] with A not the controller: B and C are SIGSTOPped (well within their
-sessions and replica.lag.time.max.ms, so the ISR stays [A, B, C]) while A takes m2 with acks=1; A is
-killed, B and C resume; the controller elects B (first live ISR replica) at the next epoch; B takes
-m3 at the offsets A used for m2; A comes back as B's follower, fetches from its own log end with its
-last epoch, is told where that epoch ends on B, truncates there and copies m3.
+Three brokers, topic [[A, B, C]]: B and C are SIGSTOPped (well within their sessions and
+replica.lag.time.max.ms, so the ISR stays [A, B, C]) while A takes m2 with acks=1; then all three are
+killed with -9 (B and C while stopped: a Fetch response carrying m2 that A had already written to their
+sockets dies with them, and the controller dies too, so the partition state in ZooKeeper stays leader
+A, ISR [A, B, C]). B starts first, becomes controller and leader at the next epoch (the first live ISR
+replica), C follows it; B takes m3 at the offsets A used for m2; A comes back as B's follower,
+fetches from its own log end with its last epoch, is told where that epoch ends on B, truncates there
+and copies m3.
 """
 from __future__ import annotations
 
@@ -28,11 +31,11 @@ from tests.integration.test_replication import (
     create_topic,
     in_sync,
     log_lines,
-    non_controllers,
     produce,
     seq_of,
     value,
     view,
+    wait_all_dead,
     zk_state,
 )
 
@@ -59,34 +62,39 @@ async def fetch_v12(port: int, fetch_offset: int, last_fetched_epoch: int, curre
 
 
 def diverge_and_fail_over(cluster: Cluster, zk, a: int, b: int, c: int, n: int) -> tuple[int, int]:
-    """m2 (100 records) only on A, then A killed and B leading: (A's epoch, B's epoch)."""
+    """m2 (100 records) only on A, then B leading and C following it, A down: (A's epoch, B's epoch)."""
     warm = Producer({"bootstrap.servers": f"127.0.0.1:{cluster.kafka_port(a)}", "acks": "1",
                      "enable.idempotence": False, "linger.ms": 0})
     warm.list_topics(TOPIC, timeout=10)
-    old_epoch = zk_state(zk, TOPIC, 0)["leader_epoch"]
     cluster.signal_broker(b, signal.SIGSTOP)
     cluster.signal_broker(c, signal.SIGSTOP)
-    try:
-        m2: list = []
-        for i in range(1000, 1100):
-            warm.produce(TOPIC, value=value(i), partition=0, on_delivery=lambda err, msg: m2.append((err, msg.offset())))
-        assert warm.flush(10) == 0 and all(err is None for err, _ in m2), m2[:3]
-        assert sorted(o for _, o in m2) == list(range(n, n + 100))
-        cluster.signal_broker(a, signal.SIGKILL)
-    finally:
-        cluster.signal_broker(b, signal.SIGCONT)
-        cluster.signal_broker(c, signal.SIGCONT)
-    state = wait_for(lambda: (s := zk_state(zk, TOPIC, 0))["leader"] == b and s, 30, f"broker {b} elected")
-    assert state["leader_epoch"] > old_epoch and a not in state["isr"], state
+    m2: list = []
+    for i in range(1000, 1100):
+        warm.produce(TOPIC, value=value(i), partition=0, on_delivery=lambda err, msg: m2.append((err, msg.offset())))
+    assert warm.flush(10) == 0 and all(err is None for err, _ in m2), m2[:3]
+    assert sorted(o for _, o in m2) == list(range(n, n + 100))
+    for broker in (a, b, c):
+        cluster.signal_broker(broker, signal.SIGKILL)  # works on a stopped process
+    wait_all_dead(zk)
+    old = zk_state(zk, TOPIC, 0)
+    assert (old["leader"], sorted(old["isr"])) == (a, sorted([a, b, c])), f"premise broken: {old}"
+
+    cluster.start_broker(b)
+    cluster.wait_until_ready(60)
     wait_for(lambda: (v := view(cluster, b, TOPIC, 0)) and v["is_leader"], 30, f"broker {b} to lead")
     assert view(cluster, b, TOPIC, 0)["log_end_offset"] == n, "m2 reached a follower: premise broken"
-    return old_epoch, state["leader_epoch"]
+    cluster.start_broker(c)
+    cluster.wait_until_ready(60)
+    wait_for(lambda: in_sync(cluster, TOPIC, 0, [b, c]) and sorted(zk_state(zk, TOPIC, 0)["isr"]) == sorted([b, c]),
+             30, f"broker {c} following {b} in the ISR")
+    new = zk_state(zk, TOPIC, 0)
+    assert new["leader_epoch"] > old["leader_epoch"], new
+    return old["leader_epoch"], new["leader_epoch"]
 
 
 def test_returning_leader_truncates_its_divergent_suffix_on_the_diverging_epoch_answer(make_cluster):
     cluster, zk = make_cluster(3, properties={"replica.lag.time.max.ms": "10000"})
-    _, (a, b) = non_controllers(cluster)
-    c = next(x for x in cluster.broker_ids if x not in (a, b))
+    a, b, c = cluster.broker_ids
     create_topic(cluster, zk, TOPIC, [[a, b, c]], {"min.insync.replicas": "2"})
     m1 = produce(cluster, TOPIC, ((0, value(i)) for i in range(1000)),
                  {"acks": "all", "enable.idempotence": False, "batch.num.messages": 200})
@@ -95,8 +103,8 @@ def test_returning_leader_truncates_its_divergent_suffix_on_the_diverging_epoch_
     wait_for(lambda: in_sync(cluster, TOPIC, 0, [a, b, c]), 20, "followers caught up")
 
     old_epoch, new_epoch = diverge_and_fail_over(cluster, zk, a, b, c, n)
-    m3 = produce(cluster, TOPIC, ((0, value(i)) for i in range(2000, 2050)), {"acks": "all", "enable.idempotence": False},
-                 bootstrap=f"127.0.0.1:{cluster.kafka_port(b)}")
+    m3 = produce(cluster, TOPIC, ((0, value(i)) for i in range(2000, 2050)),
+                 {"acks": "all", "enable.idempotence": False}, bootstrap=f"127.0.0.1:{cluster.kafka_port(b)}")
     assert sorted(o for _, o, _ in m3.acked) == list(range(n, n + 50)) and not m3.failed  # m2's offsets
 
     # a fetcher that still has m2 (last epoch old_epoch, log end n + 100) is told where old_epoch ends on B
