@@ -5,7 +5,7 @@
 //
 // Prints one JSON document on stdout; kafkajs' own log lines (warnings and errors) go to stderr. A failed
 // command exits 1 with the error on stderr.
-const { Kafka, CompressionTypes, AssignerProtocol, logLevel } = require('kafkajs')
+const { Kafka, CompressionTypes, AssignerProtocol, Partitioners, logLevel } = require('kafkajs')
 
 const CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }
 
@@ -31,7 +31,7 @@ function record (partition, message) {
 
 // produce {topic, codec, records: [{key, value, partition?, timestamp?, headers?}]}: one send, acks=all
 async function produce (kafka, { topic, codec = 'none', records }) {
-  const producer = kafka.producer({ allowAutoTopicCreation: false })
+  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner })
   await producer.connect()
   try {
     const messages = records.map(r => ({
