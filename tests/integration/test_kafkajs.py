@@ -18,8 +18,8 @@ from kafka.partitioner.default import murmur2
 
 from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
-from tests.integration.external_clients import (
-    TIMEOUT, committed, create_topic, end_offsets, kafkajs, read_all, topic_partitions)
+from tests.integration.external_clients import (  # versions_served: an autouse fixture
+    TIMEOUT, committed, create_topic, end_offsets, kafkajs, read_all, topic_partitions, versions_served)
 from tests.integration.stored import stored_batches
 
 BASE_TS = (int(time.time()) - 3600) * 1000
