@@ -49,7 +49,8 @@ def versions_served(cluster):
     whose request was refused fails there even when it retried its way around it)."""
     before = set(refused_versions(cluster))
     yield
-    assert [line for line in refused_versions(cluster) if line not in before] == []
+    refused = [line for line in refused_versions(cluster) if line not in before]
+    assert not refused, "the brokers refused request versions:\n" + "\n".join(refused)
 
 
 def run_client(cluster: Cluster, argv: list[str], *, stdin: Any = None, timeout: float = TIMEOUT + 30) -> Any:
