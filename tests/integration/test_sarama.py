@@ -135,9 +135,6 @@ def test_sarama_batches_are_found_by_timestamp(cluster):
     for codec, chunk in (("none", sent[:10]), ("gzip", sent[10:])):
         sarama(cluster, "2.2.0", "produce", "-topic", topic, "-codec", codec, records=chunk)
 
-    stored = stored_batches(cluster, topic)[0]
-    assert [h.max_timestamp for h in stored] == [sent[h.base_offset + h.last_offset_delta]["timestamp"]
-                                                 for h in stored]
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "sarama-timestamps"})
     try:
         for offset in (0, 5, 9, 10, 19):
@@ -149,3 +146,6 @@ def test_sarama_batches_are_found_by_timestamp(cluster):
         assert after[0].offset == -1  # no record at or after it: Kafka answers offset -1
     finally:
         consumer.close()
+    stored = stored_batches(cluster, topic)[0]
+    assert [h.max_timestamp for h in stored] == [sent[h.base_offset + h.last_offset_delta]["timestamp"]
+                                                 for h in stored]
