@@ -1,32 +1,24 @@
 """``ApiKey``: the one table of the APIs this broker speaks; it drives the ApiVersions response and dispatch.
 
-The window is the recommended one from ``reference/wire-protocol.md`` section 0, limited to the APIs
-this broker implements. Each lower bound is deliberate: old librdkafka (kcat with librdkafka < 2.11.1)
-switches features on only if one exact "probe" version lies inside the range (Produce 0 for
-gzip/snappy/lz4, Produce 3 and Fetch 4 for magic-2 batches, Produce 7 and Fetch 10 for zstd, ListOffsets 1
-for offsets-by-time, InitProducerId 0 for idempotence). Every client picks the highest common version, so in practice:
-Produce 7, Fetch 11, ListOffsets 2, Metadata 4, ApiVersions 3 (0 for aiokafka), CreateTopics 3-4,
-DeleteTopics 3, InitProducerId 0. kio cannot decode Produce v0-2; no client sends them
-(``codec.decode_request`` raises ProtocolError if one arrives).
+The window is Kafka 2.8.2's: for every API this broker implements, the ``validVersions`` of that API's
+message schema (``tests/golden/kafka-2.8.2-api-versions.json`` keeps them, and a test fails the build if a
+range here is narrower or a first flexible version differs). A broker that calls itself 2.8 accepts what
+2.8 accepts: clients that do not negotiate (Sarama, the 2.x Java clients, Kafka Connect and Streams of
+that era) send whatever their configured version implies, old librdkafka probes exact versions (Produce 0
+for compression, Fetch 4 for magic-2 batches, ListOffsets 1 for offsets-by-time, FindCoordinator 0).
+Where this broker serves more than 2.8 it says so on the row (the ACL APIs' v3).
 
-DescribeConfigs (32) is advertised as **1-3**, the non-flexible versions kio 0.6.5 has (kio starts
-at v1 because Kafka 4 dropped v0, KIP-896; v4 is flexible):
-
-* librdkafka 2.16 (confluent-kafka, kcat) asks for ``min(1, broker max)`` (its request builder caps
-  DescribeConfigs at 0-1) and therefore sends v1;
-* kafka-python picks ``min(its cap, 3)``: v2 in releases that cap DescribeConfigs at 2, v3 in the
-  JSON-schema releases (it needs >= v1 only when include_synonyms is requested);
-* aiokafka's admin (request classes v0-v2) sends v2.
-
-So one handler built with ``codec.build`` serves v1-v3 (v1 adds synonyms/config_source, v3 adds
-config_type and documentation).
+Versions kio 0.6.5 has no classes for (Kafka 4 dropped them, KIP-896) are declared in ``legacy_schemas``
+and decoded into kio's lowest version (``codec``); the Fetch response is encoded by hand at every version
+(``fetch_response``), ApiVersions here.
 
 Flexible versions use request header v2 and, except for ApiVersions, response header v1.
 ApiVersions responses always use response header v0, at every version (KIP-511), so that a client
 can read the error of a version it sent too high. ``api_versions_response`` answers such a request
 with a v0 body carrying UNSUPPORTED_VERSION (35) and the full table. The responses are encoded by
 hand once per version, at import; only the correlation id is patched per call. The tests check them
-against kio's encoder byte for byte.
+against kio's encoder byte for byte. Any other API at a version outside its window closes the
+connection, as Kafka 2.8 does (``brokers.server.apis``).
 """
 from __future__ import annotations
 
@@ -57,33 +49,33 @@ class ApiKey(IntEnum):
         return member
 
     # key, name, min, max, first flexible version
-    PRODUCE = 0, "Produce", 0, 7, 9  # 0 for old librdkafka's compression probe, 3 for magic 2, 7 for zstd
-    FETCH = 1, "Fetch", 4, 11, 12  # 4 for magic 2, 10 for zstd, 11 = preferred read replica (what all clients send)
-    LIST_OFFSETS = 2, "ListOffsets", 1, 2, 6  # 1 for offsets-by-time, librdkafka 2.0.2 caps it at 2
-    METADATA = 3, "Metadata", 4, 4, 9  # librdkafka 2.0.2 caps it at 4
-    OFFSET_COMMIT = 8, "OffsetCommit", 2, 7, 8  # kio starts at 2 (KIP-896); 7 carries group.instance.id
-    OFFSET_FETCH = 9, "OffsetFetch", 1, 5, 6  # kio starts at 1; 2+ fetches all with a null topic list
-    FIND_COORDINATOR = 10, "FindCoordinator", 0, 1, 3  # librdkafka's lz4 feature probe needs v0 advertised
-    JOIN_GROUP = 11, "JoinGroup", 0, 5, 6  # 4 = KIP-394 member id required, 5 = static membership (KIP-345)
-    HEARTBEAT = 12, "Heartbeat", 0, 3, 4  # 3 carries group.instance.id
-    LEAVE_GROUP = 13, "LeaveGroup", 0, 3, 4  # 3 is the batch form (KIP-345)
-    SYNC_GROUP = 14, "SyncGroup", 0, 3, 4  # 3 carries group.instance.id
-    DESCRIBE_GROUPS = 15, "DescribeGroups", 0, 4, 5  # aiokafka's admin needs <= 3, the others send 4
-    LIST_GROUPS = 16, "ListGroups", 0, 2, 3  # aiokafka's admin needs <= 1
+    PRODUCE = 0, "Produce", 0, 9, 9  # 0-2: magic 0/1 message sets (up-converted), 3: magic 2, 7: zstd, 8: record_errors, 9: flexible
+    FETCH = 1, "Fetch", 4, 11, 12  # 0-1: magic 0, 2-3: magic 1 (down-converted), 4+: magic 2 from file ranges, 11: preferred replica
+    LIST_OFFSETS = 2, "ListOffsets", 0, 6, 6  # 0: old-style offset lists, 1: by time, 2: isolation level, 4: leader epoch fencing
+    METADATA = 3, "Metadata", 0, 11, 9  # 1: null = all topics, 8: authorized operations, 10: topic ids, 11: no cluster operations
+    OFFSET_COMMIT = 8, "OffsetCommit", 0, 8, 8  # 0: no generation check, 1: generation + member, 7: group.instance.id
+    OFFSET_FETCH = 9, "OffsetFetch", 0, 7, 6  # 2+: every offset of the group for a null topic list, 7: require_stable
+    FIND_COORDINATOR = 10, "FindCoordinator", 0, 3, 3  # 1: key_type (transactions), 3: flexible
+    JOIN_GROUP = 11, "JoinGroup", 0, 7, 6  # 4: member id required (KIP-394), 5: static membership (KIP-345), 7: protocol type/name
+    HEARTBEAT = 12, "Heartbeat", 0, 4, 4  # 3: group.instance.id
+    LEAVE_GROUP = 13, "LeaveGroup", 0, 4, 4  # 3: the batch form (KIP-345)
+    SYNC_GROUP = 14, "SyncGroup", 0, 5, 4  # 3: group.instance.id, 5: protocol type/name checked
+    DESCRIBE_GROUPS = 15, "DescribeGroups", 0, 5, 5  # 3: authorized operations
+    LIST_GROUPS = 16, "ListGroups", 0, 4, 3  # 4: the states filter (KIP-518)
     SASL_HANDSHAKE = 17, "SaslHandshake", 1, 1, NEVER_FLEXIBLE  # v1 only: tokens in SaslAuthenticate, never raw (v0)
     API_VERSIONS = 18, "ApiVersions", 0, 3, 3  # v3 is flexible (request header v2), response header always v0
-    CREATE_TOPICS = 19, "CreateTopics", 2, 4, 5  # aiokafka's admin needs <= 3, the others send 4
-    DELETE_TOPICS = 20, "DeleteTopics", 3, 3, 4
-    INIT_PRODUCER_ID = 22, "InitProducerId", 0, 0, 2  # kafka-python's default (idempotent) producer requires it
-    OFFSET_FOR_LEADER_EPOCH = 23, "OffsetForLeaderEpoch", 2, 3, 4  # followers' truncation (v3: replica_id); kio from v2
-    DESCRIBE_ACLS = 29, "DescribeAcls", 1, 3, 2  # kio starts at v1 (v0 has no pattern type); v2+ flexible
-    CREATE_ACLS = 30, "CreateAcls", 1, 3, 2
-    DELETE_ACLS = 31, "DeleteAcls", 1, 3, 2
-    DESCRIBE_CONFIGS = 32, "DescribeConfigs", 1, 3, 4  # the non-flexible versions kio has (see the module docstring)
+    CREATE_TOPICS = 19, "CreateTopics", 0, 7, 5  # 1: validate_only, 5: the created configs, 7: topic ids
+    DELETE_TOPICS = 20, "DeleteTopics", 0, 6, 4  # 5: error messages, 6: topic ids
+    INIT_PRODUCER_ID = 22, "InitProducerId", 0, 4, 2  # 3: producer id/epoch of the caller (KIP-360)
+    OFFSET_FOR_LEADER_EPOCH = 23, "OffsetForLeaderEpoch", 0, 4, 4  # 1: leader epoch in the answer, 2: current epoch fencing, 3: replica_id
+    DESCRIBE_ACLS = 29, "DescribeAcls", 0, 3, 2  # 0: literal names only, 1: pattern types; 3 is beyond 2.8 (Kafka 3.x clients)
+    CREATE_ACLS = 30, "CreateAcls", 0, 3, 2
+    DELETE_ACLS = 31, "DeleteAcls", 0, 3, 2
+    DESCRIBE_CONFIGS = 32, "DescribeConfigs", 0, 4, 4  # 0: is_default, 1: synonyms and config_source, 3: documentation and type
     ALTER_CONFIGS = 33, "AlterConfigs", 0, 2, 2  # kafka-python's alter_configs, Kafka's ConfigCommand for brokers
     SASL_AUTHENTICATE = 36, "SaslAuthenticate", 0, 2, 2  # librdkafka 2.16 sends 1, kafka-python 3.0 sends 2
     CREATE_PARTITIONS = 37, "CreatePartitions", 0, 3, 2  # librdkafka 2.16 sends 2, kafka-python 3.0 sends 3
-    DELETE_GROUPS = 42, "DeleteGroups", 0, 1, 2
+    DELETE_GROUPS = 42, "DeleteGroups", 0, 2, 2
     ELECT_LEADERS = 43, "ElectLeaders", 0, 2, 2  # v0 is always PREFERRED; librdkafka and kafka-python send v2
     INCREMENTAL_ALTER_CONFIGS = 44, "IncrementalAlterConfigs", 0, 1, 1  # librdkafka's incremental_alter_configs
     # KIP-455; v1 is Kafka 4's allow_replication_factor_change

@@ -17,10 +17,14 @@ which every handler sees:
 
 kio gotchas handled here: readers want read-only buffers (a ``bytearray`` is passed as a read-only
 memoryview, no copy); unknown tagged fields raise ``KeyError`` instead of being skipped, and
-truncated bodies raise kio's own errors: all of them become ``ProtocolError``. kio has no request
-classes below Kafka 4's minimum versions (Produce v0-2, for example); such a request is a
-ProtocolError too. The Fetch response is not encoded here (see ``fetch_response``), nor ApiVersions
-(see ``api_versions``).
+truncated bodies raise kio's own errors: all of them become ``ProtocolError``.
+
+kio has no classes below Kafka 4's minimum versions (KIP-896: Produce v0-2, Fetch v0-3, ...). Those
+versions Kafka 2.8 speaks are declared in ``legacy_schemas``: for them ``request_class`` and
+``response_class`` give kio's class of the API's lowest version (the *base* version), a request decodes
+into that entity and a response entity of the base class encodes into the old layout (``legacy_codec``).
+Handlers keep reading ``header.api_version`` for what the version means. The Fetch response is not
+encoded here (see ``fetch_response``), nor ApiVersions (see ``api_versions``).
 """
 from __future__ import annotations
 
@@ -45,7 +49,9 @@ from kio.serial._introspect import (  # private, but the only way to read kio's 
 )
 from kio.serial.errors import SerialError
 
+from brokers.protocol import legacy_codec
 from brokers.protocol.framing import ProtocolError, RequestHeader
+from brokers.protocol.legacy_schemas import BASE_VERSION, REQUESTS, RESPONSES
 
 _INT32 = struct.Struct(">i")
 _DECODE_ERRORS = (KeyError, ValueError, IndexError, struct.error, OverflowError, SerialError)
@@ -57,20 +63,29 @@ def error_code(code: int) -> ErrorCode:
     return code if type(code) is ErrorCode else ErrorCode(int(code))
 
 
+def is_legacy(api_key: int, api_version: int) -> bool:
+    """A Kafka 2.8 version kio has no classes for (its layout is in ``legacy_schemas``)."""
+    return (api_key, api_version) in REQUESTS
+
+
+def _kio_version(api_key: int, api_version: int) -> int:
+    return BASE_VERSION[api_key] if is_legacy(api_key, api_version) else api_version
+
+
 @cache
 def request_class(api_key: int, api_version: int) -> type:
-    """kio's request body class for (key, version); KeyError if kio has none."""
+    """kio's request body class for (key, version), the base version's for a legacy version; KeyError if none."""
     try:
-        return load_request_schema(api_key, api_version)
+        return load_request_schema(api_key, _kio_version(api_key, api_version))
     except KioIndexError:
         raise KeyError(f"kio has no request schema for API key {api_key} v{api_version}") from None
 
 
 @cache
 def response_class(api_key: int, api_version: int) -> type:
-    """kio's response body class for (key, version); KeyError if kio has none."""
+    """kio's response body class for (key, version), the base version's for a legacy version; KeyError if none."""
     try:
-        return load_response_schema(api_key, api_version)
+        return load_response_schema(api_key, _kio_version(api_key, api_version))
     except KioIndexError:
         raise KeyError(f"kio has no response schema for API key {api_key} v{api_version}") from None
 
@@ -94,6 +109,9 @@ def decode_request(header: RequestHeader, frame) -> Any:
     Raises ProtocolError if kio has no schema for the version or the body does not decode.
     """
     key, version = header.api_key, header.api_version
+    if is_legacy(key, version):
+        return _decode_legacy(REQUESTS[key, version], request_class(key, version), frame, header.body_offset,
+                              f"request body for API key {key} v{version} (correlation id {header.correlation_id})")
     try:
         reader = _request_reader(key, version)
     except KeyError as exc:
@@ -109,6 +127,14 @@ def decode_request(header: RequestHeader, frame) -> Any:
     return body
 
 
+def _decode_legacy(layout, cls: type, frame, offset: int, what: str) -> Any:
+    try:
+        values = legacy_codec.read_all(layout, _read_only(frame), offset)
+    except (ValueError, struct.error, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"malformed {what}: {type(exc).__name__}: {exc}") from exc
+    return build(cls, **values)
+
+
 class _Writer(NamedTuple):
     write: Callable
     flexible_header: bool  # response/request header with a tagged-field section
@@ -121,7 +147,8 @@ def _writer(cls: type) -> _Writer:
 
 def _check_class(body: Any, api_key: int, api_version: int) -> type:
     cls = type(body)
-    if getattr(cls, "__api_key__", None) != api_key or getattr(cls, "__version__", None) != api_version:
+    kio_version = _kio_version(api_key, api_version)
+    if getattr(cls, "__api_key__", None) != api_key or getattr(cls, "__version__", None) != kio_version:
         raise ValueError(f"{cls.__qualname__} is not the body of API key {api_key} v{api_version}")
     return cls
 
@@ -140,15 +167,22 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     """The framed response: size prefix, response header (v1 if the version is flexible, except for
     ApiVersions, else v0: kio's ``__header_schema__``), then ``body``, a kio response entity of exactly
     that API and version (ValueError otherwise)."""
-    writer = _writer(_check_class(body, api_key, api_version))
+    cls = _check_class(body, api_key, api_version)
+    if is_legacy(api_key, api_version):  # always response header v0
+        return _framed(_INT32.pack(correlation_id), _legacy_writer(RESPONSES[api_key, api_version]), body)
+    writer = _writer(cls)
     header = _INT32.pack(correlation_id) + (b"\x00" if writer.flexible_header else b"")
     return _framed(header, writer.write, body)
+
+
+def _legacy_writer(layout) -> Callable:
+    return lambda buffer, body: buffer.write(legacy_codec.write(layout, body))
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
     """The framed request (size prefix, request header v1/v2, body), for clients and tests."""
     cls = _check_class(body, api_key, api_version)
-    header_cls = cls.__header_schema__
+    header_cls = cls.__header_schema__  # legacy versions are below every API's first flexible version: v1 too
     header = io.BytesIO()
     entity_writer(header_cls)(
         header,
@@ -156,6 +190,8 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
             request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id, client_id=client_id
         ),
     )
+    if is_legacy(api_key, api_version):
+        return _framed(header.getvalue(), _legacy_writer(REQUESTS[api_key, api_version]), body)
     return _framed(header.getvalue(), _writer(cls).write, body)
 
 
@@ -163,6 +199,12 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, Any]:
     """(correlation id, body entity) of a response frame payload; ProtocolError if it does not decode."""
     cls = response_class(api_key, api_version)
     frame = _read_only(frame)
+    if is_legacy(api_key, api_version):
+        if len(frame) < 4:
+            raise ProtocolError(f"malformed response for API key {api_key} v{api_version}: no header")
+        correlation_id = _INT32.unpack_from(frame, 0)[0]
+        return correlation_id, _decode_legacy(RESPONSES[api_key, api_version], cls, frame, 4,
+                                              f"response for API key {api_key} v{api_version}")
     try:
         header, offset = entity_reader(cls.__header_schema__)(frame, 0)
         body, _size = entity_reader(cls)(frame, offset)
@@ -282,6 +324,7 @@ __all__ = [
     "encode_request",
     "encode_response",
     "error_code",
+    "is_legacy",
     "request_class",
     "response_class",
 ]

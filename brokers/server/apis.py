@@ -1,14 +1,13 @@
 """KafkaApis: one entry point per request frame, dispatch by API key (Kafka's KafkaApis).
 
-``ApiKey`` (``brokers.protocol.api_versions``) decides what exists: an unknown API key closes the
-connection (as Kafka does), a known key at an unadvertised version gets UNSUPPORTED_VERSION where
-the response has a top-level error code, and closes the connection otherwise. ApiVersions is
-answered from pre-encoded bytes. Handlers return a kio response entity (encoded here), a list of
+``ApiKey`` (``brokers.protocol.api_versions``) decides what exists: an unknown API key, or a known key at
+a version outside its window, closes the connection with one log line naming the client id, the API and
+the version (Kafka 2.8 cannot parse such a request and closes too). ApiVersions answers every version,
+from pre-encoded bytes (KIP-511: UNSUPPORTED_VERSION and the table for a version above its own). Handlers return a kio response entity (encoded here), a list of
 wire segments (Fetch), or None (Produce with acks=0: no response at all).
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import struct
 import time
@@ -17,7 +16,6 @@ from typing import Any, Awaitable, Callable
 from brokers.security.acls import ANONYMOUS
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey, api_versions_response, known_api
-from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
 from brokers.server import sasl
 from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
@@ -73,7 +71,7 @@ HANDLERS: dict[ApiKey, Handler] = {
 
 class KafkaApis:
     """``extra_handlers``: APIs served by other packages, wired by the composition root (the group APIs
-    of ``consumer_group``). An advertised API nobody handles answers UNSUPPORTED_VERSION."""
+    of ``consumer_group``). An advertised API nobody handles closes the connection (a wiring defect)."""
 
     def __init__(self, context: ServerContext, extra_handlers: dict[ApiKey, Handler] | None = None):
         self.context = context
@@ -88,9 +86,12 @@ class KafkaApis:
         header = parse_request_header(frame, flexible=api_version >= api_key.flexible_from)
         if api_key is ApiKey.API_VERSIONS:  # any version: the header's fixed prefix is all we need
             return [api_versions_response(header.correlation_id, api_version)]
+        if not api_key.supports(api_version):
+            raise ProtocolError(f"client {header.client_id!r} sent {api_key.api_name} v{api_version}, outside this "
+                                f"broker's window {api_key.min_version}-{api_key.max_version}")
         handler = self.handlers.get(api_key)
-        if handler is None or not api_key.supports(api_version):
-            return [self._unsupported_version(api_key, header)]
+        if handler is None:
+            raise ProtocolError(f"{api_key.api_name} is advertised but has no handler")
         request = codec.decode_request(header, frame)
         if session is not None and session.state is not sasl.SaslState.COMPLETE:
             return [codec.encode_response(api_key, api_version, header.correlation_id,
@@ -108,15 +109,3 @@ class KafkaApis:
         if response is None or isinstance(response, list):
             return response
         return [codec.encode_response(api_key, api_version, header.correlation_id, response)]
-
-    @staticmethod
-    def _unsupported_version(api_key: ApiKey, header: RequestHeader) -> bytes:
-        name = api_key.api_name
-        try:
-            cls = codec.response_class(header.api_key, header.api_version)
-        except (KeyError, ProtocolError):
-            cls = None
-        if cls is None or "error_code" not in {f.name for f in dataclasses.fields(cls)}:
-            raise ProtocolError(f"{name} v{header.api_version} is not supported and has no error response")
-        body = codec.build(cls, error_code=ErrorCode.UNSUPPORTED_VERSION)
-        return codec.encode_response(header.api_key, header.api_version, header.correlation_id, body)
