@@ -27,7 +27,7 @@ from scripts.local.cluster import Cluster, running_cluster
 from scripts.local.zookeeper.network import find_free_base_port
 from tests.integration.conditions import wait_for
 from tests.integration.external_clients import (  # versions_served: an autouse fixture
-    TIMEOUT, commit, create_topic, refused_versions, versions_served)
+    TIMEOUT, commit, create_topic, refusals, versions_served)
 
 BURROW = "/usr/bin/Burrow"
 CLUSTER = "zkafka"
@@ -102,9 +102,9 @@ class Burrow:
     def get(self, path: str) -> dict | None:
         """The JSON of ``GET path``, None while Burrow cannot answer it; AssertionError once Burrow exited."""
         if self.process.poll() is not None:
-            refused = "\n".join(refused_versions(self.cluster)[-10:]) or "(none)"
+            refused = "\n".join(refusals(self.cluster)[-10:]) or "(none)"
             raise AssertionError(f"Burrow exited {self.process.returncode}:\n{self.log.read_text()[-3000:]}\n"
-                                 f"--- brokers' refused versions:\n{refused}")
+                                 f"--- brokers' reasons for closing connections:\n{refused}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
                 return json.loads(response.read())
