@@ -40,6 +40,9 @@ func produce(brokers []string, config *sarama.Config, opts options) ([]Record, e
 		messages[i] = producerMessage(opts.topic, r)
 	}
 	if err := producer.SendMessages(messages); err != nil {
+		if errs, ok := err.(sarama.ProducerErrors); ok && len(errs) > 0 {
+			return nil, fmt.Errorf("%v (the first: %v)", err, errs[0].Err)
+		}
 		return nil, err
 	}
 	for i, m := range messages {
