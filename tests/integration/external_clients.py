@@ -94,6 +94,16 @@ def topic_partitions(cluster: Cluster) -> dict[str, dict[int, list[int]]]:
             if t.error is None}
 
 
+def topics_seen(cluster: Cluster, *names: str) -> dict[str, dict[int, list[int]]]:
+    """``topic_partitions`` once every one of ``names`` is in it (a new topic reaches the brokers' metadata
+    caches through the controller's UpdateMetadata, after CreateTopics has answered)."""
+    def seen():
+        topics = topic_partitions(cluster)
+        return topics if set(names) <= set(topics) else None
+
+    return wait_for(seen, TIMEOUT, f"{', '.join(names)} in metadata")
+
+
 def read_all(cluster: Cluster, topic: str, partitions: int, expected: int) -> list[dict]:
     """Every record of ``topic`` from offset 0, as dicts shaped like the clients' output."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "reference-reader",

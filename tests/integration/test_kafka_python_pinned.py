@@ -19,7 +19,7 @@ from kafka.admin import NewTopic
 from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.external_clients import (  # versions_served: an autouse fixture
-    TIMEOUT, committed, end_offsets, read_all, topic_partitions, versions_served)
+    TIMEOUT, committed, end_offsets, read_all, topic_partitions, topics_seen, versions_served)
 
 VERSIONS = [(2, 0, 0), (1, 0, 0)]
 BASE_TS = (int(time.time()) - 3600) * 1000
@@ -92,7 +92,7 @@ def test_kafka_python_pinned_produce_consume_group_and_admin(cluster, version):
                              request_timeout_ms=30000)
     try:
         admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3)], timeout_ms=30000)
-        wait_for(lambda: len(topic_partitions(cluster).get(topic, {})) == 3, TIMEOUT, f"{topic} in metadata")
+        assert len(topics_seen(cluster, topic)[topic]) == 3
         described = {t["name"]: t for t in admin.describe_topics([topic])}[topic]
         assert sorted((p["partition_index"], len(p["replica_nodes"])) for p in described["partitions"]) == \
             [(0, 3), (1, 3), (2, 3)]

@@ -19,7 +19,8 @@ from kafka.partitioner.default import murmur2
 from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.external_clients import (  # versions_served: an autouse fixture
-    TIMEOUT, committed, create_topic, end_offsets, kafkajs, read_all, topic_partitions, versions_served)
+    TIMEOUT, committed, create_topic, end_offsets, kafkajs, read_all, topic_partitions, topics_seen,
+    versions_served)
 from tests.integration.stored import stored_batches
 
 BASE_TS = (int(time.time()) - 3600) * 1000
@@ -60,7 +61,7 @@ def test_kafkajs_admin_creates_describes_and_deletes_topics(cluster):
                                for p in t["partitions"]) for t in described}
     assert shape == {"kafkajs-admin-a": [(0, 3, True), (1, 3, True), (2, 3, True)],
                      "kafkajs-admin-b": [(0, 2, True), (1, 2, True)]}
-    seen = topic_partitions(cluster)
+    seen = topics_seen(cluster, "kafkajs-admin-a", "kafkajs-admin-b")
     assert {p: sorted(r) for p, r in seen["kafkajs-admin-a"].items()} == {p: [1, 2, 3] for p in range(3)}
     assert len(seen["kafkajs-admin-b"]) == 2
     assert {"kafkajs-admin-a", "kafkajs-admin-b"} <= set(kafkajs(cluster, "list-topics")["topics"])

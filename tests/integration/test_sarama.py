@@ -23,7 +23,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.external_clients import (  # versions_served: an autouse fixture
-    TIMEOUT, committed, create_topic, end_offsets, read_all, sarama, topic_partitions, versions_served)
+    TIMEOUT, committed, create_topic, end_offsets, read_all, sarama, topic_partitions, topics_seen,
+    versions_served)
 from tests.integration.stored import stored_batches
 
 VERSIONS = ["2.2.0", "0.8.2.0"]
@@ -70,7 +71,7 @@ def comparable(records: list[dict], version: str, *, offsets: bool = True) -> li
 def test_sarama_cluster_admin_creates_lists_and_deletes_topics(cluster):
     assert sarama(cluster, "2.2.0", "create", "-topic", "sarama-admin", "-partitions", "3",
                   "-replication", "3") == {"created": "sarama-admin"}
-    seen = topic_partitions(cluster)["sarama-admin"]
+    seen = topics_seen(cluster, "sarama-admin")["sarama-admin"]
     assert {p: sorted(r) for p, r in seen.items()} == {p: [1, 2, 3] for p in range(3)}
     listed = sarama(cluster, "2.2.0", "topics")["sarama-admin"]
     assert (listed["partitions"], listed["replication"]) == (3, 3)
