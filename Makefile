@@ -93,4 +93,4 @@ down:
 demo-down: down
 
 clean:
-	rm -rf $(VENV) .zkafka .pytest_cache build *.egg-info
+	rm -rf $(VENV) .zkafka .pytest_cache build *.egg-info $(KAFKAJS)/node_modules
