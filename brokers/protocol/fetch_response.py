@@ -1,4 +1,4 @@
-"""The Fetch response, v0-v11 (non-flexible), encoded by hand as a list of segments.
+"""The Fetch response, v0-v12, encoded by hand as a list of segments.
 
 Record bytes are never copied: the encoder emits the fixed parts as ``bytes`` and passes each
 partition's records object through untouched, so the I/O layer can write a memoryview or
@@ -30,8 +30,33 @@ v0-v3 (``encode_legacy_fetch_response``) carry the magic 0/1 message sets of a d
             int32 partition_index, int16 error_code, int64 high_watermark
             int32 records length, then the message set bytes
 
-Records ``None`` is written as an empty records field (length 0), not as null (-1): Kafka itself
-sends empty records, and librdkafka rejects a negative MessageSetSize as a parse failure. A null
+v12 is flexible (KIP-482): response header v1 (a tagged-field section after the correlation id),
+compact arrays and strings (unsigned varint length + 1), and a tagged-field section after the body,
+each topic and each partition::
+
+    int32 size, int32 correlation_id, tagged fields (0x00)
+    int32 throttle_time_ms, int16 error_code, int32 session_id
+    uvarint topic count + 1, per topic:
+        uvarint name length + 1, name
+        uvarint partition count + 1, per partition:
+            int32 partition_index, int16 error_code, int64 high_watermark
+            int64 last_stable_offset, int64 log_start_offset
+            uvarint aborted_transactions count + 1: always 0 (null)
+            int32 preferred_read_replica
+            uvarint records length + 1, then the records bytes  <- the records segment
+            tagged fields: count, then per tag present (in tag order) uvarint tag, uvarint size, value:
+                0 diverging_epoch (KIP-320): int32 epoch, int64 end_offset, 0x00
+                1 current_leader: int32 leader_id, int32 leader_epoch, 0x00
+                (2 snapshot_id is KRaft's: never sent)
+        tagged fields (0x00)
+    tagged fields (0x00)
+
+A tagged field is sent only when it differs from its default (Kafka's generated writer), so a
+partition without divergence and without a leader hint ends in one 0x00.
+
+Records ``None`` is written as an empty records field (length 0; in v12 uvarint 1), not as null (-1;
+in v12 uvarint 0): Kafka itself sends empty records, and librdkafka rejects a negative MessageSetSize
+as a parse failure (in v12 too: it reads the compact length as a count and fails on -1). A null
 aborted_transactions (-1) is what Kafka sends for non-transactional reads; every client accepts it
 (librdkafka reads the transactions only when the count is > 0). kio encodes the same fields the same
 way, and the tests compare against it byte for byte.
@@ -43,8 +68,9 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 MIN_VERSION = 4
-MAX_VERSION = 11
+MAX_VERSION = 12
 NULL_ARRAY = -1
+FIRST_FLEXIBLE_VERSION = 12
 
 _INT32 = struct.Struct(">i")
 _TOP_V4 = struct.Struct(">iii")  # correlation_id, throttle_time_ms, topic count
@@ -72,6 +98,8 @@ class FetchPartitionData(NamedTuple):
     log_start_offset: int
     records: Any
     preferred_read_replica: int = -1
+    diverging_epoch: tuple[int, int] | None = None  # v12 (KIP-320): (epoch, end_offset)
+    current_leader: tuple[int, int] | None = None  # v12: (leader_id, leader_epoch)
 
 
 def records_size(records: Any) -> int:
@@ -137,6 +165,8 @@ def encode_fetch_response(
     """
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"Fetch v{version} is not encoded here (only v{MIN_VERSION}-v{MAX_VERSION})")
+    if version >= FIRST_FLEXIBLE_VERSION:
+        return _encode_flexible(correlation_id, partitions_by_topic, throttle_time_ms, error_code, session_id)
     segments: list = []
     fixed = bytearray(4)  # the size prefix, patched once the total is known
     fixed += _top(version, correlation_id, throttle_time_ms, error_code, session_id, len(partitions_by_topic))
@@ -192,6 +222,93 @@ def encode_legacy_fetch_response(
     if fixed:
         total += len(fixed)
         segments.append(fixed if fixed is first else bytes(fixed))
+    _INT32.pack_into(first, 0, total - 4)
+    segments[0] = bytes(first)
+    return segments
+
+
+# -- v12: flexible ---------------------------------------------------------------------------------
+_TOP_V12 = struct.Struct(">ibihi")  # correlation_id, header tags (0), throttle_time_ms, error_code, session_id
+_PARTITION_V12 = struct.Struct(">ihqqqbi")  # index, error, HW, LSO, log start, aborted (null), preferred replica
+_EPOCH_END_OFFSET = struct.Struct(">iqb")  # epoch, end_offset, the struct's own tags (0)
+_LEADER_ID_AND_EPOCH = struct.Struct(">iib")  # leader_id, leader_epoch, the struct's own tags (0)
+NO_TAGGED_FIELDS = b"\x00"
+DIVERGING_EPOCH_TAG, CURRENT_LEADER_TAG = 0, 1
+
+
+_ONE_BYTE_UVARINTS = tuple(bytes((value,)) for value in range(0x80))
+
+
+def uvarint(value: int) -> bytes:
+    """Kafka's unsigned varint: 7 bits a byte, low bits first."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE_UVARINTS[value]
+    if 0 < value < 0x200000:  # every records length up to 2 MiB: two or three bytes
+        low = (value & 0x7F) | 0x80
+        if value < 0x4000:
+            return bytes((low, value >> 7))
+        return bytes((low, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+    if value < 0:
+        raise ValueError(f"{value} is negative: no unsigned varint")
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+@lru_cache(maxsize=4096)
+def _compact_topic_name(name: str) -> bytes:
+    encoded = name.encode("utf-8")
+    if len(encoded) > 0x7FFF:
+        raise ValueError(f"topic name of {len(encoded)} bytes does not fit a string field")
+    return uvarint(len(encoded) + 1) + encoded
+
+
+def partition_tagged_fields(p: FetchPartitionData) -> bytes:
+    """The partition's tagged-field section: diverging_epoch (tag 0) and current_leader (tag 1), each
+    only when set, in tag order."""
+    if p.diverging_epoch is None and p.current_leader is None:
+        return NO_TAGGED_FIELDS
+    fields = []
+    if p.diverging_epoch is not None and tuple(p.diverging_epoch) != (-1, -1):
+        value = _EPOCH_END_OFFSET.pack(*p.diverging_epoch, 0)
+        fields.append(uvarint(DIVERGING_EPOCH_TAG) + uvarint(len(value)) + value)
+    if p.current_leader is not None and tuple(p.current_leader) != (-1, -1):
+        value = _LEADER_ID_AND_EPOCH.pack(*p.current_leader, 0)
+        fields.append(uvarint(CURRENT_LEADER_TAG) + uvarint(len(value)) + value)
+    if not fields:
+        return NO_TAGGED_FIELDS
+    return uvarint(len(fields)) + b"".join(fields)
+
+
+def _encode_flexible(correlation_id: int, partitions_by_topic: list[tuple[str, list[FetchPartitionData]]],
+                     throttle_time_ms: int, error_code: int, session_id: int) -> list:
+    """Fetch v12 as segments: the same contract as :func:`encode_fetch_response`."""
+    segments: list = []
+    first = fixed = bytearray(4)  # the size prefix, patched once the total is known
+    fixed += _TOP_V12.pack(correlation_id, 0, throttle_time_ms, error_code, session_id)
+    fixed += uvarint(len(partitions_by_topic) + 1)
+    total = 0
+    for topic, partitions in partitions_by_topic:
+        fixed += _compact_topic_name(topic)
+        fixed += uvarint(len(partitions) + 1)
+        for p in partitions:
+            size = records_size(p.records)
+            fixed += _PARTITION_V12.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                                         p.log_start_offset, 0, p.preferred_read_replica)
+            fixed += uvarint(size + 1)
+            if size:
+                total += len(fixed) + size
+                segments.append(fixed if fixed is first else bytes(fixed))
+                segments.append(p.records)
+                fixed = bytearray()
+            fixed += partition_tagged_fields(p)
+        fixed += NO_TAGGED_FIELDS
+    fixed += NO_TAGGED_FIELDS
+    total += len(fixed)
+    segments.append(fixed if fixed is first else bytes(fixed))
     _INT32.pack_into(first, 0, total - 4)
     segments[0] = bytes(first)
     return segments

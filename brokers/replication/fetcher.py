@@ -3,16 +3,22 @@
 ``ReplicaFetcherManager`` keeps one ``ReplicaFetcher`` per source broker (``num.replica.fetchers`` = 1);
 partitions are added on become-follower and removed on become-leader, StopReplica or deletion. A
 fetcher is one asyncio task with one connection to the leader's listener and, per partition, a
-``PartitionFetchState``:
+``PartitionFetchState``. Truncation happens on fetch (KIP-320, Kafka 2.8 at inter-broker protocol
+2.7+, where the OffsetsForLeaderEpoch round trip on becoming follower is gone):
 
-1. **truncating** (every become-follower; KAFKA-7164's skip is not taken: always truncating is
-   safe): OffsetsForLeaderEpoch (api 23) with the follower's latest epoch, then
-   ``isr.truncation_offset`` decides; KIP-279's intermediate answers repeat the round with the
-   follower's next-lower epoch; an undefined answer falls back to the follower's HW;
-2. **fetching**: one Fetch (``replica_id`` = this broker) for all of this leader's partitions; each
-   returned record set is appended verbatim (``Log.append_as_follower`` keeps the leader's offsets
-   and epochs byte for byte; a trailing partial batch is cut off and fetched again), then the
-   follower HW = min(leader HW, own LEO).
+1. **becoming follower**: a log with leader epochs fetches at once from its log end; a log without
+   any (empty, or only un-epoched data) first truncates to its own high watermark, the only thing
+   left to go on (Kafka's truncateToHighWatermark);
+2. **fetching**: one Fetch v12 (``replica_id`` = this broker) for all of this leader's partitions,
+   each with ``last_fetched_epoch`` = the epoch of this log's last batch (its latest leader epoch);
+   each returned record set is appended verbatim (``Log.append_as_follower`` keeps the leader's
+   offsets and epochs byte for byte; a trailing partial batch is cut off and fetched again), then the
+   follower HW = min(leader HW, own LEO);
+3. **diverging**: when the leader finds that epoch ending before our fetch offset, or does not have
+   it, it answers ``diverging_epoch`` = (its largest epoch <= ours, where that epoch ends) and no
+   records; ``isr.truncation_offset`` decides (Kafka's getOffsetTruncationState: min of the leader's
+   end offset and our own end of that epoch; for an epoch we do not know, KIP-279's intermediate
+   point) and the next Fetch carries the latest epoch left after truncating, until no divergence.
 
 Partition errors back off that partition for ``replica.fetch.backoff.ms``; connection errors back off
 the whole fetcher and reconnect. After every await the partition's state is looked up again: a
@@ -41,9 +47,8 @@ from brokers.replication.quota import LONG_MAX, ReplicationQuota, is_throttled, 
 
 log = logging.getLogger(__name__)
 
-FETCH, FETCH_VERSION = ApiKey.FETCH, 11
+FETCH, FETCH_VERSION = ApiKey.FETCH, 12
 LIST_OFFSETS, LIST_OFFSETS_VERSION = ApiKey.LIST_OFFSETS, 2
-OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION = ApiKey.OFFSET_FOR_LEADER_EPOCH, 3
 EARLIEST, LATEST = -2, -1
 QUICK_RETRY_MS = 50
 THROTTLED_BACKOFF_S = 0.1  # every partition over the follower throttle: look again after this
@@ -77,7 +82,7 @@ class FetcherConfig:
 class PartitionFetchState:
     partition: Partition
     leader_epoch: int
-    truncating: bool = True
+    truncating: bool = True  # to the high watermark first: a log without leader epochs
     delayed_until: float = 0.0
     quick_retries: int = 0
     in_sync: bool = False  # caught up with the leader's HW at the last fetch (Kafka's isReplicaInSync)
@@ -109,7 +114,11 @@ class ReplicaFetcher:
         self._stopped = False
 
     def add(self, partition: Partition) -> None:
-        self.partitions[partition.topic_partition] = PartitionFetchState(partition, partition.leader_epoch)
+        """Kafka 2.8's partitionFetchState with truncation on fetch: a log with epochs fetches from its end
+        (the leader's diverging_epoch answer truncates it), one without truncates to its HW first."""
+        truncating = partition.log.leader_epoch_cache.latest_epoch < 0
+        self.partitions[partition.topic_partition] = PartitionFetchState(partition, partition.leader_epoch,
+                                                                          truncating)
         self._wakeup.set()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{self.source}")
@@ -150,10 +159,9 @@ class ReplicaFetcher:
         if not ready:
             await asyncio.sleep(min(s.delayed_until for s in self.partitions.values()) - now)
             return
-        truncating = {tp: s for tp, s in ready.items() if s.truncating}
-        if truncating:
-            await self._truncate(connection, truncating)
-            return
+        for state in ready.values():
+            if state.truncating:
+                self._truncate_to_high_watermark(state)
         allowed = ready
         if self.quota.enabled:
             now_ms = int(time.time() * 1000)
@@ -198,53 +206,26 @@ class ReplicaFetcher:
         state.delayed_until = time.monotonic() + delay_ms / 1000
 
     # -- truncation ----------------------------------------------------------------------------
-    async def _truncate(self, connection: KafkaConnection, states: dict[TopicPartition, PartitionFetchState]) -> None:
-        asked: dict[TopicPartition, int] = {}
-        for tp, state in list(states.items()):
-            epoch = state.partition.log.leader_epoch_cache.latest_epoch
-            if epoch < 0:  # nothing to reconcile by epoch: an empty log, or only un-epoched data
-                self._finish_truncation(state, state.partition.log.high_watermark)
-                del states[tp]
-            else:
-                asked[tp] = epoch
-        if not asked:
-            return
-        body = codec.build(codec.request_class(OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION),
-                           replica_id=self.config.broker_id, topics=_by_topic(
-                               asked, lambda tp, epoch: dict(partition=tp.partition, leader_epoch=epoch,
-                                                             current_leader_epoch=states[tp].leader_epoch)))
-        response = await connection.request(OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_VERSION, body,
-                                            self.config.socket_timeout_ms / 1000)
-        for topic in response.topics:
-            for answer in topic.partitions:
-                tp = TopicPartition(topic.topic, answer.partition)
-                state = states.get(tp)
-                if state is None or not self._current(tp, state):
-                    continue
-                if answer.error_code.value != ErrorCode.NONE:
-                    self._back_off(state, f"OffsetsForLeaderEpoch error {answer.error_code.name}",
-                                   answer.error_code.value)
-                    continue
-                self._apply_epoch_answer(state, asked[tp], answer.leader_epoch, answer.end_offset)
-
-    def _apply_epoch_answer(self, state: PartitionFetchState, asked_epoch: int, epoch: int, end_offset: int) -> None:
+    def _truncate_on_divergence(self, state: PartitionFetchState, epoch: int, end_offset: int) -> None:
+        """The leader answered ``diverging_epoch`` = (``epoch``, ``end_offset``): truncate where
+        ``isr.truncation_offset`` says (Kafka's truncateOnFetchResponse); the next Fetch carries the
+        latest epoch left, so KIP-279's intermediate points need no extra round trip."""
         log_ = state.partition.log
         entries = [(e.epoch, e.start_offset) for e in log_.leader_epoch_cache.entries]
-        decision = decide.truncation_offset(entries, log_.log_end_offset, epoch, end_offset)
-        if decision.offset is None:
-            self._finish_truncation(state, log_.high_watermark)
-        elif decision.next_epoch is None:
-            self._finish_truncation(state, decision.offset)
-        else:  # KIP-279: truncate to where our next-lower epoch ends and ask again with it
-            log.info("%s: leader does not know our epoch %d; truncating to %d and asking about epoch %d",
-                     log_.topic_partition, asked_epoch, decision.offset, decision.next_epoch)
-            log_.truncate_to(decision.offset)
-
-    def _finish_truncation(self, state: PartitionFetchState, offset: int) -> None:
-        log_ = state.partition.log
+        log_end_offset = log_.log_end_offset
+        decision = decide.truncation_offset(entries, log_end_offset, epoch, end_offset)
+        # an undefined end offset (which a leader never sends here) keeps the fetch offset, as Kafka does
+        offset = log_end_offset if decision.offset is None else decision.offset
         if log_.truncate_to(offset):
-            log.warning("%s: truncated to offset %d on becoming follower of %d at epoch %d",
-                        log_.topic_partition, offset, self.source, state.leader_epoch)
+            log.warning("%s: truncated to offset %d (leader %d's epoch %d ends at %d; our log end was %d)",
+                        log_.topic_partition, offset, self.source, epoch, end_offset, log_end_offset)
+
+    def _truncate_to_high_watermark(self, state: PartitionFetchState) -> None:
+        log_ = state.partition.log
+        offset = log_.high_watermark
+        if log_.truncate_to(offset):
+            log.warning("%s: no leader epochs: truncated to the high watermark %d on becoming follower of %d "
+                        "at epoch %d", log_.topic_partition, offset, self.source, state.leader_epoch)
         state.truncating = False
 
     # -- fetching ------------------------------------------------------------------------------
@@ -255,8 +236,9 @@ class ReplicaFetcher:
             min_bytes=c.min_bytes, max_bytes=c.response_max_bytes, isolation_level=0, session_id=0,
             session_epoch=-1, topics=_by_topic(states, lambda tp, s: dict(
                 partition=tp.partition, current_leader_epoch=s.leader_epoch,
-                fetch_offset=s.partition.log.log_end_offset, log_start_offset=s.partition.log.log_start_offset,
-                partition_max_bytes=c.max_bytes)))
+                fetch_offset=s.partition.log.log_end_offset,
+                last_fetched_epoch=s.partition.log.leader_epoch_cache.latest_epoch,
+                log_start_offset=s.partition.log.log_start_offset, partition_max_bytes=c.max_bytes)))
         asked = {tp: s.partition.log.log_end_offset for tp, s in states.items()}
         response = await connection.request(FETCH, FETCH_VERSION, body,
                                             (c.socket_timeout_ms + c.wait_max_ms) / 1000)
@@ -273,7 +255,11 @@ class ReplicaFetcher:
     async def _handle_partition(self, connection: KafkaConnection, state: PartitionFetchState, data) -> None:
         code = data.error_code.value
         partition = state.partition
-        if code == ErrorCode.NONE:
+        if code == ErrorCode.NONE and data.diverging_epoch.epoch >= 0:  # Kafka: a negative epoch is none
+            state.quick_retries = 0
+            self._truncate_on_divergence(state, data.diverging_epoch.epoch, data.diverging_epoch.end_offset)
+            partition.update_follower_high_watermark(data.high_watermark)
+        elif code == ErrorCode.NONE:
             state.quick_retries = 0
             records = whole_batches(data.records)
             try:

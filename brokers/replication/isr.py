@@ -248,11 +248,13 @@ def end_offset_for(entries: EpochEntries, requested_epoch: int, log_end_offset: 
 
 
 class TruncationDecision(NamedTuple):
-    """What a follower does with a leader's OffsetsForLeaderEpoch answer (a plain 2-tuple underneath).
+    """What a follower does with a leader's (epoch, end offset) answer: a Fetch v12 ``diverging_epoch``
+    (KIP-320) or an OffsetsForLeaderEpoch answer (a plain 2-tuple underneath).
 
     - ``(offset, None)``: truncate to ``offset`` and start fetching there; truncation is complete.
     - ``(offset, epoch)``: KIP-279 intermediate round: truncate to ``offset`` (after which the follower's
-      latest epoch is ``epoch``) and ask the leader again with ``epoch``.
+      latest epoch is ``epoch``) and ask the leader again with ``epoch`` (the next Fetch's
+      ``last_fetched_epoch``).
     - ``(None, None)``: the answer was undefined; fall back to truncating to the follower's own HW
       (the pre-KIP-101 rule, the only thing left to go on).
     """
@@ -295,3 +297,46 @@ def truncation_offset(follower_epoch_entries: EpochEntries, follower_log_end_off
     if own_epoch == leader_answer_epoch:
         return TruncationDecision(min(leader_answer_end_offset, own_end_offset, follower_log_end_offset), None)
     return TruncationDecision(min(own_end_offset, follower_log_end_offset), own_epoch)
+
+
+class FetchDivergence(NamedTuple):
+    """What a leader answers for a Fetch partition carrying ``last_fetched_epoch`` (KIP-320, Fetch v12).
+
+    - ``(ErrorCode.NONE, None)``: no divergence known: read the log as usual;
+    - ``(ErrorCode.NONE, (epoch, end_offset))``: the fetcher's log diverges from ours after
+      ``end_offset`` of ``epoch``: answer no records and this ``diverging_epoch``;
+    - ``(ErrorCode.OFFSET_OUT_OF_RANGE, None)``: the epoch's end cannot be determined, or the fetch
+      offset is below our log start.
+    """
+
+    error: ErrorCode
+    diverging_epoch: tuple[int, int] | None
+
+
+NO_DIVERGENCE = FetchDivergence(ErrorCode.NONE, None)
+
+
+def fetch_divergence(last_fetched_epoch: int, fetch_offset: int, log_start_offset: int,
+                     leader_epoch_end: tuple[int, int]) -> FetchDivergence:
+    """The leader's check of a Fetch's ``last_fetched_epoch`` (Kafka 2.8's Partition.readRecords).
+
+    ``leader_epoch_end`` is the leader's own :func:`end_offset_for` answer for ``last_fetched_epoch``
+    (over its epoch entries and its log end offset). Rules, in order:
+
+    1. ``last_fetched_epoch`` < 0 (consumers, and fetchers with no epoch yet) -> no check;
+    2. the answer is undefined (epoch or end offset -1: the epoch is above our latest, or we have no
+       entries) -> OFFSET_OUT_OF_RANGE;
+    3. ``fetch_offset`` < our log start -> OFFSET_OUT_OF_RANGE, whatever the epochs say;
+    4. the answer's epoch is below ``last_fetched_epoch`` (we never had that epoch) or its end offset
+       is below ``fetch_offset`` (the fetcher has records of that epoch we do not) -> diverging at
+       the answer;
+    5. otherwise no divergence.
+    """
+    if last_fetched_epoch < 0:
+        return NO_DIVERGENCE
+    epoch, end_offset = leader_epoch_end
+    if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_OFFSET or fetch_offset < log_start_offset:
+        return FetchDivergence(ErrorCode.OFFSET_OUT_OF_RANGE, None)
+    if epoch < last_fetched_epoch or end_offset < fetch_offset:
+        return FetchDivergence(ErrorCode.NONE, (epoch, end_offset))
+    return NO_DIVERGENCE

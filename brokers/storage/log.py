@@ -316,9 +316,14 @@ class Log:
 
     # -- truncation ----------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> bool:
-        """Remove every offset >= ``offset`` (follower truncation); True if anything was removed."""
+        """Remove every offset >= ``offset`` (follower truncation); True if anything was removed.
+
+        At or past the log end nothing is removed, but epoch entries starting at the log end are: a
+        replica that became leader and appended nothing before losing leadership has such an entry,
+        and a follower that kept it would send that epoch as its last fetched one forever (KIP-320)."""
         with self._lock:
             if offset >= self.log_end_offset:
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
                 return False
             if offset < self._segments[0].base_offset:
                 self._truncate_fully(offset)

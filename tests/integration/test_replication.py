@@ -13,8 +13,8 @@ real brokers, confluent-kafka producers and consumers, kill -9 / SIGSTOP on the 
 4. KIP-101 replays, deterministic, RF 2 on a 2-broker cluster (so "kill -9 both" also freezes the
    controller: the partition state in ZooKeeper stays exactly what the leader last wrote):
    a. a follower whose checkpointed HW is stale becomes leader and serves every acknowledged record;
-   b. divergence: records only the old leader has are truncated via OffsetsForLeaderEpoch when it
-      returns as a follower; both logs end byte-identical;
+   b. divergence: records only the old leader has are truncated when it returns as a follower, on
+      the new leader's diverging_epoch answer to its Fetch v12 (KIP-320); both logs end byte-identical;
    c. KIP-101's power-loss replay: the returning replica's HW on disk covers records the new leader
       lost; truncating to that HW would leave two different records at the same offsets.
 5. Two of three replicas down with min.insync.replicas=2: acks=all gets NOT_ENOUGH_REPLICAS and
@@ -501,7 +501,7 @@ def test_kip101_stale_follower_hw_never_truncates_acknowledged_records(make_clus
     assert_identical_logs(cluster, topic, 0, [a, b])
 
 
-def test_kip101_divergent_leader_truncates_via_offsets_for_leader_epoch(make_cluster):
+def test_kip101_divergent_leader_truncates_by_leader_epoch(make_cluster):
     """A record only the old leader has (m2, acks=1 while the follower was frozen) is cut when it
     returns as a follower of the new leader, which wrote m3 at the same offsets: by epoch (to exactly
     where epoch 0 ends on the new leader), not to its own (stale) HW."""

@@ -1,5 +1,5 @@
 """Two in-process brokers on one event loop, each behind a real KafkaListener on 127.0.0.1: the follower's
-ReplicaFetcher copies the leader's log over real sockets with Kafka's Fetch and OffsetsForLeaderEpoch.
+ReplicaFetcher copies the leader's log over real sockets with Kafka's Fetch (v12, truncating on fetch).
 
 No ZooKeeper here (the cluster tests in test_replication.py have it): the test plays the controller,
 handing each ReplicaManager its LeaderAndIsr, and records the leaders' ISR writes in a ``RecordingIsrStore``

@@ -1,4 +1,4 @@
-"""Fetch (API key 1, v0-v11): file ranges of the partitions' logs, long-polled up to ``max_wait``.
+"""Fetch (API key 1, v0-v12): file ranges of the partitions' logs, long-polled up to ``max_wait``.
 
 v0-v3 read the old message formats: their reads are down-converted before the response
 (``fetch_down_conversion``); v4+ send the log's bytes untouched.
@@ -13,6 +13,12 @@ Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``rea
   log end; a consumer (``replica_id`` -1) reads only below the high watermark;
 * v9+ ``current_leader_epoch`` (when not -1) must equal the leader epoch: older is
   FENCED_LEADER_EPOCH (74), newer UNKNOWN_LEADER_EPOCH (75);
+* v12+ ``last_fetched_epoch`` (KIP-320; when >= 0: followers send the epoch of their last batch,
+  librdkafka -1, kafka-python its position's epoch) is looked up in this leader's epoch cache
+  (``isr.fetch_divergence``): an undefined answer or a ``fetch_offset`` below the log start is
+  OFFSET_OUT_OF_RANGE; an answer with a smaller epoch or an end offset below ``fetch_offset`` means the
+  fetcher's log diverges: no records, ``diverging_epoch`` = that (epoch, end offset), answered at once,
+  and a follower's fetch offset is not recorded (its log end is not ours to count);
 * ``fetch_offset`` outside [log start, log end] is OFFSET_OUT_OF_RANGE (1) (``Log.read`` decides);
 * records are read up to the high watermark (READ_COMMITTED's last stable offset is the same: we have
   no transactions), at most ``min(partition_max_bytes, what is left of max_bytes)``. KIP-74: the first
@@ -27,9 +33,11 @@ ISR, returns no records while this broker's throttled replication rate is over
 ``leader.replication.throttled.rate``; what throttled replicas are sent counts towards that rate.
 
 Errored partitions answer -1 for high watermark, last stable offset and log start offset, and no records.
+``current_leader`` (v12's tag 1) is never set: Kafka 2.8's ZooKeeper-mode broker leaves it at its
+default (only the KRaft quorum's fetch fills it; brokers fill it on errors from Fetch v16, KIP-951).
 
 Long poll (Kafka's DelayedFetch): when the bytes read are fewer than ``min_bytes``, ``max_wait`` is
-positive and no partition errored, the request parks: one future, registered with every led partition
+positive and no partition errored or diverged, the request parks: one future, registered with every led partition
 *before* reading, so a change between the read and the wait is not missed (``watch_appends`` for a
 follower, ``watch_high_watermark`` for a consumer, which reads only below the HW), plus one timer for
 the deadline. It reads everything again on each wake-up, until ``min_bytes`` are there or the deadline
@@ -47,11 +55,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response, encode_legacy_fetch_response
 from brokers.protocol.framing import RequestHeader
+from brokers.replication import isr as decide
 from brokers.replication.partition import Partition
 from brokers.replication.quota import is_throttled
 from brokers.replication.replica_manager import PartitionError
@@ -76,8 +85,34 @@ def _allowed(context: ServerContext, request: Any, from_follower: bool) -> set[s
     return context.authorized_topics(READ, topics)
 
 
-def _resolve(context: ServerContext, request: Any, allowed: set[str]) -> list[tuple[str, Any, Partition | int]]:
-    """(topic, requested partition, the led Partition or an error code) for every requested partition."""
+class Diverging(NamedTuple):
+    """A led partition whose fetcher's log diverges from ours (KIP-320): answered with no records."""
+
+    partition: Partition
+    epoch_end: tuple[int, int]
+
+
+def _check(partition: Partition, wanted: Any) -> Partition | Diverging | int:
+    """The led partition checked against the request's epochs: the partition, a Diverging answer or an
+    error code (Kafka's Partition.readRecords before it reads)."""
+    epoch = getattr(wanted, "current_leader_epoch", NO_EPOCH)
+    if epoch != NO_EPOCH and epoch != partition.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+    last_fetched_epoch = getattr(wanted, "last_fetched_epoch", NO_EPOCH)
+    if last_fetched_epoch < 0:
+        return partition
+    log = partition.log
+    check = decide.fetch_divergence(last_fetched_epoch, wanted.fetch_offset, log.log_start_offset,
+                                    log.leader_epoch_cache.end_offset_for(last_fetched_epoch, log.log_end_offset))
+    if check.error != ErrorCode.NONE:
+        return check.error
+    return partition if check.diverging_epoch is None else Diverging(partition, check.diverging_epoch)
+
+
+def _resolve(context: ServerContext, request: Any, allowed: set[str]
+             ) -> list[tuple[str, Any, Partition | Diverging | int]]:
+    """(topic, requested partition, the led Partition, a Diverging answer or an error code) for every
+    requested partition."""
     resolved = []
     for topic in request.topics:
         for wanted in topic.partitions:
@@ -85,14 +120,10 @@ def _resolve(context: ServerContext, request: Any, allowed: set[str]) -> list[tu
                 resolved.append((topic.topic, wanted, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             try:
-                partition: Partition | int = leader_for(context, topic.topic, wanted.partition)
+                partition: Partition | Diverging | int = _check(leader_for(context, topic.topic, wanted.partition),
+                                                                wanted)
             except PartitionError as exc:
                 partition = exc.code
-            else:
-                epoch = getattr(wanted, "current_leader_epoch", NO_EPOCH)
-                if epoch != NO_EPOCH and epoch != partition.leader_epoch:
-                    partition = (ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
-                                 else ErrorCode.UNKNOWN_LEADER_EPOCH)
             resolved.append((topic.topic, wanted, partition))
     return resolved
 
@@ -128,10 +159,18 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _diverging(index: int, diverging: Diverging) -> FetchPartitionData:
+    log = diverging.partition.log
+    high_watermark = log.high_watermark
+    return FetchPartitionData(index, ErrorCode.NONE, high_watermark, high_watermark, log.log_start_offset, None,
+                              diverging_epoch=diverging.epoch_end)
+
+
 def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: LeaderThrottle | None = None,
               min_one: bool = True) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
-    """Read every partition once: (response topics, bytes read, whether any partition errored).
-    ``min_one``: the first batch of the response is whole past the limits (KIP-74; not for Fetch v0-2)."""
+    """Read every partition once: (response topics, bytes read, whether a partition must be answered
+    now: it errored or diverged). ``min_one``: the first batch of the response is whole past the
+    limits (KIP-74; not for Fetch v0-2)."""
     topics: list[tuple[str, list[FetchPartitionData]]] = []
     budget, total, errored, first = max(0, max_bytes), 0, False, True
     if throttle is not None:
@@ -141,7 +180,8 @@ def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: Lea
             topics.append((topic, []))
         out = topics[-1][1]
         if not isinstance(partition, Partition):
-            out.append(_error(wanted.partition, partition))
+            out.append(_diverging(wanted.partition, partition) if isinstance(partition, Diverging)
+                       else _error(wanted.partition, partition))
             errored = True
             continue
         log = partition.log

@@ -1,4 +1,4 @@
-"""The hand-written Fetch v4-v11 encoder, byte for byte against kio."""
+"""The hand-written Fetch v4-v12 encoder, byte for byte against kio."""
 from __future__ import annotations
 
 import struct
@@ -15,9 +15,10 @@ from brokers.protocol.fetch_response import (
     encode_legacy_fetch_response,
     records_size,
     segments_size,
+    uvarint,
 )
 
-VERSIONS = range(4, 12)
+VERSIONS = range(4, 13)
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,23 @@ def wire_bytes(records) -> bytes:
     return records.data if isinstance(records, FakeRange) else bytes(records)
 
 
+def tagged(version: int, p: FetchPartitionData) -> dict:
+    """v12's tagged fields of ``p`` as kio takes them (absent ones keep kio's defaults, -1 and -1)."""
+    fields: dict = {}
+    if version >= 12 and p.diverging_epoch is not None:
+        fields["diverging_epoch"] = dict(epoch=p.diverging_epoch[0], end_offset=p.diverging_epoch[1])
+    if version >= 12 and p.current_leader is not None:
+        fields["current_leader"] = dict(leader_id=p.current_leader[0], leader_epoch=p.current_leader[1])
+    return fields
+
+
 def kio_encoding(version, correlation_id, topics, throttle_time_ms=0, error_code=0, session_id=0) -> bytes:
     body = build(
         response_class(1, version), throttle_time=throttle_time_ms, error_code=error_code, session_id=session_id,
         responses=[dict(topic=name, partitions=[dict(
             partition_index=p.partition_index, error_code=p.error_code, high_watermark=p.high_watermark,
             last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset, aborted_transactions=None,
-            preferred_read_replica=p.preferred_read_replica, records=wire_bytes(p.records),
+            preferred_read_replica=p.preferred_read_replica, records=wire_bytes(p.records), **tagged(version, p),
         ) for p in partitions]) for name, partitions in topics],
     )
     return encode_response(1, version, correlation_id, body)
@@ -63,8 +74,10 @@ records = st.one_of(
     st.binary(max_size=64).map(bytearray),
     st.binary(max_size=64).map(FakeRange),
 )
+epoch_pairs = st.one_of(st.none(), st.tuples(int32, int64))
+leader_pairs = st.one_of(st.none(), st.tuples(int32, int32))
 partitions = st.builds(
-    FetchPartitionData, int32, errors, int64, int64, int64, records, int32,
+    FetchPartitionData, int32, errors, int64, int64, int64, records, int32, epoch_pairs, leader_pairs,
 )
 topics = st.lists(st.tuples(st.text(max_size=20), st.lists(partitions, max_size=4)), max_size=4)
 
@@ -134,10 +147,53 @@ def test_records_size():
     assert records_size(FakeRange(b"xy")) == 2
 
 
-@pytest.mark.parametrize("version", [3, 12, 0])
-def test_versions_outside_4_to_11_are_refused(version):
+@pytest.mark.parametrize("version", [3, 13, 0])
+def test_versions_outside_4_to_12_are_refused(version):
     with pytest.raises(ValueError):
         encode_fetch_response(version, 1, [])
+
+
+# -- v12 (flexible, KIP-320) -------------------------------------------------------------------------
+def test_v12_without_tagged_fields_ends_each_partition_in_one_zero_byte():
+    raw = joined(encode_fetch_response(12, 5, [("t", [FetchPartitionData(0, 0, 3, 3, 0, None)])]))
+    assert raw == kio_encoding(12, 5, [("t", [FetchPartitionData(0, 0, 3, 3, 0, None)])])
+    assert raw[8] == 0  # response header v1: no tagged fields after the correlation id
+    # aborted null (0), preferred replica -1, empty records (1), partition / topic / body tags (0 each)
+    assert raw.endswith(b"\x00" + b"\xff\xff\xff\xff" + b"\x01" + b"\x00\x00\x00")
+
+
+@pytest.mark.parametrize("diverging, leader", [((4, 120), None), (None, (2, 7)), ((4, 120), (2, 7))])
+def test_v12_diverging_epoch_and_current_leader_decode_with_kio(diverging, leader):
+    by_topic = [("t", [FetchPartitionData(0, 0, 100, 100, 0, None, diverging_epoch=diverging, current_leader=leader),
+                       FetchPartitionData(1, 0, 9, 9, 0, FakeRange(b"R" * 40))])]
+    raw = joined(encode_fetch_response(12, 3, by_topic))
+    assert raw == kio_encoding(12, 3, by_topic)
+    _, body = decode_response(1, 12, raw[4:])
+    first, second = body.responses[0].partitions
+    assert (first.diverging_epoch.epoch, first.diverging_epoch.end_offset) == (diverging or (-1, -1))
+    assert (first.current_leader.leader_id, first.current_leader.leader_epoch) == (leader or (-1, -1))
+    assert first.records == b"" and second.records == b"R" * 40
+    assert (second.diverging_epoch.epoch, second.current_leader.leader_id) == (-1, -1)
+
+
+def test_v12_records_segment_sits_before_the_partition_tags():
+    file_range = FakeRange(b"x" * 7)
+    partition = FetchPartitionData(0, 0, 1, 1, 0, file_range, current_leader=(1, 2))
+    segments = encode_fetch_response(12, 1, [("t", [partition])])
+    assert segments[1] is file_range
+    assert segments[0].endswith(b"\xff\xff\xff\xff" + uvarint(8))  # preferred replica, records length + 1
+    assert segments[2].startswith(b"\x01\x01")  # one tagged field: tag 1, current_leader
+    assert struct.unpack_from(">i", segments[0])[0] == segments_size(segments) - 4
+
+
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**31 - 1])
+def test_uvarint(value):
+    encoded = uvarint(value)
+    decoded, shift = 0, 0
+    for byte in encoded:
+        decoded |= (byte & 0x7F) << shift
+        shift += 7
+    assert decoded == value and all(b & 0x80 for b in encoded[:-1]) and not encoded[-1] & 0x80
 
 
 # --- v0-v3 ---------------------------------------------------------------------------------------

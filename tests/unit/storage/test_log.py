@@ -260,6 +260,16 @@ def test_truncate_to_removes_the_tail_and_epochs(make_log):
     assert not log.truncate_to(100)
 
 
+def test_truncate_at_the_log_end_drops_an_epoch_that_wrote_nothing(make_log):
+    """Kafka's Log.truncateTo: a leader's epoch entry with no records goes even when nothing else does."""
+    log = make_log()
+    log.append_as_leader(batch([b"a", b"b"]), leader_epoch=1)
+    log.leader_epoch_cache.assign(4, log.log_end_offset)  # became leader at 4, then lost it unwritten
+    assert not log.truncate_to(2)
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(1, 0)]
+    assert log.log_end_offset == 2
+
+
 def test_truncate_fully_and_start_at(make_log):
     log = make_log()
     for i in range(5):
