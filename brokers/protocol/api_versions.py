@@ -26,6 +26,7 @@ import struct
 from enum import IntEnum
 
 from brokers.protocol.errors import ErrorCode
+from brokers.protocol.framing import uvarint
 
 NEVER_FLEXIBLE = 1 << 15  # Kafka's "flexibleVersions": "none" (OffsetDelete, SaslHandshake)
 
@@ -142,21 +143,12 @@ _KEY_RANGE = struct.Struct(">hhh")
 MAX_API_VERSIONS_VERSION = ApiKey.API_VERSIONS.max_version
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _body(version: int, error_code: int) -> bytes:
     """ApiVersionsResponse v0-v3 for the whole table, sorted by key."""
     entries = [_KEY_RANGE.pack(key, key.min_version, key.max_version) for key in sorted(ApiKey)]
     parts = [_INT16.pack(error_code)]
     if version >= 3:  # flexible: compact array, a tagged-field byte per entry and after the body
-        parts.append(_uvarint(len(entries) + 1))
+        parts.append(uvarint(len(entries) + 1))
         parts.extend(entry + b"\x00" for entry in entries)
     else:
         parts.append(_INT32.pack(len(entries)))

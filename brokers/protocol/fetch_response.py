@@ -67,6 +67,8 @@ import struct
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from brokers.protocol.framing import uvarint
+
 MIN_VERSION = 4
 MAX_VERSION = 12
 NULL_ARRAY = -1
@@ -148,6 +150,17 @@ def _top(version: int, correlation_id: int, throttle_time_ms: int, error_code: i
     return _TOP_V4.pack(correlation_id, throttle_time_ms, topics)
 
 
+def _finish(first: bytearray, fixed: bytearray, segments: list, total: int) -> list:
+    """Close a segment list: the fixed bytes after the last records, then the size prefix (the bytes after
+    it: ``total`` so far plus that tail) patched into the first segment."""
+    if fixed:
+        total += len(fixed)
+        segments.append(fixed if fixed is first else bytes(fixed))
+    _INT32.pack_into(first, 0, total - 4)
+    segments[0] = bytes(first)
+    return segments
+
+
 def encode_fetch_response(
     version: int,
     correlation_id: int,
@@ -183,12 +196,7 @@ def encode_fetch_response(
                 segments.append(fixed if fixed is first else bytes(fixed))
                 segments.append(partition.records)
                 fixed = bytearray()
-    if fixed:
-        total += len(fixed)
-        segments.append(fixed if fixed is first else bytes(fixed))
-    _INT32.pack_into(first, 0, total - 4)
-    segments[0] = bytes(first)
-    return segments
+    return _finish(first, fixed, segments, total)
 
 
 def encode_legacy_fetch_response(
@@ -219,12 +227,7 @@ def encode_legacy_fetch_response(
                 total += len(fixed) + size
                 segments += [fixed if fixed is first else bytes(fixed), p.records]
                 fixed = bytearray()
-    if fixed:
-        total += len(fixed)
-        segments.append(fixed if fixed is first else bytes(fixed))
-    _INT32.pack_into(first, 0, total - 4)
-    segments[0] = bytes(first)
-    return segments
+    return _finish(first, fixed, segments, total)
 
 
 # -- v12: flexible ---------------------------------------------------------------------------------
@@ -236,26 +239,6 @@ NO_TAGGED_FIELDS = b"\x00"
 DIVERGING_EPOCH_TAG, CURRENT_LEADER_TAG = 0, 1
 
 
-_ONE_BYTE_UVARINTS = tuple(bytes((value,)) for value in range(0x80))
-
-
-def uvarint(value: int) -> bytes:
-    """Kafka's unsigned varint: 7 bits a byte, low bits first."""
-    if 0 <= value < 0x80:
-        return _ONE_BYTE_UVARINTS[value]
-    if 0 < value < 0x200000:  # every records length up to 2 MiB: two or three bytes
-        low = (value & 0x7F) | 0x80
-        if value < 0x4000:
-            return bytes((low, value >> 7))
-        return bytes((low, ((value >> 7) & 0x7F) | 0x80, value >> 14))
-    if value < 0:
-        raise ValueError(f"{value} is negative: no unsigned varint")
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 @lru_cache(maxsize=4096)
@@ -307,8 +290,4 @@ def _encode_flexible(correlation_id: int, partitions_by_topic: list[tuple[str, l
             fixed += partition_tagged_fields(p)
         fixed += NO_TAGGED_FIELDS
     fixed += NO_TAGGED_FIELDS
-    total += len(fixed)
-    segments.append(fixed if fixed is first else bytes(fixed))
-    _INT32.pack_into(first, 0, total - 4)
-    segments[0] = bytes(first)
-    return segments
+    return _finish(first, fixed, segments, total)

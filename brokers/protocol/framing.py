@@ -143,6 +143,28 @@ class RequestHeader(NamedTuple):
     legacy_fields: Any = None
 
 
+_ONE_BYTE_UVARINTS = tuple(bytes((value,)) for value in range(0x80))
+
+
+def uvarint(value: int) -> bytes:
+    """Kafka's unsigned varint: 7 bits a byte, low bits first."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE_UVARINTS[value]
+    if 0 < value < 0x200000:  # every records length up to 2 MiB: two or three bytes
+        low = (value & 0x7F) | 0x80
+        if value < 0x4000:
+            return bytes((low, value >> 7))
+        return bytes((low, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+    if value < 0:
+        raise ValueError(f"{value} is negative: no unsigned varint")
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
 def _read_uvarint(frame, pos: int, end: int) -> tuple[int, int]:
     """An unsigned varint at ``pos``: (value, position after it)."""
     value = shift = 0
