@@ -1,0 +1,217 @@
+"""Recipes of the records, offsets and metadata APIs: Produce, Fetch, ListOffsets, Metadata, OffsetCommit,
+OffsetFetch, FindCoordinator, OffsetForLeaderEpoch, InitProducerId, ApiVersions."""
+from __future__ import annotations
+
+import struct
+import zlib
+
+from brokers.protocol.api_versions import ApiKey
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.record import Record, build_batch
+from tests.integration.api_recipes.base import NO_UUID, Recipe, RecipeMaker, expect, only, registry
+from tests.integration.window_broker import BASE_TS, RECORDS, TIMEOUT, WindowBroker
+
+RECIPES: dict[ApiKey, RecipeMaker] = {}
+recipe = registry(RECIPES)
+
+MAGIC_AT = 16  # the magic byte's offset in a v0/v1 message and in a v2 batch alike
+TOPIC_OPERATIONS = 3576  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS (super user)
+CLUSTER_OPERATIONS = 8096  # CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
+
+
+# --- Produce and Fetch: the message formats of each version --------------------------------------------
+
+def legacy_message_set(magic: int, values: list[bytes], timestamp: int) -> bytes:
+    """Kafka's magic 0/1 messages (offsets 0..n-1, uncompressed): the formats Produce v0-2 carry."""
+    out = bytearray()
+    for offset, value in enumerate(values):
+        body = struct.pack(">bb", magic, 0) + (struct.pack(">q", timestamp) if magic == 1 else b"")
+        body += struct.pack(">i", -1) + struct.pack(">i", len(value)) + value  # null key
+        message = struct.pack(">I", zlib.crc32(body)) + body
+        out += struct.pack(">qi", offset, len(message)) + message
+    return bytes(out)
+
+
+def produce_records(version: int, timestamp: int) -> bytes:
+    values = [f"v{version}-{i}".encode() for i in range(2)]
+    if version <= 2:  # v0-1: magic 0, v2: magic 1 (what the clients of those versions send)
+        return legacy_message_set(0 if version < 2 else 1, values, timestamp)
+    return bytes(build_batch([Record(i, 0, None, v) for i, v in enumerate(values)], base_timestamp=timestamp))
+
+
+@recipe(ApiKey.PRODUCE)
+def produce(broker: WindowBroker, version: int) -> Recipe:
+    topic = broker.topic("window-produce", {"message.timestamp.type": "LogAppendTime"})
+    records = produce_records(version, BASE_TS)
+    partition = dict(index=0, records=records)
+
+    def check(response) -> None:
+        answer = only(only(response.responses).partition_responses)
+        expect(answer.error_code, ErrorCode.NONE, answer)
+        assert answer.base_offset >= 0
+        if version >= 2:  # v2: the broker's append time, for a LogAppendTime topic
+            assert answer.log_append_time is not None and answer.log_append_time.timestamp() * 1000 > BASE_TS
+        if version >= 5:  # v5: the log start offset
+            assert answer.log_start_offset == 0
+        if version >= 8:  # v8: per-record errors and a message, both empty on success
+            assert answer.record_errors == () and answer.error_message is None
+    return Recipe(dict(transactional_id=None, acks=1, timeout=TIMEOUT * 1000,
+                       topic_data=[dict(name=topic, partition_data=[partition])]), check)
+
+
+def fetched_magic(version: int) -> int:
+    """The message format a fetcher of ``version`` reads: Kafka down-converts for v0-3."""
+    return 0 if version <= 1 else 1 if version <= 3 else 2
+
+
+@recipe(ApiKey.FETCH)
+def fetch(broker: WindowBroker, version: int) -> Recipe:
+    topic = broker.filled_topic()
+    partition = dict(partition=0, fetch_offset=0, partition_max_bytes=1 << 20, log_start_offset=-1,
+                     current_leader_epoch=0 if version >= 9 else -1,  # v9: the consumer's leader epoch
+                     last_fetched_epoch=0 if version >= 12 else -1)  # v12: KIP-320 divergence check
+
+    def check(response) -> None:
+        if version >= 7:  # v7: fetch sessions; a sessionless fetch (epoch -1) gets session 0
+            expect(response.error_code, ErrorCode.NONE, response)
+            assert response.session_id == 0
+        answer = only(only(response.responses).partitions)
+        expect(answer.error_code, ErrorCode.NONE, answer)
+        assert answer.high_watermark == RECORDS
+        assert answer.records and answer.records[MAGIC_AT] == fetched_magic(version), bytes(answer.records[:24])
+        if version >= 4:
+            assert answer.last_stable_offset == RECORDS
+        if version >= 5:
+            assert answer.log_start_offset == 0
+        if version >= 11:  # v11: no preferred read replica (KIP-392): read from the leader
+            assert answer.preferred_read_replica == -1
+        if version >= 12:  # no divergence: the last fetched epoch 0 is the leader's latest
+            assert answer.diverging_epoch.epoch == -1 and answer.diverging_epoch.end_offset == -1
+    return Recipe(dict(replica_id=-1, max_wait=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                       session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+                       topics=[dict(topic=topic, partitions=[partition])]), check)
+
+
+@recipe(ApiKey.LIST_OFFSETS)
+def list_offsets(broker: WindowBroker, version: int) -> Recipe:
+    topic = broker.filled_topic()
+    # v0: the latest offset as an old-style list; v1+: by time (the second record's timestamp)
+    timestamp = -1 if version == 0 else BASE_TS + 1000
+    partition = dict(partition_index=0, timestamp=timestamp, max_num_offsets=1,
+                     current_leader_epoch=0 if version >= 4 else -1)  # v4: leader epoch fencing
+
+    def check(response) -> None:
+        answer = only(only(response.topics).partitions)
+        expect(answer.error_code, ErrorCode.NONE, answer)
+        if version == 0:
+            assert answer.offset == RECORDS  # old_style_offsets == [RECORDS]
+            return
+        assert (answer.offset, answer.timestamp) == (1, BASE_TS + 1000)
+        if version >= 4:
+            assert answer.leader_epoch == 0
+    return Recipe(dict(replica_id=-1, isolation_level=1 if version >= 2 else 0,  # v2: read_committed
+                       topics=[dict(name=topic, partitions=[partition])]), check)
+
+
+@recipe(ApiKey.METADATA)
+def metadata(broker: WindowBroker, version: int) -> Recipe:
+    topic = broker.filled_topic()
+
+    def check(response) -> None:
+        assert [(b.node_id, b.host, b.port) for b in response.brokers] == [
+            (broker.broker_id, "127.0.0.1", broker.ports["PLAINTEXT"])]
+        answer = only(response.topics)
+        expect(answer.error_code, ErrorCode.NONE, answer)
+        assert answer.name == topic and only(answer.partitions).leader_id == broker.broker_id
+        if version >= 1:
+            assert response.controller_id == broker.broker_id
+        if version >= 2:
+            assert response.cluster_id
+        if version >= 7:
+            assert only(answer.partitions).leader_epoch == 0
+        if version >= 8:  # v8: authorized operations, asked for (cluster: v8-10 only)
+            assert answer.topic_authorized_operations == TOPIC_OPERATIONS
+        if 8 <= version <= 10:
+            assert response.cluster_authorized_operations == CLUSTER_OPERATIONS
+        if version >= 10:
+            assert answer.topic_id not in (None, NO_UUID)
+    return Recipe(dict(topics=[dict(name=topic)], allow_auto_topic_creation=False,
+                       include_cluster_authorized_operations=True, include_topic_authorized_operations=True), check)
+
+
+@recipe(ApiKey.OFFSET_COMMIT)
+def offset_commit(broker: WindowBroker, version: int) -> Recipe:
+    topic, group = broker.filled_topic(), f"window-commit-v{version}"
+    partition = dict(partition_index=0, committed_offset=2, committed_leader_epoch=0, committed_metadata=f"v{version}",
+                     commit_timestamp=-1)  # v1 only
+
+    def check(response) -> None:
+        expect(only(only(response.topics).partitions).error_code, ErrorCode.NONE, response)
+        assert broker.committed(group) == (2, f"v{version}")
+    # v0: no generation; v1+: a simple consumer's generation -1; v2-4: the retention; v7: no instance id
+    return Recipe(dict(group_id=group, generation_id_or_member_epoch=-1, member_id="", retention_time=-1,
+                       group_instance_id=None, topics=[dict(name=topic, partitions=[partition])]), check)
+
+
+@recipe(ApiKey.OFFSET_FETCH)
+def offset_fetch(broker: WindowBroker, version: int) -> Recipe:
+    topic, group = broker.filled_topic(), "window-offsets"
+    broker.once("offsets", lambda: broker.commit(group, 2, "m"))
+
+    def check(response) -> None:
+        if version >= 2:
+            expect(response.error_code, ErrorCode.NONE, response)
+        answer = only(only(response.topics).partitions)
+        expect(answer.error_code, ErrorCode.NONE, answer)
+        assert (only(response.topics).name, answer.committed_offset, answer.metadata) == (topic, 2, "m")
+        if version >= 5:
+            assert answer.committed_leader_epoch == 0
+    # v2+: a null topic list means every offset of the group; v7: require_stable (no pending transactions)
+    topics = None if version >= 2 else [dict(name=topic, partition_indexes=[0])]
+    return Recipe(dict(group_id=group, topics=topics, require_stable=True), check)
+
+
+@recipe(ApiKey.FIND_COORDINATOR)
+def find_coordinator(broker: WindowBroker, version: int) -> Recipe:
+    def check(response) -> None:
+        expect(response.error_code, ErrorCode.NONE, response)
+        assert (response.node_id, response.host, response.port) == (
+            broker.broker_id, "127.0.0.1", broker.ports["PLAINTEXT"])
+        if version >= 1:
+            assert response.error_message is None
+    return Recipe(dict(key=f"window-find-v{version}", key_type=0), check)  # v1: key_type 0 = group
+
+
+@recipe(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+def offset_for_leader_epoch(broker: WindowBroker, version: int) -> Recipe:
+    topic = broker.filled_topic()
+    partition = dict(partition=0, leader_epoch=0,
+                     current_leader_epoch=0 if version >= 2 else -1)  # v2: the caller's epoch is fenced
+
+    def check(response) -> None:
+        answer = only(only(response.topics).partitions)
+        expect(answer.error_code, ErrorCode.NONE, answer)
+        assert answer.end_offset == RECORDS  # epoch 0 is the latest: its end is the log end
+        if version >= 1:
+            assert answer.leader_epoch == 0
+    return Recipe(dict(replica_id=-1, topics=[dict(topic=topic, partitions=[partition])]), check)  # v3: replica_id
+
+
+@recipe(ApiKey.INIT_PRODUCER_ID)
+def init_producer_id(broker: WindowBroker, version: int) -> Recipe:
+    def check(response) -> None:
+        expect(response.error_code, ErrorCode.NONE, response)
+        assert response.producer_id >= 0 and response.producer_epoch == 0
+    # v3: the caller's producer id and epoch (none yet: -1)
+    return Recipe(dict(transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1), check)
+
+
+@recipe(ApiKey.API_VERSIONS)
+def api_versions(broker: WindowBroker, version: int) -> Recipe:
+    def check(response) -> None:
+        expect(response.error_code, ErrorCode.NONE, response)
+        assert {(k.api_key, k.min_version, k.max_version) for k in response.api_keys} == {
+            (int(key), key.min_version, key.max_version) for key in ApiKey}
+        if version >= 1:
+            assert response.throttle_time.total_seconds() == 0
+    return Recipe(dict(client_software_name="zkafka-tests", client_software_version="1.0"), check)  # v3
