@@ -18,18 +18,16 @@ pytest.register_assert_rewrite("tests.integration.api_recipes")
 from brokers.protocol import codec  # noqa: E402 (after the assertion rewriting of the recipes is registered)
 from brokers.protocol.api_versions import ApiKey, is_flexible  # noqa: E402
 from brokers.protocol.errors import ErrorCode  # noqa: E402
-from scripts.local.cluster import Cluster  # noqa: E402
 from tests.integration.api_recipes import RECIPES  # noqa: E402
 from tests.integration.conditions import wait_for  # noqa: E402
-from tests.integration.window_broker import WindowBroker, spec_with_sasl_listener  # noqa: E402
+from tests.integration.window_broker import WindowBroker, start_cluster  # noqa: E402
 
 PAIRS = [(key, version) for key in ApiKey for version in range(key.min_version, key.max_version + 1)]
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    cluster = Cluster(tmp_path_factory.mktemp("api-window") / "cluster", spec_with_sasl_listener())
-    cluster.up(timeout=60)
+    cluster = start_cluster(tmp_path_factory.mktemp("api-window"))
     try:
         window = WindowBroker(cluster)
         window.wait_for_coordinator()

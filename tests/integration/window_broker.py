@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.record import Record, build_batch
-from scripts.local.cluster import Cluster, ClusterSpec
+from scripts.local.cluster import Cluster, ClusterError, ClusterSpec
 from scripts.local.zookeeper import find_free_base_port
 from tests.integration.conditions import wait_for
 from tests.integration.raw_client import RawConnection
@@ -52,6 +52,19 @@ def spec_with_sasl_listener() -> ClusterSpec:
 
 def sasl_port(spec: ClusterSpec) -> int:
     return int(spec.properties["listeners"].rsplit(":", 1)[1])
+
+
+def start_cluster(directory: Path) -> Cluster:
+    """The one-broker cluster, started; once more on fresh ports if a port was taken in between."""
+    for attempt in (1, 2):
+        cluster = Cluster(directory / f"cluster-{attempt}", spec_with_sasl_listener())
+        try:
+            cluster.up(timeout=60)
+            return cluster
+        except ClusterError as exc:  # up() has taken down what it started
+            if attempt == 2 or "address already in use" not in str(exc):
+                raise
+    raise AssertionError("unreachable")
 
 
 class Member(NamedTuple):
