@@ -150,9 +150,11 @@ class WindowBroker:
                              group_instance_id=None, topics=[dict(name=self.filled_topic(), partitions=[partition])])
         assert response.topics[0].partitions[0].error_code == ErrorCode.NONE, response
 
-    def committed(self, group: str) -> tuple[int, str | None]:
-        """(offset, metadata) committed for TOPIC-0 by ``group``; (-1, ...) if none."""
-        response = self.call(ApiKey.OFFSET_FETCH, 5, group_id=group, topics=[dict(name=TOPIC, partition_indexes=[0])])
+    def committed(self, group: str, version: int = 5) -> tuple[int, str | None]:
+        """(offset, metadata) committed for TOPIC-0 by ``group``, read with OffsetFetch ``version``; (-1, ...)
+        if none."""
+        response = self.call(ApiKey.OFFSET_FETCH, version, group_id=group,
+                             topics=[dict(name=TOPIC, partition_indexes=[0])])
         (partition,) = response.topics[0].partitions
         assert partition.error_code == ErrorCode.NONE, partition
         return partition.committed_offset, partition.metadata

@@ -15,7 +15,8 @@ from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTuple
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey, api_versions_response, is_flexible
 from brokers.protocol.errors import ErrorCode
-from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response
+from brokers.protocol import fetch_response
+from brokers.protocol.fetch_response import FetchPartitionData
 from brokers.protocol.framing import FrameDecoder, parse_request_header
 
 PAIRS = [(key, version) for key in ApiKey for version in range(key.min_version, key.max_version + 1)]
@@ -77,13 +78,20 @@ def test_a_response_encodes_and_decodes(key, version):
     assert codec.encode_response(key, version, 11, decoded) == raw
 
 
+def encode_fetch(version: int, correlation_id: int, topics: list) -> list:
+    """The broker's own encoder of a Fetch response of ``version``: the message-set era's layout below v4."""
+    if version < fetch_response.MIN_VERSION:
+        return fetch_response.encode_legacy_fetch_response(version, correlation_id, topics)
+    return fetch_response.encode_fetch_response(version, correlation_id, topics)
+
+
 FETCHES = range(ApiKey.FETCH.min_version, ApiKey.FETCH.max_version + 1)
 
 
 @pytest.mark.parametrize("version", FETCHES, ids=[f"Fetch-v{v}" for v in FETCHES])
 def test_the_fetch_response_the_broker_encodes_decodes(version):
     partition = FetchPartitionData(0, ErrorCode.NONE, 10, 9, 1, BATCH)
-    segments = encode_fetch_response(version, 12, [("t", [partition])])
+    segments = encode_fetch(version, 12, [("t", [partition])])
     raw = b"".join(bytes(segment) for segment in segments)
     correlation_id, decoded = codec.decode_response(ApiKey.FETCH, version, payload(raw))
     assert correlation_id == 12
