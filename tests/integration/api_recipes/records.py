@@ -6,6 +6,7 @@ import struct
 import zlib
 
 from brokers.protocol.api_versions import ApiKey
+from brokers.protocol.compression import NONE, ZSTD
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.record import Record, build_batch
 from tests.integration.api_recipes.base import NO_UUID, Recipe, RecipeMaker, expect, only, registry
@@ -36,7 +37,9 @@ def produce_records(version: int, timestamp: int) -> bytes:
     values = [f"v{version}-{i}".encode() for i in range(2)]
     if version <= 2:  # v0-1: magic 0, v2: magic 1 (what the clients of those versions send)
         return legacy_message_set(0 if version < 2 else 1, values, timestamp)
-    return bytes(build_batch([Record(i, 0, None, v) for i, v in enumerate(values)], base_timestamp=timestamp))
+    codec = ZSTD if version >= 7 else NONE  # v3: magic 2 batches, v7: zstd (KIP-110)
+    return bytes(build_batch([Record(i, 0, None, v) for i, v in enumerate(values)], base_timestamp=timestamp,
+                             codec=codec))
 
 
 @recipe(ApiKey.PRODUCE)
@@ -127,6 +130,8 @@ def metadata(broker: WindowBroker, version: int) -> Recipe:
             assert response.controller_id == broker.broker_id
         if version >= 2:
             assert response.cluster_id
+        if version >= 5:  # v5: the offline replicas
+            assert only(answer.partitions).offline_replicas == ()
         if version >= 7:
             assert only(answer.partitions).leader_epoch == 0
         if version >= 8:  # v8: authorized operations, asked for (cluster: v8-10 only)
