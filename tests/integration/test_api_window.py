@@ -37,7 +37,7 @@ def broker(tmp_path_factory):
 
 
 def test_every_api_has_a_recipe():
-    assert {key.api_name for key in ApiKey} - {key.api_name for key in RECIPES} == set()
+    assert [key.api_name for key in ApiKey if key not in RECIPES] == []
 
 
 @pytest.mark.parametrize(("key", "version"), PAIRS, ids=[f"{key.api_name}-v{version}" for key, version in PAIRS])
@@ -79,7 +79,6 @@ def test_a_version_above_the_window_closes_the_connection(broker, key):
 
 
 def test_api_versions_above_the_window_answers_unsupported_version_with_the_table(broker):
-    version = ApiKey.API_VERSIONS.max_version + 1
     with broker.connect() as connection:
         connection.sock.sendall(request_above(ApiKey.API_VERSIONS, connection.client_id))
         frame = connection.read_frame()
@@ -87,6 +86,5 @@ def test_api_versions_above_the_window_answers_unsupported_version_with_the_tabl
         assert correlation_id == 1 and response.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert {(k.api_key, k.min_version, k.max_version) for k in response.api_keys} == {
             (int(key), key.min_version, key.max_version) for key in ApiKey}
-        assert version == 4
         body = connection.request(ApiKey.API_VERSIONS, 3, client_software_name="retry", client_software_version="1")
         assert body.error_code == ErrorCode.NONE  # the connection stays open for the retry at a version it knows

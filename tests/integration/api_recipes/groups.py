@@ -165,6 +165,10 @@ def sasl_handshake(broker: WindowBroker, version: int) -> Recipe:
     with broker.connect() as plaintext:  # no SASL exchange on a PLAINTEXT connection
         refused = plaintext.request(ApiKey.SASL_HANDSHAKE, version, mechanism="PLAIN")
         expect(refused.error_code, ErrorCode.ILLEGAL_SASL_STATE, refused)
+    with broker.connect("SASL_PLAINTEXT") as unsupported:  # a mechanism not enabled: answered, then closed
+        refused = unsupported.request(ApiKey.SASL_HANDSHAKE, version, mechanism="SCRAM-SHA-256")
+        expect(refused.error_code, ErrorCode.UNSUPPORTED_SASL_MECHANISM, refused)
+        assert refused.mechanisms == ("PLAIN",) and unsupported.read_frame() is None
     connection = broker.connect("SASL_PLAINTEXT")
 
     def check(response) -> None:
