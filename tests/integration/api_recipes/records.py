@@ -67,12 +67,26 @@ def fetched_magic(version: int) -> int:
     return 0 if version <= 1 else 1 if version <= 3 else 2
 
 
+def fetch_fields(topic: str, version: int, fetch_offset: int) -> dict:
+    partition = dict(partition=0, fetch_offset=fetch_offset, partition_max_bytes=1 << 20, log_start_offset=-1,
+                     current_leader_epoch=0 if version >= 9 else -1,  # v9: the consumer's leader epoch
+                     last_fetched_epoch=0 if version >= 12 else -1)  # v12: KIP-320's divergence check
+    return dict(replica_id=-1, max_wait=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0,
+                session_epoch=-1, rack_id="", forgotten_topics_data=[], topics=[dict(topic=topic, partitions=[partition])])
+
+
+def assert_diverges(broker: WindowBroker, topic: str) -> None:
+    """A fetcher past the end of epoch 0 that last fetched epoch 0 is told where epoch 0 ends, no records."""
+    response = broker.call(ApiKey.FETCH, 12, **fetch_fields(topic, 12, RECORDS + 1))
+    answer = only(only(response.responses).partitions)
+    expect(answer.error_code, ErrorCode.NONE, answer)
+    assert (answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset) == (0, RECORDS)
+    assert not answer.records
+
+
 @recipe(ApiKey.FETCH)
 def fetch(broker: WindowBroker, version: int) -> Recipe:
     topic = broker.filled_topic()
-    partition = dict(partition=0, fetch_offset=0, partition_max_bytes=1 << 20, log_start_offset=-1,
-                     current_leader_epoch=0 if version >= 9 else -1,  # v9: the consumer's leader epoch
-                     last_fetched_epoch=0 if version >= 12 else -1)  # v12: KIP-320 divergence check
 
     def check(response) -> None:
         if version >= 7:  # v7: fetch sessions; a sessionless fetch (epoch -1) gets session 0
@@ -88,11 +102,10 @@ def fetch(broker: WindowBroker, version: int) -> Recipe:
             assert answer.log_start_offset == 0
         if version >= 11:  # v11: no preferred read replica (KIP-392): read from the leader
             assert answer.preferred_read_replica == -1
-        if version >= 12:  # no divergence: the last fetched epoch 0 is the leader's latest
-            assert answer.diverging_epoch.epoch == -1 and answer.diverging_epoch.end_offset == -1
-    return Recipe(dict(replica_id=-1, max_wait=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
-                       session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
-                       topics=[dict(topic=topic, partitions=[partition])]), check)
+        if version >= 12:  # epoch 0 is the leader's latest: no divergence at offset 0, one past its end
+            assert (answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset) == (-1, -1)
+            assert_diverges(broker, topic)
+    return Recipe(fetch_fields(topic, version, 0), check)
 
 
 @recipe(ApiKey.LIST_OFFSETS)
