@@ -42,11 +42,26 @@ def produce_records(version: int, timestamp: int) -> bytes:
                              codec=codec))
 
 
+def produce_fields(topic: str, records: bytes) -> dict:
+    return dict(transactional_id=None, acks=1, timeout=TIMEOUT * 1000,
+                topic_data=[dict(name=topic, partition_data=[dict(index=0, records=records)])])
+
+
+def assert_record_errors(broker: WindowBroker, version: int) -> None:
+    """v8: a record the log validator rejects is named by its index in the batch, with Kafka's message."""
+    topic = broker.topic("window-compacted", {"cleanup.policy": "compact"})
+    keyless = bytes(build_batch([Record(0, 0, b"k", b"v"), Record(1, 0, None, b"v")], base_timestamp=BASE_TS))
+    response = broker.call(ApiKey.PRODUCE, version, **produce_fields(topic, keyless))
+    answer = only(only(response.responses).partition_responses)
+    expect(answer.error_code, ErrorCode.INVALID_RECORD, answer)
+    assert [(e.batch_index, e.batch_index_error_message) for e in answer.record_errors] == [
+        (1, f"Compacted topic cannot accept message without key in topic partition {topic}-0.")]
+    assert answer.error_message == "One or more records have been rejected"
+
+
 @recipe(ApiKey.PRODUCE)
 def produce(broker: WindowBroker, version: int) -> Recipe:
     topic = broker.topic("window-produce", {"message.timestamp.type": "LogAppendTime"})
-    records = produce_records(version, BASE_TS)
-    partition = dict(index=0, records=records)
 
     def check(response) -> None:
         answer = only(only(response.responses).partition_responses)
@@ -58,8 +73,8 @@ def produce(broker: WindowBroker, version: int) -> Recipe:
             assert answer.log_start_offset == 0
         if version >= 8:  # v8: per-record errors and a message, both empty on success
             assert answer.record_errors == () and answer.error_message is None
-    return Recipe(dict(transactional_id=None, acks=1, timeout=TIMEOUT * 1000,
-                       topic_data=[dict(name=topic, partition_data=[partition])]), check)
+            assert_record_errors(broker, version)
+    return Recipe(produce_fields(topic, produce_records(version, BASE_TS)), check)
 
 
 def fetched_magic(version: int) -> int:
