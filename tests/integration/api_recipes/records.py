@@ -237,11 +237,20 @@ def offset_for_leader_epoch(broker: WindowBroker, version: int) -> Recipe:
 
 @recipe(ApiKey.INIT_PRODUCER_ID)
 def init_producer_id(broker: WindowBroker, version: int) -> Recipe:
+    fields = dict(transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1)
+    previous = None
+    if version >= 3:  # v3: the caller's current producer id and epoch (KIP-360), both or neither
+        previous = broker.call(ApiKey.INIT_PRODUCER_ID, version, **fields)
+        fields.update(producer_id=previous.producer_id, producer_epoch=previous.producer_epoch)
+
     def check(response) -> None:
         expect(response.error_code, ErrorCode.NONE, response)
         assert response.producer_id >= 0 and response.producer_epoch == 0
-    # v3: the caller's producer id and epoch (none yet: -1)
-    return Recipe(dict(transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1), check)
+        if previous is not None:  # an idempotent producer (no transactional id) gets a fresh id
+            assert response.producer_id != previous.producer_id
+            half = broker.call(ApiKey.INIT_PRODUCER_ID, version, **{**fields, "producer_epoch": -1})
+            expect(half.error_code, ErrorCode.INVALID_REQUEST, half)
+    return Recipe(fields, check)
 
 
 @recipe(ApiKey.API_VERSIONS)
