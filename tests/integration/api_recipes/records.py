@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any, Callable
 
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.compression import NONE, ZSTD
@@ -82,9 +83,11 @@ def fetched_magic(version: int) -> int:
     return 0 if version <= 1 else 1 if version <= 3 else 2
 
 
-def fetch_fields(topic: str, version: int, fetch_offset: int) -> dict:
+def fetch_fields(topic: str, version: int, fetch_offset: int, current_leader_epoch: int | None = None) -> dict:
+    if current_leader_epoch is None:  # v9: the fetcher's current leader epoch, fenced
+        current_leader_epoch = 0 if version >= 9 else -1
     partition = dict(partition=0, fetch_offset=fetch_offset, partition_max_bytes=1 << 20, log_start_offset=-1,
-                     current_leader_epoch=0 if version >= 9 else -1,  # v9: the consumer's leader epoch
+                     current_leader_epoch=current_leader_epoch,
                      last_fetched_epoch=0 if version >= 12 else -1)  # v12: KIP-320's divergence check
     return dict(replica_id=-1, max_wait=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0,
                 session_epoch=-1, rack_id="", forgotten_topics_data=[], topics=[dict(topic=topic, partitions=[partition])])
@@ -115,6 +118,9 @@ def fetch(broker: WindowBroker, version: int) -> Recipe:
             assert answer.last_stable_offset == RECORDS
         if version >= 5:
             assert answer.log_start_offset == 0
+        if version >= 9:
+            assert_fenced(lambda epoch: broker.call(ApiKey.FETCH, version, **fetch_fields(topic, version, 0, epoch))
+                          .responses)
         if version >= 11:  # v11: no preferred read replica (KIP-392): read from the leader
             assert answer.preferred_read_replica == -1
         if version >= 12:  # epoch 0 is the leader's latest: no divergence at offset 0, one past its end
@@ -123,13 +129,18 @@ def fetch(broker: WindowBroker, version: int) -> Recipe:
     return Recipe(fetch_fields(topic, version, 0), check)
 
 
+def assert_fenced(answer_with: Callable[[int], Any]) -> None:
+    """KIP-320's fencing: a current leader epoch above the leader's (0) is UNKNOWN_LEADER_EPOCH; ``answer_with``
+    sends the request with the given current leader epoch and returns its topics."""
+    answer = only(only(answer_with(1)).partitions)
+    expect(answer.error_code, ErrorCode.UNKNOWN_LEADER_EPOCH, answer)
+
+
 @recipe(ApiKey.LIST_OFFSETS)
 def list_offsets(broker: WindowBroker, version: int) -> Recipe:
     topic = broker.filled_topic()
     # v0: the latest offset as an old-style list; v1+: by time (the second record's timestamp)
     timestamp = -1 if version == 0 else BASE_TS + 1000
-    partition = dict(partition_index=0, timestamp=timestamp, max_num_offsets=1,
-                     current_leader_epoch=0 if version >= 4 else -1)  # v4: leader epoch fencing
 
     def check(response) -> None:
         answer = only(only(response.topics).partitions)
@@ -138,10 +149,16 @@ def list_offsets(broker: WindowBroker, version: int) -> Recipe:
             assert answer.offset == RECORDS  # old_style_offsets == [RECORDS]
             return
         assert (answer.offset, answer.timestamp) == (1, BASE_TS + 1000)
-        if version >= 4:
+        if version >= 4:  # the epoch of the batch holding the offset found
             assert answer.leader_epoch == 0
-    return Recipe(dict(replica_id=-1, isolation_level=1 if version >= 2 else 0,  # v2: read_committed
-                       topics=[dict(name=topic, partitions=[partition])]), check)
+            assert_fenced(lambda epoch: broker.call(ApiKey.LIST_OFFSETS, version, **fields(epoch)).topics)
+
+    def fields(current_leader_epoch: int) -> dict:
+        partition = dict(partition_index=0, timestamp=timestamp, max_num_offsets=1,
+                         current_leader_epoch=current_leader_epoch)
+        return dict(replica_id=-1, isolation_level=1 if version >= 2 else 0,  # v2: read_committed
+                    topics=[dict(name=topic, partitions=[partition])])
+    return Recipe(fields(0 if version >= 4 else -1), check)  # v4: the caller's leader epoch, fenced
 
 
 @recipe(ApiKey.METADATA)
@@ -223,8 +240,6 @@ def find_coordinator(broker: WindowBroker, version: int) -> Recipe:
 @recipe(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 def offset_for_leader_epoch(broker: WindowBroker, version: int) -> Recipe:
     topic = broker.filled_topic()
-    partition = dict(partition=0, leader_epoch=0,
-                     current_leader_epoch=0 if version >= 2 else -1)  # v2: the caller's epoch is fenced
 
     def check(response) -> None:
         answer = only(only(response.topics).partitions)
@@ -232,7 +247,13 @@ def offset_for_leader_epoch(broker: WindowBroker, version: int) -> Recipe:
         assert answer.end_offset == RECORDS  # epoch 0 is the latest: its end is the log end
         if version >= 1:
             assert answer.leader_epoch == 0
-    return Recipe(dict(replica_id=-1, topics=[dict(topic=topic, partitions=[partition])]), check)  # v3: replica_id
+        if version >= 2:
+            assert_fenced(lambda epoch: broker.call(ApiKey.OFFSET_FOR_LEADER_EPOCH, version, **fields(epoch)).topics)
+
+    def fields(current_leader_epoch: int) -> dict:
+        partition = dict(partition=0, leader_epoch=0, current_leader_epoch=current_leader_epoch)
+        return dict(replica_id=-1, topics=[dict(topic=topic, partitions=[partition])])  # v3: replica_id
+    return Recipe(fields(0 if version >= 2 else -1), check)  # v2: the caller's leader epoch, fenced
 
 
 @recipe(ApiKey.INIT_PRODUCER_ID)
