@@ -62,7 +62,7 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14, "SyncGroup", 0, 5, 4  # 3: group.instance.id, 5: protocol type/name checked
     DESCRIBE_GROUPS = 15, "DescribeGroups", 0, 5, 5  # 3: authorized operations
     LIST_GROUPS = 16, "ListGroups", 0, 4, 3  # 4: the states filter (KIP-518)
-    SASL_HANDSHAKE = 17, "SaslHandshake", 1, 1, NEVER_FLEXIBLE  # v1 only: tokens in SaslAuthenticate, never raw (v0)
+    SASL_HANDSHAKE = 17, "SaslHandshake", 0, 1, NEVER_FLEXIBLE  # 0: raw tokens follow (KIP-43), 1: tokens in SaslAuthenticate
     API_VERSIONS = 18, "ApiVersions", 0, 3, 3  # v3 is flexible (request header v2), response header always v0
     CREATE_TOPICS = 19, "CreateTopics", 0, 7, 5  # 1: validate_only, 5: the created configs, 7: topic ids
     DELETE_TOPICS = 20, "DeleteTopics", 0, 6, 4  # 5: error messages, 6: topic ids

@@ -1,17 +1,26 @@
 """SASL on a Kafka connection (Kafka's SaslServerAuthenticator / SaslClientAuthenticator), sans-I/O.
 
-The per-connection state machine is the table ``TRANSITIONS``: (state, event) -> next state; anything
-not in it is illegal and closes the connection. Kafka's states and the requests each one admits::
+The per-connection state machine is two tables: ``TRANSITIONS``, (state, event) -> next state, and
+``ADMITTED``, the frames each state reads; anything outside them is illegal and closes the connection.
+Kafka's states, plus the one its ``enableKafkaSaslAuthenticateHeaders`` flag hides::
 
-    HANDSHAKE_OR_VERSIONS_REQUEST  ApiVersions -> HANDSHAKE_REQUEST, SaslHandshake -> AUTHENTICATE
-    HANDSHAKE_REQUEST              ApiVersions (again) or SaslHandshake -> AUTHENTICATE
+    HANDSHAKE_OR_VERSIONS_REQUEST  ApiVersions -> HANDSHAKE_REQUEST, SaslHandshake v1 -> AUTHENTICATE,
+                                   SaslHandshake v0 -> AUTHENTICATE_RAW
+    HANDSHAKE_REQUEST              ApiVersions (again), or SaslHandshake as above
     AUTHENTICATE                   SaslAuthenticate -> AUTHENTICATE (more rounds) | COMPLETE | FAILED
+    AUTHENTICATE_RAW               raw tokens -> AUTHENTICATE_RAW (more rounds) | COMPLETE | FAILED
     COMPLETE                       every request (the principal is "User:<name>")
-    FAILED                         nothing: the connection closes after the error response
+    FAILED                         nothing: the connection closes
 
+SaslHandshake v1 (Kafka 1.0+, KIP-152) carries the tokens in SaslAuthenticate requests, failures answered
+with SASL_AUTHENTICATION_FAILED before the connection closes. SaslHandshake v0 (KIP-43, Java clients
+before 1.0, Sarama below ``V1_0_0_0``) is followed by the tokens as raw frames: the same 4-byte size
+prefix, no request header; the server answers each with its token framed the same way (PLAIN's empty
+answer is four zero bytes) and answers a failure by closing the connection. In AUTHENTICATE_RAW every
+frame is a token, as in Kafka: a Kafka request sent there is read as a token and fails as one. Before
+the handshake every frame is a Kafka request, so a raw token there is not one and closes the connection.
 An unsupported mechanism in SaslHandshake answers UNSUPPORTED_SASL_MECHANISM (with the enabled list)
-and fails the connection too. Only SaslHandshake v1 (tokens framed in SaslAuthenticate) is spoken; v0's
-raw tokens are not.
+and fails the connection too.
 
 PLAIN (RFC 4616): one token ``authzid NUL user NUL password``, authzid empty or the user itself; users
 are the ``user_<name>="<password>"`` options of the listener's PlainLoginModule JAAS config.
@@ -39,36 +48,47 @@ class SaslState(enum.Enum):
     HANDSHAKE_OR_VERSIONS_REQUEST = "HANDSHAKE_OR_VERSIONS_REQUEST"
     HANDSHAKE_REQUEST = "HANDSHAKE_REQUEST"
     AUTHENTICATE = "AUTHENTICATE"
+    AUTHENTICATE_RAW = "AUTHENTICATE_RAW"
     COMPLETE = "COMPLETE"
     FAILED = "FAILED"
 
 
 class SaslEvent(enum.Enum):
     API_VERSIONS = "ApiVersions"
-    HANDSHAKE = "SaslHandshake with an enabled mechanism"
+    HANDSHAKE = "SaslHandshake v1 with an enabled mechanism"
+    HANDSHAKE_V0 = "SaslHandshake v0 with an enabled mechanism"
     BAD_MECHANISM = "SaslHandshake with a mechanism not enabled"
-    CHALLENGE = "SaslAuthenticate answered with a challenge"
-    AUTHENTICATED = "SaslAuthenticate succeeded"
-    AUTH_FAILED = "SaslAuthenticate failed"
+    CHALLENGE = "a token answered with a challenge"
+    AUTHENTICATED = "a token completed authentication"
+    AUTH_FAILED = "a token failed authentication"
 
+
+# The frame AUTHENTICATE_RAW reads: a token with no request header (SaslHandshake v0's flow).
+RAW_TOKEN = "raw SASL token"
 
 S, E = SaslState, SaslEvent
 TRANSITIONS: dict[tuple[SaslState, SaslEvent], SaslState] = {
     (S.HANDSHAKE_OR_VERSIONS_REQUEST, E.API_VERSIONS): S.HANDSHAKE_REQUEST,
     (S.HANDSHAKE_OR_VERSIONS_REQUEST, E.HANDSHAKE): S.AUTHENTICATE,
+    (S.HANDSHAKE_OR_VERSIONS_REQUEST, E.HANDSHAKE_V0): S.AUTHENTICATE_RAW,
     (S.HANDSHAKE_OR_VERSIONS_REQUEST, E.BAD_MECHANISM): S.FAILED,
     (S.HANDSHAKE_REQUEST, E.API_VERSIONS): S.HANDSHAKE_REQUEST,
     (S.HANDSHAKE_REQUEST, E.HANDSHAKE): S.AUTHENTICATE,
+    (S.HANDSHAKE_REQUEST, E.HANDSHAKE_V0): S.AUTHENTICATE_RAW,
     (S.HANDSHAKE_REQUEST, E.BAD_MECHANISM): S.FAILED,
     (S.AUTHENTICATE, E.CHALLENGE): S.AUTHENTICATE,
     (S.AUTHENTICATE, E.AUTHENTICATED): S.COMPLETE,
     (S.AUTHENTICATE, E.AUTH_FAILED): S.FAILED,
+    (S.AUTHENTICATE_RAW, E.CHALLENGE): S.AUTHENTICATE_RAW,
+    (S.AUTHENTICATE_RAW, E.AUTHENTICATED): S.COMPLETE,
+    (S.AUTHENTICATE_RAW, E.AUTH_FAILED): S.FAILED,
 }
-# The requests each state lets through (COMPLETE: all of them).
-ADMITTED: dict[SaslState, frozenset[ApiKey]] = {
+# The frames each state reads: Kafka requests by API key, or RAW_TOKEN (COMPLETE: every request).
+ADMITTED: dict[SaslState, frozenset[ApiKey | str]] = {
     S.HANDSHAKE_OR_VERSIONS_REQUEST: frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE}),
     S.HANDSHAKE_REQUEST: frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE}),
     S.AUTHENTICATE: frozenset({SASL_AUTHENTICATE}),
+    S.AUTHENTICATE_RAW: frozenset({RAW_TOKEN}),
     S.FAILED: frozenset(),
 }
 del S, E
@@ -89,8 +109,24 @@ def next_state(state: SaslState, event: SaslEvent) -> SaslState:
         raise IllegalSaslState(f"{event.value} is not allowed in SASL state {state.value}") from None
 
 
-def admits(state: SaslState, api_key: int) -> bool:
-    return state is SaslState.COMPLETE or api_key in ADMITTED[state]
+def admits(state: SaslState, frame: ApiKey | str | None) -> bool:
+    """Whether ``state`` reads ``frame``: a Kafka request's API key (None: not a request this broker
+    knows) or RAW_TOKEN."""
+    if state is SaslState.COMPLETE:
+        return frame != RAW_TOKEN
+    return frame in ADMITTED[state]
+
+
+def reads_raw_tokens(state: SaslState) -> bool:
+    """Whether the next frame is a raw token rather than a Kafka request (after SaslHandshake v0)."""
+    return RAW_TOKEN in ADMITTED.get(state, ())
+
+
+def handshake_event(version: int, mechanism_enabled: bool) -> SaslEvent:
+    """SaslHandshake's move: v0 leads to raw tokens, v1 to SaslAuthenticate requests."""
+    if not mechanism_enabled:
+        return SaslEvent.BAD_MECHANISM
+    return SaslEvent.HANDSHAKE_V0 if version == 0 else SaslEvent.HANDSHAKE
 
 
 def failure_message(mechanism: str) -> str:

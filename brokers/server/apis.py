@@ -2,7 +2,9 @@
 
 ``ApiKey`` (``brokers.protocol.api_versions``) decides what exists: an unknown API key, or a known key at
 a version outside its window, closes the connection with one log line naming the client id, the API and
-the version (Kafka 2.8 cannot parse such a request and closes too). ApiVersions answers every version,
+the version (Kafka 2.8 cannot parse such a request and closes too). On SASL listeners ``brokers.server.sasl``
+sees every frame first: until authentication completes it admits only the handshake, and after SaslHandshake
+v0 it takes the frames as raw tokens, with no request header. ApiVersions answers every version,
 from pre-encoded bytes (KIP-511: UNSUPPORTED_VERSION and the table for a version above its own). Handlers return a kio response entity (encoded here), a list of
 wire segments (Fetch), or None (Produce with acks=0: no response at all).
 """
@@ -78,11 +80,18 @@ class KafkaApis:
         self.handlers = {**HANDLERS, **(extra_handlers or {})}
 
     async def handle(self, frame: bytes, connection: Any) -> list[Any] | None:
-        key, api_version = _KEY_AND_VERSION.unpack_from(frame)
+        session = sasl.session_of(connection)  # SASL listeners only: None on the others
+        if session is not None and session.reads_raw_tokens:  # after SaslHandshake v0: no request header
+            return await sasl.handle_raw_token(self.context.sasl, session, connection, frame)
+        try:
+            key, api_version = _KEY_AND_VERSION.unpack_from(frame)
+        except struct.error:  # SASL listeners frame raw tokens of any size: a shorter frame is no request
+            raise ProtocolError(f"a {len(frame)}-byte frame is too short for a request header") from None
         api_key = known_api(key)
+        if session is not None:
+            sasl.admit(session, api_key, key)  # only the handshake before authentication
         if api_key is None:
             raise ProtocolError(f"unknown API key {key}")
-        session = sasl.admit(connection, api_key)  # SASL listeners: only the handshake before authentication
         header = parse_request_header(frame, flexible=api_version >= api_key.flexible_from)
         if api_key is ApiKey.API_VERSIONS:  # any version: the header's fixed prefix is all we need
             return [api_versions_response(header.correlation_id, api_version)]

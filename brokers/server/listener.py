@@ -27,7 +27,8 @@ import socket
 import ssl
 from typing import Any, Awaitable, Callable
 
-from brokers.protocol.framing import FrameDecoder, ProtocolError
+from brokers.protocol.framing import MIN_FRAME_BYTES, FrameDecoder, ProtocolError
+from brokers.protocol.sasl import SASL_PROTOCOLS
 from brokers.security.acls import ANONYMOUS
 from brokers.security.principal_mapping import NoMatchingRule, SslPrincipalMapper
 from brokers.server.tls import handshake_failure, peer_principal
@@ -55,7 +56,8 @@ class Connection(asyncio.Protocol):
         self.principal_mapper = principal_mapper  # SSL: ssl.principal.mapping.rules
         self.principal = ANONYMOUS
         self._handle = handle
-        self._decoder = FrameDecoder(max_request_bytes)
+        # SASL: the raw tokens after SaslHandshake v0 share the size prefix and may be shorter than a header
+        self._decoder = FrameDecoder(max_request_bytes, 0 if security_protocol in SASL_PROTOCOLS else MIN_FRAME_BYTES)
         self._connections = connections
         self._pending: collections.deque[asyncio.Task] = collections.deque()
         self._paused = False

@@ -1,16 +1,19 @@
 """SASL on SASL_PLAINTEXT / SASL_SSL connections: the thin I/O shell around ``brokers.protocol.sasl``.
 
-``admit(connection, api_key)`` runs first for every request, synchronously, when its task starts (tasks
-start in arrival order): on a SASL connection it creates the connection's ``SaslSession`` on first use
-and raises ProtocolError (the listener closes the connection, Kafka's "Unexpected Kafka request of type
-... during SASL handshake") for any request the session's state does not admit. PLAINTEXT connections
-carry no session and pay one attribute lookup and a tuple test.
+``session_of(connection)`` runs first for every frame, synchronously, when its task starts (tasks start in
+arrival order): on a SASL connection it creates the connection's ``SaslSession`` on first use. After
+SaslHandshake v0 every frame is a raw token (``handle_raw_token``); otherwise ``admit`` raises
+ProtocolError (the listener closes the connection, Kafka's "Unexpected Kafka request of type ... during
+SASL handshake") for any request the session's state does not admit, a frame that is no Kafka request
+at all (a raw token before SaslHandshake v0) included. PLAINTEXT connections carry no session and pay
+one attribute lookup and a tuple test.
 
 SaslHandshake and SaslAuthenticate of a session run one at a time, in order (the session's lock: a
-SCRAM client-first awaits its credential from ZooKeeper). A failed handshake or authentication is
+SCRAM client-first awaits its credential from ZooKeeper). A failed handshake or SaslAuthenticate is
 answered, then the connection closes (a done-callback of the request's task, registered after the
-listener's own, so the answer is written first) with one log line naming the peer and the mechanism.
-On success the connection's principal becomes ``User:<name>``.
+listener's own, so the answer is written first) with one log line naming the peer and the mechanism;
+a failed raw token (v0) closes the connection unanswered, with the same line. On success the
+connection's principal becomes ``User:<name>``.
 
 On connections without SASL (PLAINTEXT, or already authenticated) both APIs answer ILLEGAL_SASL_STATE,
 as Kafka's KafkaApis does.
@@ -25,7 +28,7 @@ from typing import Any, Awaitable, Callable
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey, api_name
 from brokers.protocol.errors import ErrorCode
-from brokers.protocol.framing import ProtocolError, RequestHeader
+from brokers.protocol.framing import ProtocolError, RequestHeader, frame_size_prefix
 from brokers.protocol.sasl import (
     PLAIN,
     PLAIN_MODULE,
@@ -38,13 +41,16 @@ from brokers.protocol.sasl import (
     admits,
     check_plain,
     failure_message,
+    handshake_event,
     next_state,
     parse_jaas,
+    reads_raw_tokens,
 )
 from brokers.protocol.scram import ScramCredential, ScramError, ScramServer
 
 log = logging.getLogger(__name__)
 
+NOT_A_REQUEST = "no Kafka request: a raw SASL token needs SaslHandshake v0 first"
 # (user, mechanism) -> the user's stored credential string for it (``/config/users/<user>``), or None
 ScramLookup = Callable[[str, str], Awaitable[str | None]]
 
@@ -87,20 +93,30 @@ class SaslSession:
         self.state = next_state(self.state, event)
 
 
-def admit(connection: Any, api_key: ApiKey) -> SaslSession | None:
-    """The connection's session if it is a SASL connection (None otherwise); ProtocolError if the
-    request may not run in its state."""
+    @property
+    def reads_raw_tokens(self) -> bool:
+        return reads_raw_tokens(self.state)
+
+
+def session_of(connection: Any) -> SaslSession | None:
+    """The connection's session if it is a SASL connection (None otherwise)."""
     if getattr(connection, "security_protocol", "PLAINTEXT") not in SASL_PROTOCOLS:
         return None
-    session = getattr(connection, "sasl", None)
-    if session is None:
-        session = connection.sasl = SaslSession()
+    found = getattr(connection, "sasl", None)
+    if found is None:
+        found = connection.sasl = SaslSession()
+    return found
+
+
+def admit(session: SaslSession, api_key: ApiKey | None, key: int) -> None:
+    """ProtocolError if a request of ``key`` (``api_key``: None if unknown) may not run in the
+    session's state."""
     if not admits(session.state, api_key):
-        raise ProtocolError(f"Unexpected Kafka request of type {api_name(api_key)} during SASL handshake "
+        what = api_name(api_key) if api_key is not None else f"{key} ({NOT_A_REQUEST})"
+        raise ProtocolError(f"Unexpected Kafka request of type {what} during SASL handshake "
                             f"(state {session.state.value})")
     if api_key == ApiKey.API_VERSIONS and session.state is not SaslState.COMPLETE:
         session.move(SaslEvent.API_VERSIONS)
-    return session
 
 
 async def handle(config: SaslServerConfig | None, session: SaslSession, connection: Any, header: RequestHeader,
@@ -118,11 +134,11 @@ def _handshake(config: SaslServerConfig | None, session: SaslSession, connection
                mechanism: str) -> Any:
     enabled = config.enabled_mechanisms if config else ()
     cls = codec.response_class(header.api_key, header.api_version)
-    if mechanism not in enabled:
-        session.move(SaslEvent.BAD_MECHANISM)
+    event = handshake_event(header.api_version, mechanism in enabled)
+    session.move(event)
+    if event is SaslEvent.BAD_MECHANISM:
         _close_after_answer(connection, f"unsupported SASL mechanism {mechanism!r}")
         return codec.build(cls, error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled)
-    session.move(SaslEvent.HANDSHAKE)
     session.mechanism = mechanism
     return codec.build(cls, error_code=ErrorCode.NONE, mechanisms=enabled)
 
@@ -131,21 +147,50 @@ async def _authenticate(config: SaslServerConfig | None, session: SaslSession, c
                         header: RequestHeader, token: bytes) -> Any:
     cls = codec.response_class(header.api_key, header.api_version)
     mechanism = session.mechanism or "?"
+    challenge = await _evaluate(config, session, connection, token)
+    if challenge is None:
+        _close_after_answer(connection, _failure(mechanism))
+        return codec.build(cls, error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+                           error_message=failure_message(mechanism))
+    return codec.build(cls, error_code=ErrorCode.NONE, auth_bytes=challenge)
+
+
+async def handle_raw_token(config: SaslServerConfig | None, session: SaslSession, connection: Any,
+                           token: bytes) -> list[bytes]:
+    """A token framed raw (after SaslHandshake v0): the server's token framed the same way. A failure
+    is not answered: ProtocolError closes the connection, as Kafka closes it for v0 clients."""
+    async with session.lock:
+        if not session.reads_raw_tokens:
+            raise ProtocolError(f"raw SASL token in state {session.state.value}")
+        challenge = await _evaluate(config, session, connection, token)
+        if challenge is None:
+            raise ProtocolError(_failure(session.mechanism or "?"))
+        return [frame_size_prefix(len(challenge)) + challenge]
+
+
+async def _evaluate(config: SaslServerConfig | None, session: SaslSession, connection: Any,
+                    token: bytes) -> bytes | None:
+    """One client token through the mechanism and the state machine: the server's answer, or None if
+    authentication failed (the session is FAILED then)."""
     try:
         challenge, user = await _step(config, session, token)
     except (AuthenticationFailed, ScramError, UnicodeDecodeError, ValueError) as exc:
         session.move(SaslEvent.AUTH_FAILED)
-        log.debug("SASL %s from %s failed: %s", mechanism, getattr(connection, "peer", "?"), exc)
-        _close_after_answer(connection, f"failed authentication with SASL mechanism {mechanism}")
-        return codec.build(cls, error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
-                           error_message=failure_message(mechanism))
+        log.debug("SASL %s from %s failed: %s", session.mechanism, getattr(connection, "peer", "?"), exc)
+        return None
     if user is None:
         session.move(SaslEvent.CHALLENGE)
     else:
         session.move(SaslEvent.AUTHENTICATED)
         connection.principal = f"User:{user}"
-        log.debug("authenticated %s as User:%s (SASL %s)", getattr(connection, "peer", "?"), user, mechanism)
-    return codec.build(cls, error_code=ErrorCode.NONE, auth_bytes=challenge)
+        log.debug("authenticated %s as User:%s (SASL %s)", getattr(connection, "peer", "?"), user,
+                  session.mechanism)
+    return challenge
+
+
+def _failure(mechanism: str) -> str:
+    """The one log line's reason (the listener names the peer)."""
+    return f"failed authentication with SASL mechanism {mechanism}"
 
 
 async def _step(config: SaslServerConfig | None, session: SaslSession, token: bytes) -> tuple[bytes, str | None]:

@@ -3,7 +3,9 @@ to each other over it with SCRAM-SHA-512 (inter-broker SASL), SCRAM users made w
 --zookeeper``. confluent-kafka and kafka-python produce and consume with SCRAM-SHA-512, SCRAM-SHA-256
 and PLAIN (RF 3, min.insync.replicas=3, so an acknowledged write proves the followers authenticated);
 wrong passwords and unknown users get SASL_AUTHENTICATION_FAILED and write nothing; a raw client
-sending Metadata before authenticating is disconnected."""
+sending Metadata before authenticating is disconnected. SaslHandshake v0 over raw sockets: raw PLAIN and
+SCRAM tokens authenticate, and Metadata is answered; a wrong password, a Kafka request inside the token
+exchange or a raw token before the handshake closes the connection with one log line."""
 from __future__ import annotations
 
 import logging
@@ -18,6 +20,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.sasl import SaslClient, SaslClientConfig
 from scripts.local.cluster import Cluster, ClusterSpec
 from scripts.tools.kafka_configs import command as kafka_configs
 from tests.integration.conditions import wait_for
@@ -166,10 +170,14 @@ def raw_request(sock, api_key, version, correlation_id, **fields):
 
 
 def read_frame(sock):
-    header = sock.recv(4, socket.MSG_WAITALL)
-    if len(header) < 4:
+    """One frame without its size prefix; None once the broker has closed the connection."""
+    try:
+        header = sock.recv(4, socket.MSG_WAITALL)
+        if len(header) < 4:
+            return None
+        return sock.recv(struct.unpack(">i", header)[0], socket.MSG_WAITALL)
+    except ConnectionResetError:
         return None
-    return sock.recv(struct.unpack(">i", header)[0], socket.MSG_WAITALL)
 
 
 @pytest.mark.parametrize("with_api_versions", [False, True])
@@ -264,3 +272,77 @@ def test_kafka_configs_topics_and_brokers_over_the_brokers_with_command_config(c
     plain = ["--bootstrap-server", cluster.bootstrap_servers, "--entity-type", "topics", "--entity-name", "configured"]
     assert kafka_configs.main([*plain, "--describe"]) == 1  # no SASL: the broker closes the connection
     assert "Error while executing config command" in capsys.readouterr().err
+
+
+# -- SaslHandshake v0: the tokens as raw size-prefixed frames (KIP-43; Sarama's default, Java before 1.0) --
+def send_raw(sock, token):
+    sock.sendall(struct.pack(">i", len(token)) + token)
+
+
+def login_v0(sock, mechanism, user, password):
+    """SaslHandshake v0, then the client's tokens raw: the broker's raw answers once the exchange completed
+    (the client verified SCRAM's server-final), None if the broker closed the connection."""
+    raw_request(sock, 17, 0, 1, mechanism=mechanism)
+    handshake = codec.decode_response(17, 0, read_frame(sock))[1]
+    assert handshake.error_code == ErrorCode.NONE and mechanism in handshake.mechanisms
+    client, answers = SaslClient(SaslClientConfig(mechanism, user, password)), []
+    token = client.first()
+    while token is not None:
+        send_raw(sock, token)
+        if (answer := read_frame(sock)) is None:
+            return None
+        answers.append(answer)
+        token = client.respond(answer)
+    return answers
+
+
+def metadata_brokers(sock):
+    raw_request(sock, 3, 4, 9, topics=None, allow_auto_topic_creation=False)
+    response = read_frame(sock)
+    return None if response is None else {b.node_id for b in codec.decode_response(3, 4, response)[1].brokers}
+
+
+def closed_with_log_line(cluster, sock, reason):
+    """The broker closed ``sock`` (nothing more to read), and logged why once, naming this peer."""
+    assert read_frame(sock) is None
+    line = f"closing connection from 127.0.0.1:{sock.getsockname()[1]}: {reason}"
+    log = cluster.broker_dir(1) / "broker.log"
+    wait_for(lambda: line in log.read_text(), 10, f"the broker log line {line!r}")
+    assert log.read_text().count(line) == 1
+
+
+@pytest.mark.parametrize("mechanism,user,password", [
+    ("PLAIN", "bob", "bob-secret"), ("SCRAM-SHA-256", "alice", "alice-secret"),
+    ("SCRAM-SHA-512", "alice", "alice-secret")])
+def test_sasl_handshake_v0_raw_tokens_authenticate(cluster, mechanism, user, password):
+    with socket.create_connection(("127.0.0.1", cluster.kafka_port(1)), timeout=10) as sock:
+        raw_request(sock, 18, 0, 1)  # ApiVersions before the handshake, as old clients probe
+        assert read_frame(sock) is not None
+        answers = login_v0(sock, mechanism, user, password)
+        # PLAIN: the four zero bytes a v0 client waits for (an empty token); SCRAM: server-first, server-final
+        assert answers == [b""] if mechanism == "PLAIN" else [a[:2] for a in answers] == [b"r=", b"v="]
+        assert metadata_brokers(sock) == set(cluster.broker_ids)
+
+
+@pytest.mark.parametrize("mechanism,user,password", [
+    ("PLAIN", "bob", "wrong"), ("SCRAM-SHA-256", "alice", "wrong"), ("SCRAM-SHA-512", "mallory", "alice-secret")])
+def test_sasl_handshake_v0_bad_credentials_close_the_connection(cluster, mechanism, user, password):
+    with socket.create_connection(("127.0.0.1", cluster.kafka_port(1)), timeout=10) as sock:
+        assert login_v0(sock, mechanism, user, password) is None
+        closed_with_log_line(cluster, sock, f"failed authentication with SASL mechanism {mechanism}")
+
+
+def test_a_kafka_request_inside_the_v0_exchange_closes_the_connection(cluster):
+    """After SaslHandshake v0 every frame is a token, as in Kafka: Metadata fails as a PLAIN token."""
+    with socket.create_connection(("127.0.0.1", cluster.kafka_port(1)), timeout=10) as sock:
+        raw_request(sock, 17, 0, 1, mechanism="PLAIN")
+        assert codec.decode_response(17, 0, read_frame(sock))[1].error_code == ErrorCode.NONE
+        assert metadata_brokers(sock) is None
+        closed_with_log_line(cluster, sock, "failed authentication with SASL mechanism PLAIN")
+
+
+def test_a_raw_token_before_the_handshake_closes_the_connection(cluster):
+    with socket.create_connection(("127.0.0.1", cluster.kafka_port(1)), timeout=10) as sock:
+        send_raw(sock, b"\0bob\0bob-secret")
+        closed_with_log_line(cluster, sock, "Unexpected Kafka request of type 98 (no Kafka request: a raw SASL "
+                                            "token needs SaslHandshake v0 first)")
