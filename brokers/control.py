@@ -51,6 +51,7 @@ class PartitionState:
     replicas: tuple[int, ...]
     is_new: bool = False
     offline_replicas: tuple[int, ...] = ()
+    topic_id: str = ""  # the topic's id as in its znode (Kafka's Uuid text), "" while it has none
 
 
 @dataclass(frozen=True, slots=True)

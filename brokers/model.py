@@ -4,6 +4,8 @@ Imports nothing of ours (ARCHITECTURE §2); every other package may import it.
 """
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass
 from typing import NewType
 
@@ -151,3 +153,23 @@ class BrokerInfo:
             if listener is None or endpoint.listener == listener:
                 return endpoint
         raise KeyError(f"broker {self.id} has no listener {listener!r}")
+
+
+ZERO_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
+
+
+def topic_id_from_text(text: str | None) -> uuid.UUID:
+    """A topic id as ``/brokers/topics/<t>`` stores it (Kafka's ``Uuid.toString``: 22 characters of URL-safe
+    base64 without padding) as a UUID; ZERO_UUID for none or a malformed one."""
+    if not text:
+        return ZERO_UUID
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        return ZERO_UUID
+    return uuid.UUID(bytes=raw) if len(raw) == 16 else ZERO_UUID
+
+
+def topic_id_text(topic_id: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString`` of a topic id."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")

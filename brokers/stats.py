@@ -51,13 +51,17 @@ class LatencyHistogram:
 @dataclass
 class TopicTraffic:
     """Kafka's BrokerTopicMetrics as totals: BytesInPerSec, BytesOutPerSec, MessagesInPerSec,
-    TotalProduceRequestsPerSec, TotalFetchRequestsPerSec (fetches that returned records)."""
+    TotalProduceRequestsPerSec, TotalFetchRequestsPerSec (fetches that returned records),
+    ProduceMessageConversionsPerSec and FetchMessageConversionsPerSec (records up-converted from a
+    Produce v0-2, down-converted for a Fetch v0-3)."""
 
     bytes_in: int = 0
     bytes_out: int = 0
     messages_in: int = 0
     produce_requests: int = 0
     fetch_requests: int = 0
+    produce_message_conversions: int = 0
+    fetch_message_conversions: int = 0
 
 
 @dataclass
@@ -90,6 +94,11 @@ class BrokerStats:
         traffic = self.topics[topic]
         traffic.bytes_out += size
         traffic.fetch_requests += 1
+
+    def message_conversions(self, topic: str, produced: int = 0, fetched: int = 0) -> None:
+        traffic = self.topics[topic]
+        traffic.produce_message_conversions += produced
+        traffic.fetch_message_conversions += fetched
 
     def forget_topic(self, topic: str) -> None:
         self.topics.pop(topic, None)

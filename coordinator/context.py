@@ -16,6 +16,7 @@ class ControllerContext:
     assignments: dict[TopicPartition, list[int]] = field(default_factory=dict)
     leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # overrides from /config/topics
+    topic_ids: dict[str, str] = field(default_factory=dict)  # Kafka 2.8's topic ids, as their znodes hold them
     topics_to_delete: set[str] = field(default_factory=set)
     deletion_awaiting: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # topic -> {(partition, broker)}
     # KIP-455: partitions being reassigned, with their full assignment (``assignments`` holds its replica set RS)
@@ -44,6 +45,7 @@ class ControllerContext:
             self.leadership.pop(tp, None)
         self.topics_to_delete.discard(topic)
         self.topic_configs.pop(topic, None)
+        self.topic_ids.pop(topic, None)
         self.deletion_awaiting.pop(topic, None)
         for tp in [tp for tp in self.reassignments if tp.topic == topic]:
             del self.reassignments[tp]

@@ -59,7 +59,7 @@ class ControllerBrokerRequestBatch:
         leader = LEADER_DURING_DELETE if deleting else lai.leader  # -2 only tells metadata caches
         offline = tuple(b for b in replicas if b not in self.context.live_brokers)
         return PartitionState(tp.topic, tp.partition, state.controller_epoch, leader, lai.leader_epoch, lai.isr,
-                              lai.zk_version, replicas, is_new, offline)
+                              lai.zk_version, replicas, is_new, offline, self.context.topic_ids.get(tp.topic, ""))
 
     def send(self, send: Callable[..., None], on_stop_replica: Callable[[int, object], None] | None = None) -> None:
         """Hand every request to ``send(broker_id, request, callback)`` in Kafka's order, then reset.

@@ -52,7 +52,11 @@ class TopicChangeProcessor:
         for topic in topics:
             ctx.topic_configs[topic] = await self.kzc.get_topic_config(topic)
             watch = self.watch(self._partition_modifications(topic))
-            assignment, _ = await self.kzc.get_full_topic_assignment(topic, watch) or ({}, None)
+            assignment, topic_id = await self.kzc.get_full_topic_assignment(topic, watch) or ({}, None)
+            if assignment and topic_id is None:  # Kafka 2.8's processTopicIds: every topic gets one
+                topic_id = await self.kzc.set_topic_id(ctx.epoch_zk_version, topic)
+            if topic_id is not None:
+                ctx.topic_ids[topic] = topic_id
             for partition, full in assignment.items():
                 tp = TopicPartition(topic, partition)
                 ctx.assignments[tp] = list(full.replicas)

@@ -81,6 +81,11 @@ class ZkAdmin:
         else:
             await create_topic(self.kzc, name, num_partitions, replication_factor, config)
 
+    async def topic_id(self, name: str) -> str | None:
+        """The topic id its znode holds (None: no such topic, or none yet)."""
+        found = await self.kzc.get_full_topic_assignment(name)
+        return None if found is None else found[1]
+
     async def delete_topic(self, name: str) -> None:
         if name not in await self.kzc.get_all_topics():
             raise KafkaError(f"topic {name!r} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -196,4 +196,7 @@ LOG_KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
     "log.flush.interval.ms": ("flush.ms", str),
     "message.max.bytes": ("max.message.bytes", str),
     "log.message.timestamp.type": ("message.timestamp.type", str),
+    "log.message.downconversion.enable": ("message.downconversion.enable", str),
+    # not ``str``: static, as in Kafka (DynamicLogConfig excludes it)
+    "log.message.format.version": ("message.format.version", lambda v: v.strip()),
 }

@@ -77,7 +77,9 @@ class BrokerCollector:
             ("bytes_out", "Bytes sent to consumers (replication excluded)"),
             ("messages_in", "Records appended"),
             ("produce_requests", "Produce appends to the topic (Kafka's TotalProduceRequestsPerSec)"),
-            ("fetch_requests", "Consumer fetches that returned the topic's records (TotalFetchRequestsPerSec)"))}
+            ("fetch_requests", "Consumer fetches that returned the topic's records (TotalFetchRequestsPerSec)"),
+            ("produce_message_conversions", "Records up-converted from Produce v0-2 message sets"),
+            ("fetch_message_conversions", "Records down-converted for Fetch v0-3"))}
         for topic, traffic in sorted(self.broker.stats.topics.items()):
             for name, family in families.items():
                 family.add_metric([topic], getattr(traffic, name))

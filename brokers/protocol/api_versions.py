@@ -50,7 +50,7 @@ class ApiKey(IntEnum):
 
     # key, name, min, max, first flexible version
     PRODUCE = 0, "Produce", 0, 9, 9  # 0-2: magic 0/1 message sets (up-converted), 3: magic 2, 7: zstd, 8: record_errors, 9: flexible
-    FETCH = 1, "Fetch", 4, 11, 12  # 0-1: magic 0, 2-3: magic 1 (down-converted), 4+: magic 2 from file ranges, 11: preferred replica
+    FETCH = 1, "Fetch", 0, 11, 12  # 0-1: magic 0, 2-3: magic 1 (down-converted), 4+: magic 2 from file ranges, 11: preferred replica
     LIST_OFFSETS = 2, "ListOffsets", 0, 6, 6  # 0: old-style offset lists, 1: by time, 2: isolation level, 4: leader epoch fencing
     METADATA = 3, "Metadata", 0, 11, 9  # 1: null = all topics, 8: authorized operations, 10: topic ids, 11: no cluster operations
     OFFSET_COMMIT = 8, "OffsetCommit", 0, 8, 8  # 0: no generation check, 1: generation + member, 7: group.instance.id

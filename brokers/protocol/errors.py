@@ -18,6 +18,7 @@ class ErrorCode(IntEnum):
     LEADER_NOT_AVAILABLE = 5
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
+    REPLICA_NOT_AVAILABLE = 9
     MESSAGE_TOO_LARGE = 10
     STALE_CONTROLLER_EPOCH = 11
     OFFSET_METADATA_TOO_LARGE = 12
@@ -63,6 +64,7 @@ class ErrorCode(IntEnum):
     NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
     FETCH_SESSION_ID_NOT_FOUND = 70
+    LISTENER_NOT_FOUND = 72
     TOPIC_DELETION_DISABLED = 73
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
@@ -80,6 +82,7 @@ class ErrorCode(IntEnum):
     RESOURCE_NOT_FOUND = 91
     DUPLICATE_RESOURCE = 92
     UNACCEPTABLE_CREDENTIAL = 93
+    UNKNOWN_TOPIC_ID = 100
     NO_REASSIGNMENT_IN_PROGRESS = 85
 
 
@@ -107,6 +110,15 @@ class InvalidRecordError(KafkaError):
     """A well-formed batch that breaks a rule (count vs offsets, keyless on a compacted topic)."""
 
     code = ErrorCode.INVALID_RECORD
+
+
+class RecordValidationError(InvalidRecordError):
+    """Kafka's RecordValidationException: records of a batch rejected one by one (LogValidator), each as
+    ``(batch_index, message)`` (Produce v8's ``record_errors``); the error's own text is Kafka's summary."""
+
+    def __init__(self, record_errors: list[tuple[int, str]], message: str = "One or more records have been rejected"):
+        super().__init__(message)
+        self.record_errors = record_errors
 
 
 class UnsupportedCompressionError(KafkaError):

@@ -1,4 +1,4 @@
-"""The Fetch response, v4-v11 (non-flexible), encoded by hand as a list of segments.
+"""The Fetch response, v0-v11 (non-flexible), encoded by hand as a list of segments.
 
 Record bytes are never copied: the encoder emits the fixed parts as ``bytes`` and passes each
 partition's records object through untouched, so the I/O layer can write a memoryview or
@@ -19,6 +19,16 @@ Wire layout (big-endian; size prefix and response header v0 first)::
             int32 aborted_transactions count: always -1 (null; we have no transactions)
             v11: int32 preferred_read_replica
             int32 records length, then the records bytes      <- the records segment
+
+v0-v3 (``encode_legacy_fetch_response``) carry the magic 0/1 message sets of a down-converted read::
+
+    int32 size, int32 correlation_id
+    v1+: int32 throttle_time_ms
+    int32 topic count, per topic:
+        int16-length string name
+        int32 partition count, per partition:
+            int32 partition_index, int16 error_code, int64 high_watermark
+            int32 records length, then the message set bytes
 
 Records ``None`` is written as an empty records field (length 0), not as null (-1): Kafka itself
 sends empty records, and librdkafka rejects a negative MessageSetSize as a parse failure. A null
@@ -43,6 +53,9 @@ _TOPIC = struct.Struct(">h")
 _PARTITION_V4 = struct.Struct(">ihqqii")  # index, error, high watermark, LSO, aborted (-1), records length
 _PARTITION_V5 = struct.Struct(">ihqqqii")  # ... + log_start_offset before aborted
 _PARTITION_V11 = struct.Struct(">ihqqqiii")  # ... + preferred_read_replica before the records length
+LEGACY_MAX_VERSION = 3
+_TOP_V0 = struct.Struct(">ii")  # correlation_id, topic count
+_PARTITION_V0 = struct.Struct(">ihqi")  # index, error, high watermark, records length
 
 
 class FetchPartitionData(NamedTuple):
@@ -139,6 +152,42 @@ def encode_fetch_response(
                 total += len(fixed) + size
                 segments.append(fixed if fixed is first else bytes(fixed))
                 segments.append(partition.records)
+                fixed = bytearray()
+    if fixed:
+        total += len(fixed)
+        segments.append(fixed if fixed is first else bytes(fixed))
+    _INT32.pack_into(first, 0, total - 4)
+    segments[0] = bytes(first)
+    return segments
+
+
+def encode_legacy_fetch_response(
+    version: int,
+    correlation_id: int,
+    partitions_by_topic: list[tuple[str, list[FetchPartitionData]]],
+    *,
+    throttle_time_ms: int = 0,
+) -> list:
+    """The framed Fetch v0-v3 response as segments, like ``encode_fetch_response``: no last stable
+    offset, log start offset, aborted transactions or error/session at the top (those came in v4-v7);
+    ``throttle_time_ms`` from v1."""
+    if not 0 <= version <= LEGACY_MAX_VERSION:
+        raise ValueError(f"Fetch v{version} is not a legacy version (v0-v{LEGACY_MAX_VERSION})")
+    fixed = bytearray(4)
+    if version >= 1:
+        fixed += _TOP_V4.pack(correlation_id, throttle_time_ms, len(partitions_by_topic))
+    else:
+        fixed += _TOP_V0.pack(correlation_id, len(partitions_by_topic))
+    first, segments, total = fixed, [], 0
+    for topic, partitions in partitions_by_topic:
+        fixed += _topic_name(topic)
+        fixed += _INT32.pack(len(partitions))
+        for p in partitions:
+            size = records_size(p.records)
+            fixed += _PARTITION_V0.pack(p.partition_index, p.error_code, p.high_watermark, size)
+            if size:
+                total += len(fixed) + size
+                segments += [fixed if fixed is first else bytes(fixed), p.records]
                 fixed = bytearray()
     if fixed:
         total += len(fixed)

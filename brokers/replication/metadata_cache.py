@@ -1,13 +1,16 @@
 """MetadataCache: what this broker knows of the cluster, fed only by the controller's UpdateMetadata.
 
 Live brokers are replaced wholesale by each request; partition states are replaced per partition,
-and a partition whose leader is -2 (LeaderDuringDelete) is removed. Metadata responses
-are answered from here alone, as in Kafka.
+and a partition whose leader is -2 (LeaderDuringDelete) is removed. Each topic's id (Kafka 2.8's topic ids,
+UpdateMetadata v7's ``topic_id``) comes with its partition states and leaves with its last partition.
+Metadata responses are answered from here alone, as in Kafka.
 """
 from __future__ import annotations
 
+import uuid
+
 from brokers.control import PartitionState, UpdateMetadataRequest
-from brokers.model import LEADER_DURING_DELETE, BrokerInfo, TopicPartition
+from brokers.model import LEADER_DURING_DELETE, ZERO_UUID, BrokerInfo, TopicPartition, topic_id_from_text
 
 
 class MetadataCache:
@@ -17,6 +20,8 @@ class MetadataCache:
         self.live_brokers: dict[int, BrokerInfo] = {}
         self.partitions: dict[TopicPartition, PartitionState] = {}
         self._by_topic: dict[str, dict[int, PartitionState]] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}
 
     def update(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an UpdateMetadata; return the partitions it deleted."""
@@ -32,10 +37,29 @@ class MetadataCache:
                     topic.pop(tp.partition, None)
                     if not topic:
                         self._by_topic.pop(tp.topic, None)
+                        self._topic_names.pop(self._topic_ids.pop(tp.topic, ZERO_UUID), None)
             else:
                 self.partitions[tp] = state
                 self._by_topic.setdefault(tp.topic, {})[tp.partition] = state
+                if state.topic_id:
+                    self._set_topic_id(tp.topic, topic_id_from_text(state.topic_id))
         return deleted
+
+    def _set_topic_id(self, topic: str, topic_id: uuid.UUID) -> None:
+        previous = self._topic_ids.get(topic)
+        if previous == topic_id or topic_id == ZERO_UUID:
+            return
+        self._topic_names.pop(previous, None)
+        self._topic_ids[topic] = topic_id
+        self._topic_names[topic_id] = topic
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The topic's id, ZERO_UUID if the cache knows none (Kafka's ``MetadataCache.getTopicId``)."""
+        return self._topic_ids.get(topic, ZERO_UUID)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with that id, None if none (Kafka's ``MetadataCache.getTopicName``)."""
+        return self._topic_names.get(topic_id)
 
     def topics(self) -> set[str]:
         return set(self._by_topic)

@@ -54,6 +54,25 @@ PERMISSIONS_BY_NAME = {name.lower(): code for code, name in PERMISSION_NAMES.ite
 IMPLIED_BY = {DESCRIBE: frozenset({DESCRIBE, READ, WRITE, DELETE, ALTER}),
               DESCRIBE_CONFIGS: frozenset({DESCRIBE_CONFIGS, ALTER_CONFIGS})}
 
+# Kafka's AclEntry.supportedOperations: what a resource type's authorized-operations bit field ranges over
+SUPPORTED_OPERATIONS = {
+    TOPIC: (READ, WRITE, CREATE, DESCRIBE, DELETE, ALTER, DESCRIBE_CONFIGS, ALTER_CONFIGS),
+    GROUP: (READ, DESCRIBE, DELETE),
+    CLUSTER: (CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE),
+    TRANSACTIONAL_ID: (DESCRIBE, WRITE),
+    DELEGATION_TOKEN: (DESCRIBE,),
+}
+NO_AUTHORIZED_OPERATIONS = -2147483648  # the schemas' default: "not requested"
+
+
+def operations_bit_field(operations: Iterable[int]) -> int:
+    """Kafka's ``Utils.to32BitField``: bit ``code`` set for each operation, as a signed int32."""
+    bits = 0
+    for code in operations:
+        bits |= 1 << code
+    return bits - (1 << 32) if bits >= 1 << 31 else bits
+
+
 # authorizer.class.name values that turn ACLs on: Kafka 2.x's class, and 1.x's still common in server.properties
 AUTHORIZER_CLASSES = ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
 ANONYMOUS = "User:ANONYMOUS"  # Kafka's KafkaPrincipal.ANONYMOUS: PLAINTEXT clients, before authentication

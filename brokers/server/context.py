@@ -17,7 +17,9 @@ from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
-from brokers.security.acls import ANONYMOUS, CLUSTER, CLUSTER_NAME, TOPIC, AclEntry, AclFilter, ResourcePattern
+from brokers.security.acls import (
+    ANONYMOUS, CLUSTER, CLUSTER_NAME, SUPPORTED_OPERATIONS, TOPIC, AclEntry, AclFilter, ResourcePattern, operations_bit_field,
+)
 from brokers.server.sasl import SaslServerConfig
 from brokers.stats import BrokerStats
 
@@ -39,6 +41,9 @@ class AdminOps(Protocol):
                            assignment: dict[int, list[int]] | None, validate_only: bool) -> None:
         """Create (or with ``validate_only`` only check) a topic: TOPIC_ALREADY_EXISTS,
         INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG."""
+
+    async def topic_id(self, name: str) -> str | None:
+        """The topic id in ``/brokers/topics/<name>`` (Kafka's ``Uuid`` text), None if none."""
 
     async def delete_topic(self, name: str) -> None:
         """Request the deletion of a topic: UNKNOWN_TOPIC_OR_PARTITION, TOPIC_DELETION_DISABLED."""
@@ -175,6 +180,12 @@ class ServerContext:
         if self.authorizer is None:
             return True
         return self.authorizer.authorize_any(PRINCIPAL.get(), _host(), operation, resource_type)
+
+    def authorized_operations(self, resource_type: int, name: str) -> int:
+        """Kafka's ``AuthHelper.authorizedOperations``: the bit field of the resource type's supported operations
+        the principal may do on the resource (all of them without an authorizer)."""
+        supported = SUPPORTED_OPERATIONS[resource_type]
+        return operations_bit_field(op for op in supported if self.authorized(op, resource_type, name))
 
     def acl_admin(self) -> AclAdmin:
         """The ACL store of the ACL APIs; KafkaError SECURITY_DISABLED without an authorizer (as Kafka)."""

@@ -13,6 +13,7 @@ place, and write the bytes unchanged. A leader append from an idempotent produce
 the producer state first: a retried batch writes nothing and answers its original offsets
 (``LogAppendInfo.duplicate``). Reads return file byte ranges (``FileRange``) for ``sendfile``.
 All mutations hold ``self._lock``; reads work on a snapshot of the segment list.
+A leader append recomputes an implausible batch max_timestamp from the records (``protocol.max_timestamp``).
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Protocol
 
 from brokers.model import TopicPartition
-from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError
+from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError, RecordValidationError
+from brokers.protocol.max_timestamp import repair_max_timestamps
 from brokers.protocol.record_batch import BatchSetInfo, assign_offsets, set_log_append_time, validate_batches
 from brokers.storage.files import DELETED_SUFFIX
 from brokers.storage.leader_epoch_cache import LeaderEpochCache
@@ -140,11 +142,15 @@ class Log:
         ``buf`` must be writable: base offsets and leader epochs are rewritten in place. A bad batch
         rejects the whole set and leaves the log (and ``buf``) unchanged; so does a duplicate of one
         of an idempotent producer's last 5 batches, which answers that batch's offsets instead.
+        A batch whose max_timestamp is implausible (-1, or below its base timestamp) gets it recomputed
+        from its records, as Kafka's LogValidator does (``protocol.max_timestamp``).
         """
         info = validate_batches(buf)
         self._check_sizes(info)
+        if not self.config.log_append_time:
+            info = repair_max_timestamps(buf, info)
         if self.config.compact:
-            _require_keys(buf, info)
+            _require_keys(buf, info, self.topic_partition)
         with self._lock:
             producers = None
             for header in info.headers:
@@ -468,13 +474,16 @@ class Log:
                 f"end={self.log_end_offset}, segments={len(self._segments)})")
 
 
-def _require_keys(buf, info: BatchSetInfo) -> None:
-    """Compacted topics reject records without a key (INVALID_RECORD, Kafka 2.4+)."""
+def _require_keys(buf, info: BatchSetInfo, tp: TopicPartition) -> None:
+    """Compacted topics reject records without a key (INVALID_RECORD, Kafka 2.4+): each keyless record is a
+    record error at its index in its batch, as Kafka's LogValidator reports them."""
     from brokers.protocol.record import batch_records
 
-    for header in info.headers:
-        if any(record.key is None for record in batch_records(buf, header)):
-            raise InvalidRecordError("compacted topic cannot accept a record without a key")
+    errors = [(index, f"Compacted topic cannot accept message without key in topic partition {tp}.")
+              for header in info.headers for index, record in enumerate(batch_records(buf, header))
+              if record.key is None]
+    if errors:
+        raise RecordValidationError(errors)
 
 
 def _first_record_at_or_after(batch, timestamp: int) -> tuple[int, int] | None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Any, Mapping
 
+from brokers.storage import message_format
+
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 
@@ -45,6 +47,8 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
+    message_format_version: str = message_format.DEFAULT
+    message_downconversion_enable: str = "true"
     # topic-level keys that are not about the log itself but live in the same topic config
     min_insync_replicas: int = 1
     unclean_leader_election_enable: str = "false"
@@ -67,6 +71,16 @@ class LogConfig:
     def follower_throttled_replicas(self) -> "frozenset[tuple[int, int]] | AllReplicas":
         return parse_throttled_replicas("follower.replication.throttled.replicas",
                                         self.follower_replication_throttled_replicas)
+
+    @cached_property
+    def message_format_magic(self) -> int:
+        return message_format.record_magic(self.message_format_version)
+
+    @cached_property
+    def downconversion_enabled(self) -> bool:
+        """``message.downconversion.enable``: whether a Fetch v0-3 from a consumer gets old-format records
+        (false: UNSUPPORTED_VERSION for that partition)."""
+        return self.message_downconversion_enable.lower() == "true"
 
     @cached_property
     def log_append_time(self) -> bool:
@@ -117,9 +131,13 @@ class LogConfig:
         if not policies or not policies <= _POLICIES:
             raise InvalidConfigError(f"cleanup.policy must be delete, compact or compact,delete; got {self.cleanup_policy!r}")
         _at_least("min.insync.replicas", self.min_insync_replicas, 1)
-        if self.unclean_leader_election_enable.lower() not in ("true", "false"):
-            raise InvalidConfigError(
-                f"unclean.leader.election.enable must be true or false; got {self.unclean_leader_election_enable!r}")
+        for key in ("unclean.leader.election.enable", "message.downconversion.enable"):
+            if getattr(self, key.replace(".", "_")).lower() not in ("true", "false"):
+                raise InvalidConfigError(f"{key} must be true or false; got {getattr(self, key.replace('.', '_'))!r}")
+        try:
+            self.message_format_magic  # noqa: B018 (parsing validates)
+        except ValueError as exc:
+            raise InvalidConfigError(f"message.format.version: {exc}") from None
         self.leader_throttled_replicas, self.follower_throttled_replicas  # noqa: B018 (parsing validates)
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise InvalidConfigError(

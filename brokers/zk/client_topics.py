@@ -107,6 +107,30 @@ class TopicsZkMixin(ZkClientBase):
                     raise
         raise ZkError(f"{path}: kept changing under the controller's write")
 
+    async def set_topic_id(self, epoch_zk_version: int, topic: str) -> str | None:
+        """Kafka 2.8's ``setTopicIds``: give a topic whose znode has no ``topic_id`` (created before topic ids,
+        or by an older tool) a new random one; fenced by the controller epoch, compare-and-set on the znode
+        version and retried on a conflict. Returns the znode's id (an id someone wrote meanwhile is kept),
+        None if the topic is gone."""
+        path = TopicZNode.path(topic)
+        for _ in range(5):
+            try:
+                data, stat = await self.zk.get(path)
+            except NoNodeError:
+                return None
+            assignment, topic_id = TopicZNode.decode_full(topic, data)
+            if topic_id is not None:
+                return topic_id
+            topic_id = new_uuid_base64()
+            try:
+                await self.zk.fenced_multi(epoch_zk_version, [
+                    SetDataOp(path, TopicZNode.encode_full(assignment, topic_id), stat.version)])
+                return topic_id
+            except MultiOpError as exc:
+                if not isinstance(exc.cause, (BadVersionError, NoNodeError)):
+                    raise
+        raise ZkError(f"{path}: kept changing under the controller's write")
+
     # -- reassignment (/admin/reassign_partitions, the legacy path) ------------------------------
     async def get_partition_reassignment(self, watch: Watch = None) -> dict[TopicPartition, list[int]] | None:
         """The legacy reassignment request, or None; with ``watch`` an absent znode is watched for creation."""

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -138,6 +138,23 @@ def test_a_topic_without_describe_is_left_out_of_metadata_until_granted(admin, c
     wait_for(lambda: topic in visible_topics(cluster), TIMEOUT, f"{topic} to become visible")
     revoke(admin, binding(topic, AclOperation.DESCRIBE))
     wait_for(lambda: topic not in visible_topics(cluster), TIMEOUT, f"{topic} to disappear again")
+
+
+def test_describe_topics_answers_the_authorized_operations_from_the_acls(admin, cluster):
+    """librdkafka's describe_topics(include_authorized_operations) asks Metadata v10+ for the topic's operations
+    bit field: with Read and AlterConfigs granted, Read, AlterConfigs and what they imply (Describe,
+    DescribeConfigs); the topic has no other ACL and allow.everyone.if.no.acl.found is false."""
+    topic = new_topic(admin, cluster, "ops-")
+    grant(admin, binding(topic, AclOperation.READ), binding(topic, AclOperation.ALTER_CONFIGS))
+
+    def operations():
+        try:
+            description = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic]
+            return set(description.result(TIMEOUT).authorized_operations)
+        except KafkaException:
+            return None
+    expected = {AclOperation.READ, AclOperation.DESCRIBE, AclOperation.ALTER_CONFIGS, AclOperation.DESCRIBE_CONFIGS}
+    wait_for(lambda: operations() == expected, TIMEOUT, f"{topic}'s authorized operations")
 
 
 def test_deny_write_rejects_produce_live_and_writes_nothing_then_removal_restores_it(admin, cluster):

@@ -20,9 +20,11 @@ retention runs must keep working (Kafka never deletes a log's last, empty segmen
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import subprocess
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -38,6 +40,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import TopicAlreadyExistsError
+from kazoo.client import KazooClient
 from kafka.partitioner.default import murmur2
 
 from scripts.local.cluster import Cluster, running_cluster
@@ -164,13 +167,46 @@ def codecs_by_offset(records: list[Rec], codec_of_value) -> dict[int, list[str]]
 # -- kafka-python ------------------------------------------------------------------------------
 
 def kp_create(cluster: Cluster, topic: str, partitions: int = 3, rf: int = 3) -> None:
+    """kafka-python negotiates CreateTopics v7: the answer carries what the topic got (v5: counts and
+    every topic config with its source; one override given here) and the topic id the znode holds (v7)."""
     client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=30000)
     try:
-        result = client.create_topics({topic: {"num_partitions": partitions, "replication_factor": rf}},
+        result = client.create_topics({topic: {"num_partitions": partitions, "replication_factor": rf,
+                                               "configs": {"retention.ms": "3600000"}}},
                                       timeout_ms=30000, wait_for_metadata=True)
-        assert result["topics"] == [{"name": topic, "error_code": 0, "error_message": None}]
     finally:
         client.close()
+    (answer,) = result["topics"]
+    configs, topic_id = answer.pop("configs"), answer.pop("topic_id")
+    assert answer == {"name": topic, "error_code": 0, "error_message": None, "topic_config_error_code": 0,
+                      "num_partitions": partitions, "replication_factor": rf}
+    assert topic_id == str(znode_topic_id(cluster, topic)) != str(uuid.UUID(int=0))
+    assert configs["retention.ms"] == {"value": "3600000", "read_only": False,
+                                       "config_source": "DYNAMIC_TOPIC_CONFIG", "is_sensitive": False}
+    assert configs["cleanup.policy"] == {"value": "delete", "read_only": False, "config_source": "DEFAULT_CONFIG",
+                                         "is_sensitive": False}
+    assert set(configs) == {*DESCRIBED_TOPIC_CONFIGS}
+
+
+DESCRIBED_TOPIC_CONFIGS = (  # every topic-level key this broker describes (DescribeConfigs lists the same)
+    "cleanup.policy", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
+    "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
+    "max.message.bytes", "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
+    "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+    "segment.jitter.ms", "segment.ms", "unclean.leader.election.enable",
+)
+
+
+def znode_topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
+    """The topic id ``/brokers/topics/<topic>`` holds (Kafka's Uuid text: URL-safe base64)."""
+    zk = KazooClient(hosts=cluster.zookeeper_connect)
+    zk.start(timeout=15)
+    try:
+        text = json.loads(zk.get(f"/brokers/topics/{topic}")[0])["topic_id"]
+    finally:
+        zk.stop()
+        zk.close()
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
 
 
 def kp_produce(cluster: Cluster, topic: str, records: list[Sent], *, partition: int | None = None,

@@ -49,6 +49,19 @@ def test_reads_a_kafka_server_properties(tmp_path):
                                    "cleanup.policy": "compact,delete"}
 
 
+def test_message_format_broker_keys_are_topic_defaults():
+    """A 2.x upgrade's server.properties (log.message.format.version=0.10.2) starts; the downconversion
+    switch may change live, the format version may not (Kafka's DynamicLogConfig excludes it)."""
+    from brokers.dynamic_config.broker_config import DYNAMIC_KEYS
+
+    config = BrokerConfig.from_properties({"zookeeper.connect": "localhost:2181",
+                                           "log.message.format.version": "0.10.2",
+                                           "log.message.downconversion.enable": "false"})
+    assert config.log_defaults == {"message.format.version": "0.10.2", "message.downconversion.enable": "false"}
+    assert "log.message.downconversion.enable" in DYNAMIC_KEYS
+    assert "log.message.format.version" not in DYNAMIC_KEYS
+
+
 def test_kafka_defaults():
     config = BrokerConfig.from_properties({"zookeeper.connect": "localhost:2181"})
     assert config["default.replication.factor"] == 1

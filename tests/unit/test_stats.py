@@ -49,3 +49,11 @@ def test_topic_traffic_and_requests_accumulate_per_key():
     assert stats.requests[("Produce", 7)].count == 2 and stats.requests[("Produce", 3)].count == 1
     stats.forget_topic("a")
     assert set(stats.topics) == {"b"}
+
+
+def test_message_conversions_accumulate_per_topic():
+    stats = BrokerStats()
+    stats.message_conversions("a", produced=5)
+    stats.message_conversions("a", fetched=7)
+    stats.message_conversions("a", produced=1, fetched=2)
+    assert (stats.topics["a"].produce_message_conversions, stats.topics["a"].fetch_message_conversions) == (6, 9)

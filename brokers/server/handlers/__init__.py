@@ -50,6 +50,18 @@ def leader_for(context: ServerContext, topic: str, partition: int) -> Partition:
         raise
 
 
+NO_LEADER_EPOCH = -1  # a request's current_leader_epoch when the client knows none: no fencing
+
+
+def leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCode | None:
+    """Kafka's ``Partition.localLogWithEpochOrException`` check of a client's ``current_leader_epoch`` (KIP-320):
+    None when it is -1 or this leader's epoch; FENCED_LEADER_EPOCH when older (the client's metadata is
+    stale), UNKNOWN_LEADER_EPOCH when newer (this broker's is)."""
+    if current_leader_epoch == NO_LEADER_EPOCH or current_leader_epoch == leader_epoch:
+        return None
+    return ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
 def timeout_seconds(value) -> float:
     """A kio duration (timedelta) or int milliseconds, in seconds."""
     return value.total_seconds() if hasattr(value, "total_seconds") else value / 1000

@@ -1,5 +1,10 @@
-"""The ACL APIs: DescribeAcls (29), CreateAcls (30), DeleteAcls (31), v1-v3 (v2+ flexible), as Kafka
-2.8's ``KafkaApis`` with the AclAuthorizer (``brokers.security.authorizer``).
+"""The ACL APIs: DescribeAcls (29), CreateAcls (30), DeleteAcls (31), v0-v3 (v2+ flexible; v3 is Kafka 3.x's
+and means what v2 means), as Kafka 2.8's ``KafkaApis`` with the AclAuthorizer (``brokers.security.authorizer``).
+
+v0 predates pattern types (KIP-290): its creations are LITERAL and its filters carry pattern type LITERAL
+(the schema's default, which the codec supplies), which matches literal patterns only. So a v0 DescribeAcls
+or DeleteAcls never sees, nor removes, a PREFIXED binding — as in Kafka 2.8, whose v0 responses cannot
+express one.
 
 * Without an authorizer (``authorizer.class.name`` unset) every answer is SECURITY_DISABLED (54).
 * CreateAcls and DeleteAcls need Alter on the cluster, DescribeAcls Describe on the cluster, else

@@ -1,4 +1,4 @@
-"""DescribeConfigs (32, v1-v3): topic and broker configs with their sources and synonyms. With an authorizer:
+"""DescribeConfigs (32, v0-v4): topic and broker configs with their sources and synonyms. With an authorizer:
 DescribeConfigs on the topic or the cluster.
 
 **DescribeConfigs**: resource type 2 (topic) lists every topic-level key, valued by the topic's
@@ -13,6 +13,10 @@ default) lists only the cluster-default dynamic overrides, as Kafka does. Anothe
 INVALID_REQUEST, other resource types too. ``configuration_keys`` null means every key (librdkafka
 sends null), a list filters. With ``include_synonyms`` each entry carries its synonyms, highest
 precedence first (a topic key's broker-level synonyms under their broker names, ``log.retention.ms``).
+
+Versions: v0 answers ``is_default`` (the codec derives it from the DEFAULT_CONFIG source) and has no
+synonyms; v1 adds ``include_synonyms`` and ``config_source``; v3 ``config_type`` (always) and, with
+``include_documentation``, each key's documentation (``config_types``); v4 is flexible.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from brokers.protocol.framing import RequestHeader
 from brokers.security.acls import DESCRIBE_CONFIGS
 from brokers.server.context import ServerContext
 from brokers.server.handlers import config_resource_denied, error_message, response
+from brokers.server.handlers.config_types import broker_config_type, topic_config_documentation, topic_config_type
 
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
@@ -52,7 +57,12 @@ def _entry(synonyms: list[Synonym], read_only: bool) -> Entry:
 async def _topic_entries(context: ServerContext, name: str) -> dict[str, Entry]:
     if name not in context.metadata_cache.topics():
         raise KafkaError(f"topic {name!r} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    overrides = await context.admin.topic_config(name)
+    return topic_entries(context, await context.admin.topic_config(name))
+
+
+def topic_entries(context: ServerContext, overrides: dict[str, str]) -> dict[str, Entry]:
+    """Every topic-level key of a topic with these ``overrides``: its value, source, read-only flag (never)
+    and synonyms (Kafka's ``createTopicConfigEntry`` over ``LogConfig``), for DescribeConfigs and CreateTopics."""
     entries = {}
     for key, value in context.admin.log_config_defaults().items():
         synonyms = context.admin.topic_config_synonyms(key) or [(key, value, DEFAULT_CONFIG)]
@@ -83,7 +93,13 @@ def _broker_entries(context: ServerContext, name: str) -> dict[str, Entry]:
 
 
 
-async def _describe(context: ServerContext, resource: Any, synonyms: bool) -> dict[str, Any]:
+def _type_and_documentation(resource_type: int, key: str, documentation: bool) -> tuple[int, str | None]:
+    if resource_type == TOPIC_RESOURCE:
+        return topic_config_type(key), topic_config_documentation(key) if documentation else None
+    return broker_config_type(key), None
+
+
+async def _describe(context: ServerContext, resource: Any, synonyms: bool, documentation: bool) -> dict[str, Any]:
     result = dict(error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                   resource_name=resource.resource_name, configs=[])
     try:
@@ -101,11 +117,12 @@ async def _describe(context: ServerContext, resource: Any, synonyms: bool) -> di
     for key in wanted:
         value, source, read_only, entry_synonyms = entries[key]
         secret = is_sensitive(key)
+        config_type, doc = _type_and_documentation(resource.resource_type, key, documentation)
         result["configs"].append(dict(
             name=key, value=None if secret else value, read_only=read_only, config_source=source, is_sensitive=secret,
             synonyms=[dict(name=n, value=None if secret else v, source=s) for n, v, s in entry_synonyms]
             if synonyms else [],
-            config_type=0, documentation=None))
+            config_type=config_type, documentation=doc))
     return result
 
 
@@ -116,9 +133,10 @@ def _denied_config_result(resource: Any, error: ErrorCode) -> dict[str, Any]:
 
 async def handle_describe_configs(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     synonyms = getattr(request, "include_synonyms", False)
+    documentation = getattr(request, "include_documentation", False)
     results = []
     for resource in request.resources:
         denied = config_resource_denied(context, DESCRIBE_CONFIGS, resource)
         results.append(_denied_config_result(resource, denied) if denied is not None
-                       else await _describe(context, resource, synonyms))
+                       else await _describe(context, resource, synonyms, documentation))
     return response(header, results=results)

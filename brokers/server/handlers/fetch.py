@@ -1,4 +1,7 @@
-"""Fetch (API key 1, v4-v11): file ranges of the partitions' logs, long-polled up to ``max_wait``.
+"""Fetch (API key 1, v0-v11): file ranges of the partitions' logs, long-polled up to ``max_wait``.
+
+v0-v3 read the old message formats: their reads are down-converted before the response
+(``fetch_down_conversion``); v4+ send the log's bytes untouched.
 
 Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``readFromLocalLog``:
 
@@ -47,13 +50,14 @@ import time
 from typing import Any
 
 from brokers.protocol.errors import ErrorCode, KafkaError
-from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response
+from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response, encode_legacy_fetch_response
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.partition import Partition
 from brokers.replication.quota import is_throttled
 from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import CLUSTER_ACTION, READ
 from brokers.server.context import ServerContext
+from brokers.server.handlers import fetch_down_conversion as legacy
 from brokers.server.handlers import leader_for, timeout_seconds
 
 NO_EPOCH = -1
@@ -124,9 +128,10 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: LeaderThrottle | None = None
-              ) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
-    """Read every partition once: (response topics, bytes read, whether any partition errored)."""
+def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: LeaderThrottle | None = None,
+              min_one: bool = True) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
+    """Read every partition once: (response topics, bytes read, whether any partition errored).
+    ``min_one``: the first batch of the response is whole past the limits (KIP-74; not for Fetch v0-2)."""
     topics: list[tuple[str, list[FetchPartitionData]]] = []
     budget, total, errored, first = max(0, max_bytes), 0, False, True
     if throttle is not None:
@@ -148,7 +153,7 @@ def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: Lea
         limit = max(0, min(wanted.partition_max_bytes, budget))
         try:
             info = log.read(wanted.fetch_offset, limit, max_offset=None if from_follower else high_watermark,
-                            min_one_message=first)
+                            min_one_message=first and min_one)
         except KafkaError as exc:
             out.append(_error(wanted.partition, exc.code))
             errored = True
@@ -201,6 +206,7 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     allowed = _allowed(context, request, from_follower)
     resolved = _resolve(context, request, allowed)
     throttle = None
+    max_bytes, min_one = legacy.request_max_bytes(version, request), legacy.min_one_message(version)
     if from_follower:
         _record_follower_fetch(context, replica_id, resolved)
         if context.replica_manager.leader_quota.enabled:
@@ -210,13 +216,17 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         wakeup = loop.create_future()  # registered before reading: what happens after the read wakes us
         for partition in led:  # followers wait for appends, consumers (below the HW only) for the HW
             (partition.watch_appends if from_follower else partition.watch_high_watermark)(wakeup)
-        topics, total, errored = _read_all(resolved, request.max_bytes, from_follower, throttle)
+        topics, total, errored = _read_all(resolved, max_bytes, from_follower, throttle, min_one)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or not led or remaining <= 0:
+            if legacy.is_legacy(version):
+                topics = await legacy.down_convert_topics(topics, resolved, version, from_follower, context.stats)
             if total and not from_follower:
                 _count_bytes_out(context, topics)
             if throttle is not None:
                 throttle.commit()
+            if legacy.is_legacy(version):
+                return encode_legacy_fetch_response(version, correlation_id, topics)
             return encode_fetch_response(version, correlation_id, topics)
         context.stats.fetches_parked += 1
         timer = loop.call_later(remaining, _wake, wakeup)

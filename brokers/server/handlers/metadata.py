@@ -1,36 +1,68 @@
-"""Metadata (API key 3, v4): brokers, cluster id, controller and topic/partition leadership.
+"""Metadata (API key 3, v0-v11): brokers, cluster id, controller and topic/partition leadership.
 
 Answered from the MetadataCache alone, as Kafka does (``KafkaApis.handleTopicMetadataRequest`` and
 ``MetadataCache.getTopicMetadata`` in 2.8):
 
 * brokers: every live broker that has an endpoint on this listener (``context.listener_name``);
-* ``topics`` null: every topic in the cache; an empty list: none; else the named ones, in order;
+* which topics (``all_topics_requested``): v0's empty list means every topic; from v1 ``topics`` null means
+  every topic and an empty list none; else the named ones, in order. A v10+ entry naming a topic id is
+  INVALID_REQUEST for every entry (2.8 looks topics up by name only);
 * an unknown topic is auto-created when ``auto.create.topics.enable`` and the request's
-  ``allow_auto_topic_creation`` are both true, with ``num.partitions`` and ``default.replication.factor``
-  (an INVALID_REPLICATION_FACTOR, e.g. more than the live brokers, surfaces as the topic's error). The
-  first answer for it is LEADER_NOT_AVAILABLE (5), also if another broker created it first; an invalid
-  name answers INVALID_TOPIC_EXCEPTION (17). Without auto-creation: UNKNOWN_TOPIC_OR_PARTITION (3);
+  ``allow_auto_topic_creation`` (v4+; always true before) are both true and the topics were named, with
+  ``num.partitions`` and ``default.replication.factor`` (an INVALID_REPLICATION_FACTOR, e.g. more than the
+  live brokers, surfaces as the topic's error). The first answer for it is LEADER_NOT_AVAILABLE (5), also if
+  another broker created it first; an invalid name answers INVALID_TOPIC_EXCEPTION (17). Without
+  auto-creation: UNKNOWN_TOPIC_OR_PARTITION (3);
 * with an authorizer (Kafka 2.8): topics the principal may not Describe are left out of an all-topics
   answer and answer TOPIC_AUTHORIZATION_FAILED (29) when named; auto-creation needs Create on the cluster
   or on the topic, else TOPIC_AUTHORIZATION_FAILED;
-* per partition: leader, replicas and ISR as the controller last sent them. A leader that is -1 or not
-  a live broker (or lacks this listener) is reported as leader -1 with LEADER_NOT_AVAILABLE (v1+ lists
-  replicas and ISR unfiltered, so there is no REPLICA_NOT_AVAILABLE).
+* per partition (``partition_answer``): leader, replicas and ISR as the controller last sent them. A leader
+  that is not a live broker is -1 with LEADER_NOT_AVAILABLE; a live leader without this listener is -1 with
+  LISTENER_NOT_FOUND (72) from v6, LEADER_NOT_AVAILABLE before. v0 lists only the replicas and ISR members
+  that are live on this listener and answers REPLICA_NOT_AVAILABLE (9) when it left some out;
+* v8-v10 ``include_cluster_authorized_operations``: the bit field of the cluster operations the principal
+  may do (0 without Describe on the cluster); v8+ ``include_topic_authorized_operations``: per answered
+  topic, the bit field of its topic operations. Not requested (and always for denied topics, and v11's
+  absent cluster field): -2147483648;
+* v10+: each topic's id (all zeros while the controller has given it none).
 """
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from brokers.model import INTERNAL_TOPICS
+from brokers.model import INTERNAL_TOPICS, ZERO_UUID
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
-from brokers.security.acls import CREATE, DESCRIBE
+from brokers.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
 from brokers.server.context import ServerContext
 
 log = logging.getLogger(__name__)
 NO_LEADER = -1
+LISTENER_NOT_FOUND_VERSION = 6
+TOPIC_IDS_VERSION = 10
+
+
+def all_topics_requested(version: int, topics: Any) -> bool:
+    """Kafka's ``MetadataRequest.isAllTopics``: null, or v0's empty list."""
+    return topics is None or (version == 0 and not topics)
+
+
+def partition_answer(state: Any, live: set[int], reachable: set[int], version: int) -> dict[str, Any]:
+    """One partition's answer (``MetadataCache.getPartitionMetadata``): ``live`` are the live brokers,
+    ``reachable`` those of them with an endpoint on this listener."""
+    replicas, isr = list(state.replicas), list(state.isr)
+    if version == 0:  # errorUnavailableEndpoints
+        replicas, isr = [b for b in replicas if b in reachable], [b for b in isr if b in reachable]
+    leader, error = state.leader, ErrorCode.NONE
+    if leader not in reachable:
+        listener_missing = leader in live and version >= LISTENER_NOT_FOUND_VERSION
+        leader, error = NO_LEADER, ErrorCode.LISTENER_NOT_FOUND if listener_missing else ErrorCode.LEADER_NOT_AVAILABLE
+    elif len(replicas) < len(state.replicas) or len(isr) < len(state.isr):
+        error = ErrorCode.REPLICA_NOT_AVAILABLE
+    return dict(error_code=error, partition_index=state.partition, leader_id=leader, leader_epoch=state.leader_epoch,
+                replica_nodes=replicas, isr_nodes=isr, offline_replicas=state.offline_replicas)
 
 
 def _brokers(context: ServerContext) -> tuple[list[dict[str, Any]], set[int]]:
@@ -45,16 +77,17 @@ def _brokers(context: ServerContext) -> tuple[list[dict[str, Any]], set[int]]:
     return brokers, reachable
 
 
-def _topic(context: ServerContext, name: str, reachable: set[int]) -> dict[str, Any]:
-    partitions = []
-    for index, state in sorted(context.metadata_cache.partitions_of(name).items()):
-        leader, error = state.leader, ErrorCode.NONE
-        if leader not in reachable:
-            leader, error = NO_LEADER, ErrorCode.LEADER_NOT_AVAILABLE
-        partitions.append(dict(error_code=error, partition_index=index, leader_id=leader,
-                               leader_epoch=state.leader_epoch, replica_nodes=state.replicas,
-                               isr_nodes=state.isr, offline_replicas=state.offline_replicas))
-    return dict(error_code=ErrorCode.NONE, name=name, is_internal=name in INTERNAL_TOPICS, partitions=partitions)
+def _error_topic(name: str, error: int) -> dict[str, Any]:
+    return dict(error_code=error, name=name, topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS, partitions=[])
+
+
+def _topic(context: ServerContext, name: str, reachable: set[int], version: int) -> dict[str, Any]:
+    cache = context.metadata_cache
+    live = set(cache.live_brokers)
+    partitions = [partition_answer(state, live, reachable, version)
+                  for _, state in sorted(cache.partitions_of(name).items())]
+    return dict(error_code=ErrorCode.NONE, name=name, topic_id=cache.topic_id(name),
+                is_internal=name in INTERNAL_TOPICS, partitions=partitions)
 
 
 async def _missing_topic(context: ServerContext, name: str, allow_auto_creation: bool) -> dict[str, Any]:
@@ -71,7 +104,7 @@ async def _missing_topic(context: ServerContext, name: str, allow_auto_creation:
             error = ErrorCode.LEADER_NOT_AVAILABLE if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS else exc.code
             if error != ErrorCode.LEADER_NOT_AVAILABLE:
                 log.info("auto-creation of topic %r failed: %s", name, exc)
-    return dict(error_code=error, name=name, is_internal=name in INTERNAL_TOPICS, partitions=[])
+    return _error_topic(name, error)
 
 
 def _denied(context: ServerContext, names: list[str], known: set[str], allow_auto_creation: bool) -> set[str]:
@@ -85,25 +118,56 @@ def _denied(context: ServerContext, names: list[str], known: set[str], allow_aut
     return denied
 
 
-async def handle_metadata(context: ServerContext, header: RequestHeader, request: Any) -> Any:
-    brokers, reachable = _brokers(context)
+def _names(context: ServerContext, header: RequestHeader, request: Any, known: set[str]) -> list[str]:
+    if all_topics_requested(header.api_version, request.topics):
+        return sorted(context.authorized_topics(DESCRIBE, known))  # the ones it may not see are left out
+    return list(dict.fromkeys(topic.name for topic in request.topics))
+
+
+def _cluster_operations(context: ServerContext, request: Any) -> int:
+    """v8-v10: the cluster's authorized operations when asked for, 0 without Describe on the cluster."""
+    if not getattr(request, "include_cluster_authorized_operations", False):
+        return NO_AUTHORIZED_OPERATIONS
+    if not context.authorized_on_cluster(DESCRIBE):
+        return 0
+    return context.authorized_operations(CLUSTER, CLUSTER_NAME)
+
+
+def _named_by_id(header: RequestHeader, request: Any) -> bool:
+    return (header.api_version >= TOPIC_IDS_VERSION and request.topics is not None
+            and any(t.topic_id not in (None, ZERO_UUID) or t.name is None for t in request.topics))
+
+
+async def _topics(context: ServerContext, header: RequestHeader, request: Any, reachable: set[int]) -> list[dict]:
     known = context.metadata_cache.topics()
-    if request.topics is None:
-        names = sorted(context.authorized_topics(DESCRIBE, known))  # the ones it may not see are left out
-    else:
-        names = list(dict.fromkeys(topic.name for topic in request.topics))
-    allow = getattr(request, "allow_auto_topic_creation", True)  # v0-v3 have no flag: always allowed
+    names = _names(context, header, request, known)
+    allow = (getattr(request, "allow_auto_topic_creation", True)  # v0-v3 have no flag: always allowed
+             and not all_topics_requested(header.api_version, request.topics))
     denied = _denied(context, names, known, allow)
+    with_operations = getattr(request, "include_topic_authorized_operations", False)
     topics = []
     for name in names:
         if name in denied:
-            topics.append(dict(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
-                               is_internal=name in INTERNAL_TOPICS, partitions=[]))
-        elif name in known:
-            topics.append(_topic(context, name, reachable))
+            topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        if name in known:
+            topic = _topic(context, name, reachable, header.api_version)
         else:
-            topics.append(await _missing_topic(context, name, allow))
+            topic = await _missing_topic(context, name, allow)
+        if with_operations:
+            topic["topic_authorized_operations"] = context.authorized_operations(TOPIC, name)
+        topics.append(topic)
+    return topics
+
+
+async def handle_metadata(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+    brokers, reachable = _brokers(context)
+    if _named_by_id(header, request):
+        topics = [_error_topic(t.name or "", ErrorCode.INVALID_REQUEST) for t in request.topics]
+    else:
+        topics = await _topics(context, header, request, reachable)
     controller = context.metadata_cache.controller_id
     cls = codec.response_class(header.api_key, header.api_version)
     return codec.build(cls, throttle_time=0, brokers=brokers, cluster_id=context.cluster_id(),
-                       controller_id=NO_LEADER if controller is None else controller, topics=topics)
+                       controller_id=NO_LEADER if controller is None else controller, topics=topics,
+                       cluster_authorized_operations=_cluster_operations(context, request))

@@ -1,7 +1,9 @@
-"""OffsetsForLeaderEpoch (API key 23, v2-v3): where a leader epoch ended in this leader's log (KIP-101).
+"""OffsetsForLeaderEpoch (API key 23, v0-v4): where a leader epoch ended in this leader's log (KIP-101).
 
-Followers ask it on becoming follower (``replica_id`` = their broker id, v3+) to find where to truncate;
-consumers (``replica_id`` -1) ask it to detect log truncation (KIP-320). Per partition, as Kafka 2.8's
+Followers ask it on becoming follower (``replica_id`` = their broker id, v3+; Kafka 2.8 answers every asker
+from the leader alike) to find where to truncate; consumers (``replica_id`` -1) ask it to detect log
+truncation (KIP-320). v0 answers only the end offset, v1+ also the epoch it belongs to; v2+ carries
+``current_leader_epoch`` (before v2 it is -1: no fencing); v4 is flexible. Per partition, as Kafka 2.8's
 ``Partition.lastOffsetForLeaderEpoch``:
 
 * this broker must lead it (NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION);
@@ -24,9 +26,7 @@ from brokers.protocol.framing import RequestHeader
 from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import CLUSTER_ACTION, DESCRIBE
 from brokers.server.context import ServerContext
-from brokers.server.handlers import leader_for
-
-NO_EPOCH = -1
+from brokers.server.handlers import leader_epoch_error, leader_for
 
 
 def _answer(index: int, error: int, leader_epoch: int = -1, end_offset: int = -1) -> dict[str, Any]:
@@ -39,10 +39,9 @@ def _end_offset(context: ServerContext, topic: str, wanted: Any) -> dict[str, An
         partition = leader_for(context, topic, index)
     except PartitionError as exc:
         return _answer(index, exc.code)
-    current = wanted.current_leader_epoch
-    if current != NO_EPOCH and current != partition.leader_epoch:
-        code = ErrorCode.FENCED_LEADER_EPOCH if current < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
-        return _answer(index, code)
+    fenced = leader_epoch_error(wanted.current_leader_epoch, partition.leader_epoch)
+    if fenced is not None:
+        return _answer(index, fenced)
     log = partition.log
     epoch, end_offset = log.leader_epoch_cache.end_offset_for(wanted.leader_epoch, log.log_end_offset)
     return _answer(index, ErrorCode.NONE, epoch, end_offset)

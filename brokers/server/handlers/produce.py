@@ -1,4 +1,4 @@
-"""Produce (API key 0, v3-v7): append each partition's batch to the local leader log.
+"""Produce (API key 0, v0-v7): append each partition's batch to the local leader log.
 
 Per partition, in Kafka 2.8's order (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords``,
 ``ReplicaManager.appendToLocalLog``):
@@ -8,7 +8,10 @@ Per partition, in Kafka 2.8's order (``KafkaApis.handleProduceRequest``, ``Produ
 2. a topic the metadata cache does not know: UNKNOWN_TOPIC_OR_PARTITION (3);
 3. the record set must hold exactly one magic-2 batch (v3+): null or empty records, another magic or a
    second batch are INVALID_RECORD (87), as Kafka's ``validateRecords`` answers (not CORRUPT_MESSAGE);
-   zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE (76);
+   zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE (76). v0-2 carry a magic 0/1 message set, which
+   the leader up-converts to one v2 batch before the usual append (``protocol.format_conversion``):
+   a bad message CRC is CORRUPT_MESSAGE, mixed magics, a wrapper plus other messages or no whole
+   message INVALID_RECORD, a producer claiming LogAppendTime INVALID_TIMESTAMP (32);
 4. internal topics (``__consumer_offsets``) take produce only from Kafka's admin client id:
    INVALID_TOPIC_EXCEPTION (17) otherwise;
 5. this broker must lead the partition: NOT_LEADER_OR_FOLLOWER (6) / UNKNOWN_TOPIC_OR_PARTITION (3);
@@ -17,7 +20,9 @@ Per partition, in Kafka 2.8's order (``KafkaApis.handleProduceRequest``, ``Produ
    decoded here. A disk error is KAFKA_STORAGE_ERROR (56).
 
 A successful partition answers its base offset, ``log_append_time`` (-1 unless the topic uses
-LogAppendTime) and log start offset; a failed one answers -1 for all three.
+LogAppendTime) and log start offset; a failed one answers -1 for all three. Records the log validator
+rejects one by one (a keyless record on a compacted topic) answer INVALID_RECORD with, from v8, each
+record's ``batch_index`` and message in ``record_errors`` and Kafka's summary in ``error_message``.
 
 ``acks=-1`` (all), reference §3.5: before the append the ISR must hold ``min.insync.replicas``
 replicas, else NOT_ENOUGH_REPLICAS (19) and nothing is written; after it the partition parks in the
@@ -42,6 +47,7 @@ from typing import Any
 from brokers.model import INTERNAL_TOPICS
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.protocol.format_conversion import up_convert
 from brokers.protocol.framing import ProtocolError, RequestHeader
 from brokers.protocol.record_batch import ATTRIBUTES_AT, COMPRESSION_MASK, MAGIC_AT, MAGIC_V2, batch_size_at
 from brokers.replication.replica_manager import PartitionError
@@ -52,12 +58,18 @@ from brokers.server.handlers import ADMIN_CLIENT_ID, leader_for, timeout_seconds
 log = logging.getLogger(__name__)
 
 VALID_ACKS = (0, 1, -1)
+LEGACY_MAX_VERSION = 2  # Produce v0-2 carry magic 0/1 message sets
 ZSTD = 4
 ZSTD_MIN_VERSION = 7
 
 
-def _failed(index: int, error: int) -> dict[str, Any]:
-    return dict(index=index, error_code=error, base_offset=-1, log_append_time=-1, log_start_offset=-1)
+def _failed(index: int, error: int, exc: KafkaError | None = None) -> dict[str, Any]:
+    """A failed partition's answer; a RecordValidationError (Kafka's LogValidator rejecting records one by one)
+    also answers v8+'s ``record_errors`` (batch index and message per record) and ``error_message``."""
+    record_errors = getattr(exc, "record_errors", None)
+    return dict(index=index, error_code=error, base_offset=-1, log_append_time=-1, log_start_offset=-1,
+                record_errors=[dict(batch_index=i, batch_index_error_message=m) for i, m in record_errors or ()],
+                error_message=str(exc.args[0]) if record_errors else None)
 
 
 def _check_records(records: bytes | None, version: int) -> tuple[int, str] | None:
@@ -76,6 +88,16 @@ def _check_records(records: bytes | None, version: int) -> tuple[int, str] | Non
     return None
 
 
+def _is_message_set(records: bytes | None, version: int) -> bool:
+    """Produce v0-2 takes magic 0/1 message sets (and v2 batches, which go the v3+ way)."""
+    return version <= LEGACY_MAX_VERSION and not (records and len(records) > MAGIC_AT and records[MAGIC_AT] == MAGIC_V2)
+
+
+def _batch_to_append(records: bytes, version: int) -> bytearray:
+    """The v2 batch the log appends: the producer's own, or a message set up-converted (Kafka's LogValidator)."""
+    return up_convert(records or b"") if _is_message_set(records, version) else bytearray(records)
+
+
 def _append(context: ServerContext, header: RequestHeader, acks: int, topic: str, index: int,
             records: bytes | None) -> tuple[dict[str, Any], asyncio.Future | None]:
     """Append one partition's batch: (its response, the acks=all wait or None)."""
@@ -88,7 +110,8 @@ def _append(context: ServerContext, header: RequestHeader, acks: int, topic: str
 
 def _append_locally(context: ServerContext, header: RequestHeader, acks: int, topic: str, index: int,
                     records: bytes | None):
-    invalid = _check_records(records, header.api_version)
+    version = header.api_version
+    invalid = None if _is_message_set(records, version) else _check_records(records, version)
     if invalid is not None:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, invalid[1])
         return _failed(index, invalid[0])
@@ -100,10 +123,10 @@ def _append_locally(context: ServerContext, header: RequestHeader, acks: int, to
         return _failed(index, exc.code)
     log_ = partition.log
     try:
-        info = partition.append_as_leader(bytearray(records), acks, int(time.time() * 1000))
+        info = partition.append_as_leader(_batch_to_append(records, version), acks, int(time.time() * 1000))
     except KafkaError as exc:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, exc)
-        return _failed(index, exc.code)
+        return _failed(index, exc.code, exc)
     except OSError as exc:
         log.error("append to %s-%d failed: %s", topic, index, exc)
         return _failed(index, ErrorCode.KAFKA_STORAGE_ERROR)
@@ -112,6 +135,8 @@ def _append_locally(context: ServerContext, header: RequestHeader, acks: int, to
         return _failed(index, ErrorCode.UNKNOWN_SERVER_ERROR)
     if not info.duplicate:
         context.stats.bytes_in(topic, len(records), info.records_count)
+        if _is_message_set(records, version):
+            context.stats.message_conversions(topic, produced=info.records_count)
     response = dict(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
                     log_append_time=info.log_append_time, log_start_offset=log_.log_start_offset)
     return response, partition, info.last_offset + 1

@@ -73,3 +73,16 @@ def test_unclean_election_follows_the_topic_override_then_the_broker_setting():
     permissive = KafkaController(1, None, ControllerConfig(unclean_leader_election=True))
     permissive.context.topic_configs = {"safe": {"unclean.leader.election.enable": "false"}}
     assert [permissive.unclean_allowed(t) for t in ("safe", "plain")] == [False, True]
+
+
+def test_partition_states_carry_the_topic_id():
+    ctx = context()
+    ctx.topic_ids["t"] = "IfRaPKG3Q-OqAMISaRtmVg"
+    batch = ControllerBrokerRequestBatch(9, ctx)
+    batch.add_leader_and_isr(ctx.assignments[TP0], TP0)
+    batch.add_update_metadata(ctx.live_brokers, [TP1])
+    ids = {s.topic_id for _, r, _ in collect(batch) for s in r.partition_states}
+    assert ids == {"IfRaPKG3Q-OqAMISaRtmVg"}
+    ctx.topic_ids.clear()  # a topic the controller has no id for yet: "" (the cache keeps whatever it had)
+    batch.add_update_metadata(ctx.live_brokers, [TP1])
+    assert {s.topic_id for _, r, _ in collect(batch) for s in r.partition_states} == {""}

@@ -30,7 +30,7 @@ from brokers.protocol.api_versions import (
 SUPPORTED = {key: (key.min_version, key.max_version) for key in ApiKey}
 KAFKA_2_8 = json.loads((Path(__file__).resolve().parents[2] / "golden" / "kafka-2.8.2-api-versions.json").read_text())["apis"]
 BEYOND_2_8 = {29: (0, 3), 30: (0, 3), 31: (0, 3)}  # the ACL APIs' v3 (flexible, Kafka 3.x clients send it)
-BEYOND_2_8.update({1: (4, 11)})  # PENDING: Fetch 0-3/12 land with their handlers
+BEYOND_2_8.update({1: (0, 11)})  # PENDING: Fetch 0-3/12 land with their handlers
 LEGACY = {(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (8, 0), (8, 1), (9, 0), (19, 0), (19, 1), (20, 0),
           (23, 0), (23, 1), (29, 0), (30, 0), (31, 0), (32, 0)}  # Kafka 2.8's versions kio has no classes for
 

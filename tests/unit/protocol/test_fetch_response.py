@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokers.protocol.codec import build, decode_response, encode_response, response_class
-from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response, records_size, segments_size
+from brokers.protocol.fetch_response import (
+    FetchPartitionData,
+    encode_fetch_response,
+    encode_legacy_fetch_response,
+    records_size,
+    segments_size,
+)
 
 VERSIONS = range(4, 12)
 
@@ -132,3 +138,50 @@ def test_records_size():
 def test_versions_outside_4_to_11_are_refused(version):
     with pytest.raises(ValueError):
         encode_fetch_response(version, 1, [])
+
+
+# --- v0-v3 ---------------------------------------------------------------------------------------
+
+
+def test_legacy_v0_golden_bytes():
+    """v0 from the schema: no throttle_time_ms, and per partition only index, error, high watermark, records."""
+    segments = encode_legacy_fetch_response(0, 77, [("ab", [FetchPartitionData(2, 0, 9, 9, 0, b"xyz")]),
+                                                     ("c", [FetchPartitionData(0, 6, -1, -1, -1, None)])])
+    expected = bytes.fromhex(
+        "0000003e"  # size 62 (all that follows)
+        "0000004d"  # correlation id 77
+        "00000002"  # two topics
+        "0002" "6162" "00000001"  # "ab", one partition
+        "00000002" "0000" "0000000000000009" "00000003"  # index 2, no error, high watermark 9, 3 record bytes
+    ) + b"xyz" + bytes.fromhex(
+        "0001" "63" "00000001"  # "c", one partition
+        "00000000" "0006" "ffffffffffffffff" "00000000"  # NOT_LEADER_OR_FOLLOWER, hw -1, empty records
+    )
+    assert joined(segments) == expected
+    assert struct.unpack(">i", expected[:4])[0] == len(expected) - 4
+    assert segments[1] == b"xyz"  # records passed through, not copied into the fixed parts
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_legacy_v1_to_v3_match_kafka_python(version):
+    """kafka-python 3 encodes every Fetch version from Kafka's JSON schema: an independent reference."""
+    from kafka.protocol.consumer.fetch import FetchResponse
+
+    topics = [("t1", [FetchPartitionData(0, 0, 12, 12, 0, b"m" * 40), FetchPartitionData(1, 1, -1, -1, -1, None)]),
+              ("t2", [FetchPartitionData(3, 0, 5, 5, 0, FakeRange(b"r" * 7))])]
+    reference = FetchResponse(version=version, throttle_time_ms=25, responses=[
+        FetchResponse.FetchableTopicResponse(topic=name, partitions=[
+            FetchResponse.FetchableTopicResponse.PartitionData(
+                partition_index=p.partition_index, error_code=p.error_code, high_watermark=p.high_watermark,
+                records=wire_bytes(p.records))
+            for p in partitions])
+        for name, partitions in topics]).encode(version=version)
+    ours = joined(encode_legacy_fetch_response(version, 1234, topics, throttle_time_ms=25))
+    assert ours[8:] == bytes(reference)
+    assert struct.unpack(">ii", ours[:8]) == (len(ours) - 4, 1234)
+
+
+@pytest.mark.parametrize("version", [-1, 4, 11])
+def test_legacy_encoder_takes_only_v0_to_v3(version):
+    with pytest.raises(ValueError):
+        encode_legacy_fetch_response(version, 1, [])

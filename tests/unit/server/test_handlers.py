@@ -437,13 +437,22 @@ def test_fetch_long_poll_times_out_without_data(world):
 
 # -- ListOffsets --------------------------------------------------------------------------------------
 async def list_offsets(world, queries, version=2, replica_id=-1):
-    topics: dict[str, list] = {}
+    """One request per query: a partition named twice in one request is INVALID_REQUEST (Kafka 2.8)."""
+    answers = []
     for topic, partition, timestamp in queries:
-        topics.setdefault(topic, []).append(dict(partition_index=partition, timestamp=timestamp))
-    response = await world.call(handle_list_offsets, LIST_OFFSETS, version, replica_id=replica_id, isolation_level=0,
-                                topics=[dict(name=n, partitions=p) for n, p in topics.items()])
-    return [(t.name, p.partition_index, p.error_code, p.offset, p.timestamp)
-            for t in response.topics for p in t.partitions]
+        response = await world.call(handle_list_offsets, LIST_OFFSETS, version, replica_id=replica_id,
+                                    isolation_level=0, topics=[dict(name=topic, partitions=[
+                                        dict(partition_index=partition, timestamp=timestamp)])])
+        answers += [(t.name, p.partition_index, p.error_code, p.offset, p.timestamp)
+                    for t in response.topics for p in t.partitions]
+    return answers
+
+
+def test_list_offsets_answers_a_partition_named_twice_invalid_request(world):
+    run(produce(world, "t", 0, batch([1], ts=1000)))
+    response = run(world.call(handle_list_offsets, LIST_OFFSETS, 1, replica_id=-1, topics=[
+        dict(name="t", partitions=[dict(partition_index=0, timestamp=-1), dict(partition_index=0, timestamp=-2)])]))
+    assert [p.error_code for t in response.topics for p in t.partitions] == [42, 42]
 
 
 @pytest.mark.parametrize("version", [1, 2])

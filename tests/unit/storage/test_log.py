@@ -14,7 +14,7 @@ from brokers.protocol.errors import (
     UnsupportedCompressionError,
 )
 from brokers.protocol.record import iter_records
-from brokers.protocol.record_batch import CRC_AT, iter_batches
+from brokers.protocol.record_batch import CRC_AT, crc32c, iter_batches
 
 from .conftest import batch, read_all
 
@@ -214,6 +214,35 @@ def test_offset_for_timestamp_with_out_of_order_timestamps(make_log):
     assert log.offset_for_timestamp(200) == (0, 500)
     assert log.offset_for_timestamp(600) == (2, 900)
     assert log.offset_for_timestamp(901) is None
+
+
+@pytest.mark.parametrize("codec", [0, 1])
+def test_batches_with_max_timestamp_minus_one_are_found_by_time(make_log, codec):
+    """Sarama writes max_timestamp = -1; the append recomputes it (Kafka's LogValidator), so the time
+    index, ListOffsets by time and time-based rolling see the records' timestamps."""
+    log = make_log(segment_bytes=300, index_interval_bytes=1)
+    for i in range(12):
+        produced = batch([b"a", b"b"], ts=1000 + 10 * i, codec=codec)
+        produced[35:43] = (-1).to_bytes(8, "big", signed=True)
+        produced[17:21] = crc32c(memoryview(produced)[21:]).to_bytes(4, "big")
+        info = log.append_as_leader(produced, leader_epoch=0)
+        assert info.max_timestamp == 1000 + 10 * i + 1
+        assert next(iter_batches(produced, verify_crc=True)).max_timestamp == 1000 + 10 * i + 1
+    assert len(log.segments) > 2
+    assert max(s.max_timestamp for s in log.segments) == 1111
+    assert log.offset_for_timestamp(1055) == (12, 1060)
+    assert log.offset_for_timestamp(1111) == (23, 1111)
+    assert log.offset_for_timestamp(1112) is None
+
+
+def test_log_append_time_topics_do_not_walk_records(make_log, monkeypatch):
+    monkeypatch.setattr("brokers.storage.log.repair_max_timestamps",
+                        lambda *_: (_ for _ in ()).throw(AssertionError("walked")))
+    log = make_log(message_timestamp_type="LogAppendTime")
+    produced = batch([b"a"])
+    produced[35:43] = (-1).to_bytes(8, "big", signed=True)
+    produced[17:21] = crc32c(memoryview(produced)[21:]).to_bytes(4, "big")
+    assert log.append_as_leader(produced, leader_epoch=0).log_append_time > 0
 
 
 def test_truncate_to_removes_the_tail_and_epochs(make_log):

@@ -42,7 +42,30 @@ def test_key_names_are_kafkas():
         "min.compaction.lag.ms", "file.delete.delay.ms", "flush.messages", "flush.ms", "max.message.bytes",
         "message.timestamp.type", "min.insync.replicas", "unclean.leader.election.enable",
         "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+        "message.format.version", "message.downconversion.enable",
     }
+
+
+@pytest.mark.parametrize("version, magic", [
+    ("2.8-IV1", 2), ("2.8", 2), ("2.8.2", 2), ("0.11.0", 2), ("0.11.0-IV2", 2), ("1.0", 2), ("1.0-IV0", 2),
+    ("0.10.2", 1), ("0.10.2-IV0", 1), ("0.10.2.1", 1), ("0.10.0-IV1", 1), ("0.10", None), ("0.9.0", 0),
+    ("0.8.2", 0), ("0.8.2.2", 0), ("0.9.0-IV0", None), ("2.9", None), ("3.0", None), ("2.8-IV2", None), ("", None),
+])
+def test_message_format_version_is_validated_as_kafkas_api_version(version, magic):
+    if magic is None:
+        with pytest.raises(InvalidConfigError, match="message.format.version"):
+            LogConfig.from_properties({"message.format.version": version})
+    else:
+        config = LogConfig.from_properties({"message.format.version": version})
+        assert (config.message_format_version, config.message_format_magic) == (version, magic)
+
+
+def test_message_downconversion_enable():
+    assert LogConfig().downconversion_enabled and LogConfig().message_format_version == "2.8-IV1"
+    assert not LogConfig.from_properties({"message.downconversion.enable": "false"}).downconversion_enabled
+    assert LogConfig.from_properties({"message.downconversion.enable": "TRUE"}).downconversion_enabled
+    with pytest.raises(InvalidConfigError, match="message.downconversion.enable"):
+        LogConfig.from_properties({"message.downconversion.enable": "yes"})
 
 
 def test_topic_level_replication_keys_are_accepted_and_checked():
