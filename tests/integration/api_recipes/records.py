@@ -9,14 +9,13 @@ from typing import Any, Callable
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.compression import NONE, ZSTD
 from brokers.protocol.errors import ErrorCode
-from brokers.protocol.record import Record, build_batch
+from brokers.protocol.record import Record, build_batch, iter_records
 from tests.integration.api_recipes.base import NO_UUID, Recipe, RecipeMaker, expect, only, registry
 from tests.integration.window_broker import BASE_TS, RECORDS, TIMEOUT, WindowBroker
 
 RECIPES: dict[ApiKey, RecipeMaker] = {}
 recipe = registry(RECIPES)
 
-MAGIC_AT = 16  # the magic byte's offset in a v0/v1 message and in a v2 batch alike
 TOPIC_OPERATIONS = 3576  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS (super user)
 CLUSTER_OPERATIONS = 8096  # CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
 
@@ -83,6 +82,36 @@ def fetched_magic(version: int) -> int:
     return 0 if version <= 1 else 1 if version <= 3 else 2
 
 
+def read_legacy_messages(data: bytes) -> list[tuple[int, int, int | None, bytes]]:
+    """(offset, magic, timestamp or None, value) of each uncompressed magic 0/1 message, CRCs checked."""
+    messages, position = [], 0
+    while position + 12 <= len(data):
+        offset, size = struct.unpack_from(">qi", data, position)
+        message = data[position + 12:position + 12 + size]
+        crc, magic, attributes = struct.unpack_from(">Ibb", message)
+        assert crc == zlib.crc32(message[4:]) and attributes & 0x07 == 0, message
+        timestamp = struct.unpack_from(">q", message, 6)[0] if magic == 1 else None
+        key_at = 14 if magic == 1 else 6
+        key_size = struct.unpack_from(">i", message, key_at)[0]
+        value_at = key_at + 4 + max(key_size, 0)
+        value_size = struct.unpack_from(">i", message, value_at)[0]
+        messages.append((offset, magic, timestamp, message[value_at + 4:value_at + 4 + value_size]))
+        position += 12 + size
+    return messages
+
+
+def fetched_records(version: int, records: bytes) -> list[tuple[int, int, int | None, bytes]]:
+    if version <= 3:
+        return read_legacy_messages(records)
+    return [(r.offset, 2, r.timestamp, r.value) for r in iter_records(records)]
+
+
+def filled_records(version: int) -> list[tuple[int, int, int | None, bytes]]:
+    """What a fetcher of ``version`` reads of TOPIC: magic 0 has no timestamps, magic 1 keeps CreateTime."""
+    magic = fetched_magic(version)
+    return [(i, magic, None if magic == 0 else BASE_TS + i * 1000, f"r{i}".encode()) for i in range(RECORDS)]
+
+
 def fetch_fields(topic: str, version: int, fetch_offset: int, current_leader_epoch: int | None = None) -> dict:
     if current_leader_epoch is None:  # v9: the fetcher's current leader epoch, fenced
         current_leader_epoch = 0 if version >= 9 else -1
@@ -113,7 +142,7 @@ def fetch(broker: WindowBroker, version: int) -> Recipe:
         answer = only(only(response.responses).partitions)
         expect(answer.error_code, ErrorCode.NONE, answer)
         assert answer.high_watermark == RECORDS
-        assert answer.records and answer.records[MAGIC_AT] == fetched_magic(version), bytes(answer.records[:24])
+        assert fetched_records(version, bytes(answer.records)) == filled_records(version)
         if version >= 4:
             assert answer.last_stable_offset == RECORDS
         if version >= 5:
