@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple
 
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
-from brokers.protocol.record import Record, build_batch
+from brokers.protocol.record import Record, build_batch, iter_records
 from scripts.local.cluster import Cluster, ClusterError, ClusterSpec
 from scripts.local.zookeeper import find_free_base_port
 from tests.integration.conditions import wait_for
@@ -124,6 +124,17 @@ class WindowBroker:
             assert partition.error_code == ErrorCode.NONE and partition.base_offset == 0, partition
             return TOPIC
         return self.once("filled", make)
+
+    def values_from(self, topic: str, offset: int) -> list[bytes | None]:
+        """The values of ``topic``-0 from ``offset`` to its end, read with Fetch v11."""
+        partition = dict(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20, log_start_offset=-1,
+                         current_leader_epoch=-1)
+        response = self.call(ApiKey.FETCH, 11, replica_id=-1, max_wait=0, min_bytes=0, max_bytes=1 << 20,
+                             isolation_level=0, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+                             topics=[dict(topic=topic, partitions=[partition])])
+        (answer,) = response.responses[0].partitions
+        assert answer.error_code == ErrorCode.NONE, answer
+        return [record.value for record in iter_records(bytes(answer.records or b""))]
 
     def partition_count(self, topic: str) -> int:
         (answer,) = self.call(ApiKey.METADATA, 4, topics=[dict(name=topic)], allow_auto_topic_creation=False).topics
