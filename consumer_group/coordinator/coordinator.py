@@ -7,7 +7,8 @@ once the write succeeded; OffsetFetch reads the cache, which ``on_elected`` fill
 A store failure answers COORDINATOR_NOT_AVAILABLE (the client rediscovers and retries), and a commit
 that takes longer than ``offsets.commit.timeout.ms`` answers REQUEST_TIMED_OUT, as Kafka does.
 
-Offsets of Empty groups expire after ``offsets.retention.minutes`` (KIP-211); an Empty group left with
+Offsets of Empty groups expire after ``offsets.retention.minutes`` (KIP-211), those of topics a live
+consumer group no longer subscribes to that long after their commit (KIP-496); an Empty group left with
 no offsets becomes Dead and is dropped. DeleteGroups removes Empty groups only (NON_EMPTY_GROUP);
 OffsetDelete refuses partitions of topics the members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC).
 """
@@ -25,6 +26,11 @@ from consumer_group.coordinator.state import GroupState
 
 log = logging.getLogger(__name__)
 
+
+def in_states(group: GroupMetadata, states: frozenset[str]) -> bool:
+    """KIP-518's filter: no states means all of them; names match Kafka's exactly (case included)."""
+    return not states or str(group.state) in states
+
 __all__ = ["GroupCoordinator", "JoinRequest"]
 
 
@@ -34,15 +40,34 @@ class GroupCoordinator(GroupMembership):
 
     # -- OffsetCommit --------------------------------------------------------------------------
     async def commit_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-                             offsets: dict[TopicPartition, tuple[int, str]]) -> dict[TopicPartition, ErrorCode]:
+                             offsets: dict[TopicPartition, tuple[int, str]], retention_ms: int | None = None,
+                             leader_epochs: dict[TopicPartition, int] | None = None) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit v1+; ``retention_ms`` is v2-v4's retention time (None: the broker's retention),
+        ``leader_epochs`` v6+'s committed leader epochs (kept in memory, as the metadata strings)."""
         error = self._commit_error(group_id, generation_id, member_id, group_instance_id)
         if error is not None:
             return {tp: error for tp in offsets}
+        return await self._commit(group_id, offsets, retention_ms, leader_epochs or {})
+
+    async def commit_offsets_v0(self, group_id: str,
+                                offsets: dict[TopicPartition, tuple[int, str]]) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit v0, Kafka's ZooKeeper commit: no group checks and any broker, not only the
+        coordinator, writes ``/consumers/<group>/offsets``. Where this broker coordinates the group its cache
+        takes the commit too; elsewhere the coordinator sees it after its next load (in Kafka v0 commits are
+        never seen by v1+ fetches at all: they live in another store)."""
+        if not group_id:
+            return dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
+        if self.group_error(group_id) is None and group_id not in self.groups:
+            self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())  # offsets only
+        return await self._commit(group_id, offsets, None, {})
+
+    async def _commit(self, group_id: str, offsets: dict[TopicPartition, tuple[int, str]], retention_ms: int | None,
+                      leader_epochs: dict[TopicPartition, int]) -> dict[TopicPartition, ErrorCode]:
         limit = self.config.offset_metadata_max_bytes
         results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, (_, md) in offsets.items()
                    if md is not None and len(md.encode()) > limit}
         accepted = {tp: value for tp, value in offsets.items() if tp not in results}
-        code = await self._store_offsets(group_id, accepted)
+        code = await self._store_offsets(group_id, accepted, retention_ms, leader_epochs)
         results.update(dict.fromkeys(accepted, code))
         return results
 
@@ -72,7 +97,8 @@ class GroupCoordinator(GroupMembership):
         self._schedule_session_expiry(group, group.get(member_id))  # a commit counts as a heartbeat
         return None
 
-    async def _store_offsets(self, group_id: str, offsets: dict[TopicPartition, tuple[int, str]]) -> ErrorCode:
+    async def _store_offsets(self, group_id: str, offsets: dict[TopicPartition, tuple[int, str]],
+                             retention_ms: int | None, leader_epochs: dict[TopicPartition, int]) -> ErrorCode:
         if not offsets:
             return ErrorCode.NONE
         try:
@@ -83,10 +109,11 @@ class GroupCoordinator(GroupMembership):
         except Exception:  # noqa: BLE001 - the writer logged it; the client retries elsewhere
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         group = self.groups.get(group_id)
-        if group is not None and not group.is_(GroupState.DEAD):
+        if group is not None and not group.is_(GroupState.DEAD) and self.owns(group_id):
             now = self.now_ms()
+            expire = None if retention_ms is None else now + retention_ms
             for tp, (offset, metadata) in offsets.items():
-                group.offsets[tp] = OffsetAndMetadata(offset, metadata or "", now)
+                group.offsets[tp] = OffsetAndMetadata(offset, metadata or "", now, expire, leader_epochs.get(tp, -1))
         return ErrorCode.NONE
 
     # -- OffsetFetch ---------------------------------------------------------------------------
@@ -102,10 +129,16 @@ class GroupCoordinator(GroupMembership):
             return ErrorCode.NONE, dict(offsets)
         return ErrorCode.NONE, {tp: offsets.get(tp) for tp in partitions}
 
+    async def fetch_offsets_v0(self, group_id: str) -> dict[TopicPartition, int]:
+        """OffsetFetch v0, Kafka's ZooKeeper fetch: the offsets as stored, read on any broker."""
+        return await self.store.load(group_id)
+
     # -- ListGroups, DescribeGroups, DeleteGroups, OffsetDelete --------------------------------
-    def list_groups(self) -> tuple[ErrorCode, list[GroupMetadata]]:
+    def list_groups(self, states: frozenset[str] = frozenset()) -> tuple[ErrorCode, list[GroupMetadata]]:
+        """The groups this broker coordinates; ``states`` (ListGroups v4, KIP-518) keeps those whose state
+        is named there, as Kafka spells it (``Stable``, ``Empty``, ...); empty means every state."""
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
-        return error, [g for g in self.groups.values() if not g.is_(GroupState.DEAD)]
+        return error, [g for g in self.groups.values() if not g.is_(GroupState.DEAD) and in_states(g, states)]
 
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupMetadata | None]:
         """The group (None when unknown: described as Dead, as Kafka does)."""

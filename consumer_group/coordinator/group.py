@@ -32,6 +32,8 @@ class OffsetAndMetadata:
     offset: int
     metadata: str = ""
     commit_timestamp_ms: int = 0
+    expire_timestamp_ms: int | None = None  # OffsetCommit v2-v4's retention time: the old per-offset expiry
+    leader_epoch: int = -1  # OffsetCommit v6+'s committed leader epoch (KIP-320), answered by OffsetFetch v5+
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class JoinResult:
 class SyncResult:
     error: ErrorCode
     assignment: bytes = b""
+    protocol_type: str | None = None  # the group's, on success (SyncGroup v5+ returns them)
+    protocol_name: str | None = None
 
 
 @dataclass
@@ -268,7 +272,19 @@ class GroupMetadata:
     def set_and_propagate_assignment(self, assignments: dict[str, bytes]) -> None:
         for member in self.members.values():
             member.assignment = assignments.get(member.member_id, b"")
-            self.answer_sync(member, SyncResult(ErrorCode.NONE, member.assignment))
+            self.answer_sync(member, self.sync_result(member))
+
+    def sync_result(self, member: MemberMetadata) -> SyncResult:
+        return SyncResult(ErrorCode.NONE, member.assignment, self.protocol_type, self.protocol_name)
+
+    def sync_protocol_error(self, protocol_type: str | None, protocol_name: str | None) -> ErrorCode | None:
+        """SyncGroup v5+ names the protocol type and name the member joined with: a mismatch with the
+        group's is INCONSISTENT_GROUP_PROTOCOL (None: the version does not carry them)."""
+        if protocol_type is not None and protocol_type != self.protocol_type:
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        if protocol_name is not None and protocol_name != self.protocol_name:
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return None
 
     # -- subscriptions -------------------------------------------------------------------------
     def _compute_subscribed_topics(self) -> set[str] | None:

@@ -3,19 +3,18 @@
 ``HANDLERS`` is handed to ``KafkaApis`` by the composition root; each handler reaches the coordinator as
 ``context.group_coordinator`` and the client's address as ``context.client_host()`` (``GroupApiContext``).
 One handler serves every advertised version of its API (``codec.build`` drops fields a version does not
-have):
+have); what each version means is decided in ``versions`` (pure), the handlers apply it.
 
-* JoinGroup v0 has no rebalance timeout (the session timeout stands in); v4+ requires a known member
-  id (KIP-394); v5 carries ``group.instance.id`` (KIP-345).
-* LeaveGroup v0-2 name one member and carry its error at the top level; v3 is the batch form.
 * Kafka 2.8's authorization (the context decides; everything is allowed without an authorizer): Read on
-  the group for JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch
-  (GROUP_AUTHORIZATION_FAILED), plus Read on each committed topic / Describe on each fetched topic
-  (TOPIC_AUTHORIZATION_FAILED per partition); Describe on the group for DescribeGroups, Delete for
-  DeleteGroups and OffsetDelete; ListGroups lists everything with Describe on the cluster, else only the
-  groups the principal may Describe.
-* OffsetFetch v1 reports a coordinator error per partition, v2+ at the top level too; a null topic
-  list (v2+) means every committed offset of the group.
+  the group for JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit, Describe for OffsetFetch
+  and DescribeGroups (GROUP_AUTHORIZATION_FAILED), plus Read on each committed topic / Describe on each
+  fetched topic (TOPIC_AUTHORIZATION_FAILED per partition); Delete on the group for DeleteGroups and
+  OffsetDelete; ListGroups lists everything with Describe on the cluster, else only the groups the
+  principal may Describe.
+* OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata does not
+  know, and ask the coordinator only about the partitions left.
+* OffsetFetch never answers UNSTABLE_OFFSET_COMMIT, whatever v7's ``require_stable`` says: zkafka has no
+  transactions yet, so no offset commit is ever pending.
 """
 from __future__ import annotations
 
@@ -27,11 +26,17 @@ from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from brokers.security.acls import DELETE, DESCRIBE, GROUP, READ
+from consumer_group.coordinator import versions
 from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
-from consumer_group.coordinator.group import GroupMetadata
+from consumer_group.coordinator.group import GroupMetadata, JoinResult
 from consumer_group.coordinator.state import GroupState
 
-NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+class PartitionMetadata(Protocol):
+    """What OffsetCommit, OffsetDelete and OffsetFetch v0 ask of the broker's metadata cache: which partitions
+    exist."""
+
+    def partitions_of(self, topic: str) -> dict[int, Any]: ...
 
 
 class GroupApiContext(Protocol):
@@ -39,6 +44,7 @@ class GroupApiContext(Protocol):
     provides it): the coordinator, the client's address and the authorization decisions."""
 
     group_coordinator: GroupCoordinator
+    metadata_cache: PartitionMetadata
 
     def authorized(self, operation: int, resource_type: int, name: str) -> bool: ...
 
@@ -67,30 +73,35 @@ def _ms(value: Any) -> int:
 async def handle_join_group(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     coordinator: GroupCoordinator = context.group_coordinator
     if _group_denied(context, request.group_id):
-        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1, protocol_name="",
-                         leader="", member_id=request.member_id, members=[])
-    session_timeout_ms = _ms(request.session_timeout)
-    rebalance_timeout = getattr(request, "rebalance_timeout", None)
-    result = await coordinator.join_group(JoinRequest(
-        group_id=request.group_id, member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
-        require_known_member_id=header.api_version >= 4, client_id=header.client_id or "",
-        client_host=context.client_host(), session_timeout_ms=session_timeout_ms,
-        rebalance_timeout_ms=session_timeout_ms if rebalance_timeout is None else _ms(rebalance_timeout),
-        protocol_type=request.protocol_type, protocols=[(p.name, bytes(p.metadata)) for p in request.protocols]))
-    members = [{"member_id": m, "group_instance_id": i, "metadata": md} for m, i, md in result.members]
-    return _response(header, error_code=result.error, generation_id=result.generation_id,
-                     protocol_name=result.protocol_name or "", leader=result.leader_id, member_id=result.member_id,
-                     members=members)
+        result = JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, "")
+    else:
+        session_timeout_ms = _ms(request.session_timeout)
+        rebalance_timeout = getattr(request, "rebalance_timeout", None)
+        result = await coordinator.join_group(JoinRequest(
+            group_id=request.group_id, member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+            require_known_member_id=versions.requires_known_member_id(header.api_version),
+            client_id=header.client_id or "", client_host=context.client_host(), session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=session_timeout_ms if rebalance_timeout is None else _ms(rebalance_timeout),
+            protocol_type=request.protocol_type,
+            protocols=[(p.name, bytes(p.metadata)) for p in request.protocols]))
+    return _response(header, **versions.join_response(header.api_version, result))
 
 
 async def handle_sync_group(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
-    if _group_denied(context, request.group_id):
-        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
-    assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
-    result = await context.group_coordinator.sync_group(request.group_id, request.generation_id, request.member_id,
-                                                        getattr(request, "group_instance_id", None), assignments)
-    return _response(header, error_code=result.error, assignment=result.assignment)
+    protocol_type, protocol_name = getattr(request, "protocol_type", None), getattr(request, "protocol_name", None)
+    if versions.sync_protocol_missing(header.api_version, protocol_type, protocol_name):
+        error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    elif _group_denied(context, request.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    else:
+        assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
+        result = await context.group_coordinator.sync_group(
+            request.group_id, request.generation_id, request.member_id, getattr(request, "group_instance_id", None),
+            assignments, protocol_type, protocol_name)
+        return _response(header, error_code=result.error, protocol_type=result.protocol_type,
+                         protocol_name=result.protocol_name, assignment=result.assignment)
+    return _response(header, error_code=error, protocol_type=None, protocol_name=None, assignment=b"")
 
 
 async def handle_heartbeat(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
@@ -120,25 +131,39 @@ def _by_topic(results: dict[TopicPartition, Any], entry) -> list[dict]:
     return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
 
 
-def _commit_denied(context: GroupApiContext, group_id: str, partitions: Any) -> dict[TopicPartition, ErrorCode]:
-    """Kafka 2.8: Read on the group (else every partition is GROUP_AUTHORIZATION_FAILED), then Read on
-    each topic (TOPIC_AUTHORIZATION_FAILED)."""
+def _partitions_rejected(context: GroupApiContext, partitions: Any) -> dict[TopicPartition, ErrorCode]:
+    """Kafka 2.8's OffsetCommit and OffsetDelete: Read on each topic (TOPIC_AUTHORIZATION_FAILED), then the
+    partition must exist (UNKNOWN_TOPIC_OR_PARTITION)."""
+    readable = context.authorized_topics(READ, {tp.topic for tp in partitions})
+    existing = {topic: context.metadata_cache.partitions_of(topic) for topic in readable}
+    return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp.topic not in readable
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in partitions
+            if tp.topic not in readable or tp.partition not in existing[tp.topic]}
+
+
+def _commit_rejected(context: GroupApiContext, group_id: str, partitions: Any) -> dict[TopicPartition, ErrorCode]:
+    """Read on the group first (else every partition is GROUP_AUTHORIZATION_FAILED)."""
     if _group_denied(context, group_id):
         return dict.fromkeys(partitions, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    readable = context.authorized_topics(READ, {tp.topic for tp in partitions})
-    return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions if tp.topic not in readable}
+    return _partitions_rejected(context, partitions)
 
 
 async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     offsets = {TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
                for t in request.topics for p in t.partitions}
-    denied = _commit_denied(context, request.group_id, offsets)
-    allowed = {tp: v for tp, v in offsets.items() if tp not in denied} if denied else offsets
-    results: dict[TopicPartition, Any] = dict(denied)
-    if allowed or not denied:
-        results.update(await context.group_coordinator.commit_offsets(
+    epochs = {TopicPartition(t.name, p.partition_index): p.committed_leader_epoch for t in request.topics
+              for p in t.partitions if getattr(p, "committed_leader_epoch", -1) >= 0}  # v6+
+    results: dict[TopicPartition, Any] = _commit_rejected(context, request.group_id, offsets)
+    allowed = {tp: v for tp, v in offsets.items() if tp not in results}
+    coordinator = context.group_coordinator
+    if allowed and header.api_version == 0:
+        results.update(await coordinator.commit_offsets_v0(request.group_id, allowed))
+    elif allowed:
+        retention = getattr(request, "retention_time", None)
+        results.update(await coordinator.commit_offsets(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
-            getattr(request, "group_instance_id", None), allowed))
+            getattr(request, "group_instance_id", None), allowed,
+            versions.retention_ms(header.api_version, None if retention is None else _ms(retention)), epochs))
     return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 
 
@@ -156,32 +181,63 @@ def _fetch_visible(context: GroupApiContext, offsets: dict, all_offsets: bool) -
 
 
 async def handle_offset_fetch(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
+    """OffsetFetch; v7's ``require_stable`` changes nothing here: without transactions no offset commit
+    is ever pending, so UNSTABLE_OFFSET_COMMIT is never the answer."""
+    version = header.api_version
     partitions = None if request.topics is None else [
         TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
-    if _group_denied(context, request.group_id):
+    if _group_denied(context, request.group_id, DESCRIBE):
         error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
+    elif version == 0:
+        return _response(header, topics=await _fetch_v0(context, request.group_id, partitions or []))
     else:
         error, offsets = context.group_coordinator.fetch_offsets(request.group_id, partitions)
     if error != ErrorCode.NONE:
-        offsets = dict.fromkeys(partitions or [])
+        listed = versions.offset_fetch_error_lists_partitions(version)
+        offsets = dict.fromkeys(partitions or []) if listed else {}
     else:
         offsets = _fetch_visible(context, offsets, partitions is None)
-    partition_error = error if header.api_version < 2 else ErrorCode.NONE
+    partition_error = versions.offset_fetch_partition_error(version, error)
 
     def entry(partition: int, committed: Any) -> dict:
         if committed is _DENIED:
-            return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1,
-                    "metadata": "", "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
-        return {"partition_index": partition, "committed_offset": -1 if committed is None else committed.offset,
-                "committed_leader_epoch": -1, "metadata": "" if committed is None else committed.metadata,
-                "error_code": partition_error}
+            return _fetched(partition, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        if committed is None:
+            return _fetched(partition, -1, "", partition_error)
+        return _fetched(partition, committed.offset, committed.metadata, partition_error, committed.leader_epoch)
     return _response(header, error_code=error, topics=_by_topic(offsets, entry))
 
 
-def _describe(group_id: str, error: ErrorCode, group: GroupMetadata | None) -> dict:
+def _fetched(partition: int, offset: int, metadata: str, error: ErrorCode, leader_epoch: int = -1) -> dict:
+    return {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": leader_epoch,
+            "metadata": metadata, "error_code": error}
+
+
+async def _fetch_v0(context: GroupApiContext, group_id: str, partitions: list[TopicPartition]) -> list[dict]:
+    """OffsetFetch v0, Kafka's ZooKeeper read on any broker: Describe on each topic, then the stored offset
+    (no metadata); a partition the metadata does not know, or without an offset, is UNKNOWN_TOPIC_OR_PARTITION."""
+    visible = context.authorized_topics(DESCRIBE, {tp.topic for tp in partitions})
+    stored = await context.group_coordinator.fetch_offsets_v0(group_id) if group_id else {}
+    existing = {topic: context.metadata_cache.partitions_of(topic) for topic in visible}
+
+    def answer(tp: TopicPartition) -> Any:
+        if tp.topic not in visible:
+            return _DENIED
+        return stored.get(tp) if tp.partition in existing[tp.topic] else None
+
+    def entry(partition: int, offset: Any) -> dict:
+        if offset is _DENIED:
+            return _fetched(partition, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        if offset is None:
+            return _fetched(partition, -1, "", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _fetched(partition, offset, "", ErrorCode.NONE)
+    return _by_topic({tp: answer(tp) for tp in partitions}, entry)
+
+
+def _describe(group_id: str, error: ErrorCode, group: GroupMetadata | None, operations: int) -> dict:
     if group is None:
         return {"error_code": error, "group_id": group_id, "group_state": "Dead" if error == ErrorCode.NONE else "",
-                "authorized_operations": NO_AUTHORIZED_OPERATIONS}
+                "authorized_operations": operations}
     stable = group.is_(GroupState.STABLE)  # as Kafka's summary: metadata and assignments only when Stable
     members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
                 "client_host": m.client_host, "member_assignment": m.assignment if stable else b"",
@@ -189,22 +245,33 @@ def _describe(group_id: str, error: ErrorCode, group: GroupMetadata | None) -> d
                for m in group.members.values()]
     return {"error_code": error, "group_id": group_id, "group_state": str(group.state),
             "protocol_type": group.protocol_type or "", "protocol_data": (group.protocol_name or "") if stable else "",
-            "members": members, "authorized_operations": NO_AUTHORIZED_OPERATIONS}
+            "members": members, "authorized_operations": operations}
+
+
+def _describe_group(context: GroupApiContext, header: RequestHeader, group_id: str, requested: bool) -> dict:
+    if _group_denied(context, group_id, DESCRIBE):
+        return _describe(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None, versions.AUTHORIZED_OPERATIONS_OMITTED)
+    error, group = context.group_coordinator.describe_group(group_id)
+    operations = versions.described_operations(
+        header.api_version, requested, error,
+        (op for op in versions.GROUP_OPERATIONS if context.authorized(op, GROUP, group_id)))
+    return _describe(group_id, error, group, operations)
 
 
 async def handle_describe_groups(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
-    groups = [_describe(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, None) if _group_denied(context, g, DESCRIBE)
-              else _describe(g, *context.group_coordinator.describe_group(g)) for g in request.groups]
-    return _response(header, groups=groups)
+    requested = bool(getattr(request, "include_authorized_operations", False))
+    return _response(header, groups=[_describe_group(context, header, g, requested) for g in request.groups])
 
 
 async def handle_list_groups(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
-    error, groups = context.group_coordinator.list_groups()
+    states = versions.states_filter(header.api_version, getattr(request, "states_filter", None))
+    error, groups = context.group_coordinator.list_groups(states)
     if not context.authorized_on_cluster(DESCRIBE):
         visible = context.filter_authorized(DESCRIBE, GROUP, {g.group_id for g in groups})  # per-group Describe
         groups = [g for g in groups if g.group_id in visible]
     return _response(header, error_code=error, groups=[
-        {"group_id": g.group_id, "protocol_type": g.protocol_type or ""} for g in groups])
+        {"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": str(g.state)}
+        for g in groups])
 
 
 async def handle_delete_groups(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
@@ -219,8 +286,7 @@ async def handle_offset_delete(context: GroupApiContext, header: RequestHeader, 
     partitions = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     if _group_denied(context, request.group_id, DELETE):
         return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
-    readable = context.authorized_topics(READ, {tp.topic for tp in partitions})  # Kafka: Read on each topic
-    denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions if tp.topic not in readable}
+    denied = _partitions_rejected(context, partitions)
     partitions = [tp for tp in partitions if tp not in denied]
     error, results = await context.group_coordinator.delete_offsets(request.group_id, partitions)
     if error == ErrorCode.NONE:

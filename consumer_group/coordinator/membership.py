@@ -48,6 +48,17 @@ class JoinRequest:
     protocols: list[tuple[str, bytes]]
 
 
+@dataclass(frozen=True)
+class SyncRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    assignments: dict[str, bytes]
+    protocol_type: str | None  # SyncGroup v5+: checked against the group's (INCONSISTENT_GROUP_PROTOCOL)
+    protocol_name: str | None
+
+
 class GroupMembership:
     def __init__(self, broker_id: int, config: GroupConfig, store: OffsetStore,
                  clock: Callable[[], float] = time.time):
@@ -381,10 +392,12 @@ class GroupMembership:
 
     # -- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------------
     async def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-                         assignments: dict[str, bytes]) -> SyncResult:
+                         assignments: dict[str, bytes], protocol_type: str | None = None,
+                         protocol_name: str | None = None) -> SyncResult:
+        """SyncGroup; ``protocol_type`` / ``protocol_name`` are v5's (None for older versions)."""
         future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
-        self._sync(group_id, generation_id, member_id, group_instance_id, assignments,
-                   lambda result: future.done() or future.set_result(result))
+        self._sync(SyncRequest(group_id, generation_id, member_id, group_instance_id, assignments, protocol_type,
+                               protocol_name), lambda result: future.done() or future.set_result(result))
         return await future
 
     def _member_error(self, group: GroupMetadata | None, generation_id: int, member_id: str,
@@ -403,13 +416,15 @@ class GroupMembership:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return None
 
-    def _sync(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-              assignments: dict[str, bytes], respond) -> None:
+    def _sync(self, req: SyncRequest, respond) -> None:
+        group_id, member_id = req.group_id, req.member_id
         error = self.group_error(group_id)
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             error = ErrorCode.REBALANCE_IN_PROGRESS  # the rebalance state is gone: rejoin, no rediscovery
         group = self.groups.get(group_id)
-        error = error or self._member_error(group, generation_id, member_id, group_instance_id)
+        error = error or self._member_error(group, req.generation_id, member_id, req.group_instance_id)
+        if error is None:
+            error = group.sync_protocol_error(req.protocol_type, req.protocol_name)
         if error is None and group.is_(GroupState.PREPARING_REBALANCE):
             error = ErrorCode.REBALANCE_IN_PROGRESS
         if error is not None:
@@ -419,11 +434,11 @@ class GroupMembership:
         group.pending_sync.discard(member_id)
         self._schedule_session_expiry(group, member)
         if group.is_(GroupState.STABLE):
-            respond(SyncResult(ErrorCode.NONE, member.assignment))
+            respond(group.sync_result(member))
         else:
             member.sync_callback = respond
             if group.is_leader(member_id):
-                group.set_and_propagate_assignment(assignments)
+                group.set_and_propagate_assignment(req.assignments)
                 group.transition_to(GroupState.STABLE, self.now_ms())
                 log.info("group %s: generation %d is stable", group_id, group.generation_id)
         if not group.pending_sync:

@@ -6,7 +6,7 @@ win per partition), so a coordinator's commit rate is bounded by ZooKeeper round
 per request. Deletions (OffsetDelete, DeleteGroups, retention) go through the same queue, so writes to
 one group reach ZooKeeper in the order the coordinator accepted them.
 
-``expired_offsets`` is Kafka's retention rule since KIP-211 (reference §5.7), pure.
+``expired_offsets`` is Kafka 2.8's retention rule (KIP-211, KIP-496; reference §5.7), pure.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brokers.model import TopicPartition
-from consumer_group.coordinator.group import GroupMetadata, OffsetAndMetadata
+from consumer_group.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, OffsetAndMetadata
 from consumer_group.coordinator.offset_store import OffsetStore
 from consumer_group.coordinator.state import GroupState
 
@@ -99,17 +99,31 @@ class OffsetWriter:
 
 
 def expired_offsets(group: GroupMetadata, now_ms: int, retention_ms: int) -> list[TopicPartition]:
-    """Offsets due for removal (KIP-211): none while the group has members; for a group that used group
-    management, all of them once it has been Empty for ``retention_ms``; for a group that only stores
-    offsets (simple consumers), each one ``retention_ms`` after its commit."""
-    if not group.is_(GroupState.EMPTY):
+    """Offsets due for removal (Kafka 2.8's ``removeExpiredOffsets``):
+
+    * a group that used group management, Empty: all of them once it has been Empty for ``retention_ms``
+      (KIP-211);
+    * a consumer group with members whose subscriptions are known (computed each generation): the offsets
+      of topics no member subscribes to, each ``retention_ms`` after its commit (KIP-496);
+    * a group that only stores offsets (simple consumers): each one ``retention_ms`` after its commit.
+
+    An offset committed with OffsetCommit v2-v4's retention time expires at its own expire timestamp
+    instead (Kafka's old rule)."""
+    if group.is_(GroupState.DEAD):
         return []
-    if group.protocol_type is not None:
-        if group.state_timestamp_ms + retention_ms <= now_ms:
-            return list(group.offsets)
+    if group.protocol_type is None or group.is_(GroupState.EMPTY):
+        managed = group.protocol_type is not None
+        return [tp for tp, offset in group.offsets.items()
+                if _expired(offset, group.state_timestamp_ms if managed else offset.commit_timestamp_ms, now_ms,
+                            retention_ms)]
+    subscribed = group.subscribed_topics
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.generation_id == 0 or subscribed is None:
         return []
-    return [tp for tp, offset in group.offsets.items() if _committed_before(offset, now_ms - retention_ms)]
+    return [tp for tp, offset in group.offsets.items()
+            if tp.topic not in subscribed and _expired(offset, offset.commit_timestamp_ms, now_ms, retention_ms)]
 
 
-def _committed_before(offset: OffsetAndMetadata, cutoff_ms: int) -> bool:
-    return offset.commit_timestamp_ms <= cutoff_ms
+def _expired(offset: OffsetAndMetadata, base_ms: int, now_ms: int, retention_ms: int) -> bool:
+    if offset.expire_timestamp_ms is not None:
+        return now_ms >= offset.expire_timestamp_ms
+    return now_ms - base_ms >= retention_ms

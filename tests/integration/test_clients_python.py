@@ -191,7 +191,7 @@ def kp_create(cluster: Cluster, topic: str, partitions: int = 3, rf: int = 3) ->
 DESCRIBED_TOPIC_CONFIGS = (  # every topic-level key this broker describes (DescribeConfigs lists the same)
     "cleanup.policy", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
     "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
-    "max.message.bytes", "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
+    "max.message.bytes", "message.downconversion.enable", "message.format.version", "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
     "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
     "segment.jitter.ms", "segment.ms", "unclean.leader.election.enable",
 )

@@ -39,6 +39,11 @@ def subscription(*topics: str) -> bytes:
 RANGE = [("range", subscription("t"))]
 
 
+def assigned(assignment: bytes, protocol_name: str = "range") -> SyncResult:
+    """A successful SyncGroup answer: the assignment, with the group's protocol type and name (v5+)."""
+    return SyncResult(ErrorCode.NONE, assignment, "consumer", protocol_name)
+
+
 class FakeClock:
     def __init__(self, seconds: float = 1_000_000.0) -> None:
         self.seconds = seconds
@@ -122,7 +127,7 @@ class Ctx:
         assert joined.error == ErrorCode.NONE and joined.generation_id == 1, joined
         synced = await self.sync(joined.member_id, 1, {joined.member_id: assignment},
                                  instance=kwargs.get("instance"))
-        assert synced == SyncResult(ErrorCode.NONE, assignment)
+        assert (synced.error, synced.assignment) == (ErrorCode.NONE, assignment), synced
         return joined.member_id
 
     async def stable_group(self, *specs: dict) -> tuple[list[str], int]:
@@ -382,11 +387,11 @@ def test_leader_sync_makes_the_group_stable_and_returns_its_assignment():
     async def scenario(c: Ctx):
         joined = await c.join()
         synced = await c.sync(joined.member_id, 1, {joined.member_id: b"assignment"})
-        assert synced == SyncResult(ErrorCode.NONE, b"assignment")
+        assert synced == assigned(b"assignment")
         assert c.state() is GroupState.STABLE
         assert c.heartbeat(joined.member_id, 1) == ErrorCode.NONE
         again = await c.sync(joined.member_id, 1)  # Stable: the stored assignment
-        assert again == SyncResult(ErrorCode.NONE, b"assignment")
+        assert again == assigned(b"assignment")
     run(scenario)
 
 
@@ -418,8 +423,8 @@ def test_follower_sync_parks_until_the_leader_syncs():
         follower = c.sync_task(b, 2)
         await parked(follower, lambda: c.group().get(b).awaiting_sync, "follower's sync")
         leader = await c.sync(a, 2, {a: b"pa", b: b"pb"})
-        assert leader == SyncResult(ErrorCode.NONE, b"pa")
-        assert await follower == SyncResult(ErrorCode.NONE, b"pb")
+        assert leader == assigned(b"pa")
+        assert await follower == assigned(b"pb")
         assert c.state() is GroupState.STABLE
     run(scenario)
 
@@ -431,7 +436,7 @@ def test_leader_assignment_missing_a_member_gives_it_an_empty_assignment():
         await wait_until(lambda: c.state() is GroupState.PREPARING_REBALANCE)
         _, rb = await asyncio.gather(c.join(a), joiner)
         await c.sync(a, 2, {a: b"pa"})
-        assert await c.sync(rb.member_id, 2) == SyncResult(ErrorCode.NONE, b"")
+        assert await c.sync(rb.member_id, 2) == assigned(b"")
     run(scenario)
 
 
@@ -547,7 +552,7 @@ def test_kafka_12890_member_that_never_syncs_is_removed():
         joiner = c.join_task(session=5000, rebalance=100)
         await wait_until(lambda: c.state() is GroupState.PREPARING_REBALANCE)
         _, rb = await asyncio.gather(c.join(a, session=5000, rebalance=100), joiner)
-        assert await c.sync(a, 2, {a: b"pa", rb.member_id: b"pb"}) == SyncResult(ErrorCode.NONE, b"pa")
+        assert await c.sync(a, 2, {a: b"pa", rb.member_id: b"pb"}) == assigned(b"pa")
         assert c.state() is GroupState.STABLE
         # b never sends SyncGroup: removed after the 100 ms rebalance timeout (not its 5 s session timeout)
         await wait_until(lambda: not c.group().has(rb.member_id), what="b removed")
@@ -603,7 +608,7 @@ def test_static_member_rejoin_in_stable_takes_a_new_id_without_rebalance():
         assert c.group().static_member_id("i1") == rejoin.member_id
         assert c.heartbeat(old, 1, instance="i1") == ErrorCode.FENCED_INSTANCE_ID
         assert (await c.sync(old, 1, instance="i1")).error == ErrorCode.FENCED_INSTANCE_ID
-        assert await c.sync(rejoin.member_id, 1, instance="i1") == SyncResult(ErrorCode.NONE, b"stored")
+        assert await c.sync(rejoin.member_id, 1, instance="i1") == assigned(b"stored")
         assert c.heartbeat(rejoin.member_id, 1, instance="i1") == ErrorCode.NONE
     run(scenario)
 
@@ -659,6 +664,38 @@ def test_static_members_that_all_miss_the_rebalance_do_not_advance_the_generatio
         assert c.heartbeat(s, generation, instance="i1") == ErrorCode.REBALANCE_IN_PROGRESS
         rejoined = await c.join(s, instance="i1", session=5000, rebalance=40)
         assert rejoined.error == ErrorCode.NONE and rejoined.generation_id == generation + 1
+    run(scenario)
+
+
+# ======================================================================================================
+# SyncGroup v5: the protocol type and name checked against the group's
+# ======================================================================================================
+@pytest.mark.parametrize("protocol_type, protocol_name", [("connect", "range"), ("consumer", "roundrobin")])
+def test_sync_naming_another_protocol_type_or_name_is_inconsistent_group_protocol(protocol_type, protocol_name):
+    async def scenario(c: Ctx):
+        joined = await c.join()
+        synced = await c.coordinator.sync_group("g", 1, joined.member_id, None, {joined.member_id: b"a"},
+                                                protocol_type, protocol_name)
+        assert synced == SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        assert c.state() is GroupState.COMPLETING_REBALANCE  # the leader's assignment was not taken
+    run(scenario)
+
+
+def test_sync_naming_the_groups_protocol_gets_the_assignment_with_them():
+    async def scenario(c: Ctx):
+        joined = await c.join()
+        assert await c.coordinator.sync_group("g", 1, joined.member_id, None, {joined.member_id: b"a"},
+                                              "consumer", "range") == assigned(b"a")
+        again = await c.coordinator.sync_group("g", 1, joined.member_id, None, {}, "consumer", "range")
+        assert again == assigned(b"a")  # Stable: the stored assignment
+    run(scenario)
+
+
+def test_sync_protocol_errors_come_after_member_and_generation_errors():
+    async def scenario(c: Ctx):
+        a = await c.single_stable()
+        assert (await c.coordinator.sync_group("g", 9, a, None, {}, "x", "y")).error == ErrorCode.ILLEGAL_GENERATION
+        assert (await c.coordinator.sync_group("g", 1, "z", None, {}, "x", "y")).error == ErrorCode.UNKNOWN_MEMBER_ID
     run(scenario)
 
 
@@ -936,4 +973,76 @@ def test_empty_group_without_offsets_is_dropped_at_the_next_retention_pass():
         await wait_until(lambda: c.state() is GroupState.EMPTY)
         assert await c.coordinator.expire_offsets() == 0
         assert "g" not in c.coordinator.groups
+    run(scenario, offsets_retention_ms=RETENTION_MS)
+
+
+# ======================================================================================================
+# OffsetCommit v0 / OffsetFetch v0 (ZooKeeper offsets, any broker), v2-v4 retention, ListGroups v4
+# ======================================================================================================
+def test_commit_v0_skips_every_group_check_and_is_cached_by_the_coordinator():
+    async def scenario(c: Ctx):
+        a = await c.single_stable()
+        assert await c.commit(-1, "", {TP0: (4, "")}) == {TP0: ErrorCode.UNKNOWN_MEMBER_ID}  # v1+: a member's
+        assert await c.coordinator.commit_offsets_v0("g", {TP0: (5, "md")}) == {TP0: ErrorCode.NONE}
+        assert c.store.offsets["g"] == {TP0: 5} and c.coordinator.fetch_offsets("g", [TP0])[1][TP0].offset == 5
+        assert await c.coordinator.fetch_offsets_v0("g") == {TP0: 5}
+        assert c.group().has(a) and c.state() is GroupState.STABLE
+        assert await c.coordinator.commit_offsets_v0("new", {TP1: (1, None)}) == {TP1: ErrorCode.NONE}
+        assert c.state("new") is GroupState.EMPTY and c.group("new").protocol_type is None
+    run(scenario)
+
+
+def test_commit_v0_on_a_broker_that_does_not_coordinate_the_group_writes_the_store_only():
+    async def scenario(c: Ctx):
+        assert c.coordinator.group_error("g") == ErrorCode.NOT_COORDINATOR
+        assert await c.commit(-1, "", {TP0: (4, "")}) == {TP0: ErrorCode.NOT_COORDINATOR}
+        assert await c.coordinator.commit_offsets_v0("g", {TP0: (5, "")}) == {TP0: ErrorCode.NONE}
+        assert c.store.offsets == {"g": {TP0: 5}} and c.coordinator.groups == {}
+        assert await c.coordinator.fetch_offsets_v0("g") == {TP0: 5}
+        assert await c.coordinator.commit_offsets_v0("", {TP0: (5, "")}) == {TP0: ErrorCode.INVALID_GROUP_ID}
+    run(scenario, elect=False)
+
+
+def test_commit_with_a_retention_time_expires_at_commit_time_plus_retention():
+    async def scenario(c: Ctx):
+        start = c.clock.ms()
+        await c.coordinator.commit_offsets("s", -1, "", None, {TP0: (1, "")}, retention_ms=1000)
+        await c.commit(-1, "", {TP1: (2, "")}, group="s")
+        assert c.coordinator.fetch_offsets("s", [TP0])[1][TP0].expire_timestamp_ms == start + 1000
+        c.clock.advance_ms(1000)
+        assert await c.coordinator.expire_offsets() == 1
+        assert set(c.coordinator.fetch_offsets("s", None)[1]) == {TP1} and c.store.offsets == {"s": {TP1: 2}}
+    run(scenario, offsets_retention_ms=RETENTION_MS)
+
+
+def test_list_groups_keeps_the_groups_in_the_named_states():
+    async def scenario(c: Ctx):
+        await c.single_stable()
+        await c.commit(-1, "", {TP0: (1, "")}, group="s")
+        def listed(*states):
+            return sorted(g.group_id for g in c.coordinator.list_groups(frozenset(states))[1])
+        assert listed() == ["g", "s"]
+        assert listed("Stable") == ["g"] and listed("Empty") == ["s"] and listed("Stable", "Empty") == ["g", "s"]
+        assert listed("stable") == [] and listed("PreparingRebalance") == []
+    run(scenario)
+
+
+def test_commit_keeps_the_committed_leader_epoch_for_fetch():
+    async def scenario(c: Ctx):
+        a = await c.single_stable()
+        await c.coordinator.commit_offsets("g", 1, a, None, {TP0: (5, ""), TP1: (6, "")}, leader_epochs={TP0: 3})
+        offsets = c.coordinator.fetch_offsets("g", [TP0, TP1])[1]
+        assert (offsets[TP0].leader_epoch, offsets[TP1].leader_epoch) == (3, -1)
+        assert c.store.offsets == {"g": {TP0: 5, TP1: 6}}  # ZooKeeper keeps the offset only
+    run(scenario)
+
+
+def test_a_stable_groups_offsets_of_a_topic_it_no_longer_subscribes_to_expire():
+    async def scenario(c: Ctx):
+        a = await c.single_stable()  # subscribes to "t"
+        await c.commit(1, a, {TP0: (1, ""), OTHER: (2, "")})
+        c.clock.advance_ms(RETENTION_MS)
+        assert await c.coordinator.expire_offsets() == 1  # KIP-496: "u" only
+        assert set(c.coordinator.fetch_offsets("g", None)[1]) == {TP0} and c.store.offsets == {"g": {TP0: 1}}
+        assert c.state() is GroupState.STABLE
     run(scenario, offsets_retention_ms=RETENTION_MS)

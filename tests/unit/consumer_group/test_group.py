@@ -347,7 +347,8 @@ def test_set_and_propagate_assignment_fills_missing_members_with_empty():
     group.add(b)
     answers_a, answers_b = park_sync(a), park_sync(b)
     group.set_and_propagate_assignment({"a": b"pa"})
-    assert answers_a == [SyncResult(ErrorCode.NONE, b"pa")] and answers_b == [SyncResult(ErrorCode.NONE, b"")]
+    assert answers_a == [SyncResult(ErrorCode.NONE, b"pa", "consumer")]
+    assert answers_b == [SyncResult(ErrorCode.NONE, b"", "consumer")]
     assert a.assignment == b"pa" and b.assignment == b""
 
 

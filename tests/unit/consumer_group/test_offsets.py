@@ -13,6 +13,7 @@ from consumer_group.coordinator.offsets import OffsetWriter, expired_offsets
 from consumer_group.coordinator.state import GroupState
 
 TP0, TP1, TP2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+OTHER = TopicPartition("u", 0)
 
 
 def run(coro):
@@ -192,6 +193,21 @@ def test_no_offsets_expire_while_the_group_has_members(state):
     assert expired_offsets(group, 10**12, RETENTION) == []
 
 
+@pytest.mark.parametrize("state", [GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,
+                                   GroupState.STABLE])
+def test_offsets_of_topics_no_member_subscribes_to_expire_retention_after_their_commit(state):
+    """KIP-496: in a consumer group with members, an unsubscribed topic's offsets expire one by one."""
+    group = managed_group(state, 0, {TP0: OffsetAndMetadata(1, "", 0), OTHER: OffsetAndMetadata(2, "", 100)})
+    group.generation_id, group.subscribed_topics = 1, {"t"}
+    assert expired_offsets(group, 99 + RETENTION, RETENTION) == []
+    assert expired_offsets(group, 100 + RETENTION, RETENTION) == [OTHER]
+    assert expired_offsets(group, 10**12, RETENTION) == [OTHER]  # "t" is subscribed: kept
+    group.subscribed_topics = None  # a member's subscription did not parse: nothing is known, nothing expires
+    assert expired_offsets(group, 10**12, RETENTION) == []
+    group.subscribed_topics, group.protocol_type = set(), "connect"  # not a consumer group: no subscriptions
+    assert expired_offsets(group, 10**12, RETENTION) == []
+
+
 def test_group_managed_offsets_expire_together_retention_after_the_group_went_empty():
     offsets = {TP0: OffsetAndMetadata(1, "", 0), TP1: OffsetAndMetadata(2, "", 5000)}  # commit times do not matter
     group = managed_group(GroupState.EMPTY, 10_000, offsets)
@@ -218,3 +234,20 @@ def test_simple_consumer_offsets_expire_one_by_one_after_their_commit():
 def test_dead_group_expires_nothing():
     group = GroupMetadata("g", state=GroupState.DEAD, offsets={TP0: OffsetAndMetadata(1, "", 0)})
     assert expired_offsets(group, 10**12, RETENTION) == []
+
+
+def test_an_offset_committed_with_a_retention_time_expires_at_its_own_timestamp():
+    """OffsetCommit v2-v4: the commit's expire timestamp replaces the broker's retention for that offset."""
+    group = GroupMetadata("g", state_timestamp_ms=0, offsets={
+        TP0: OffsetAndMetadata(1, "", 1000, expire_timestamp_ms=1200),
+        TP1: OffsetAndMetadata(2, "", 1000, expire_timestamp_ms=9000),
+    })
+    assert expired_offsets(group, 1199, RETENTION) == []
+    assert expired_offsets(group, 1200, RETENTION) == [TP0]
+    assert expired_offsets(group, 2000, RETENTION) == [TP0]  # TP1's own expiry is later than the retention
+    managed = GroupMetadata("m", state_timestamp_ms=0, protocol_type="consumer",
+                            offsets={TP0: OffsetAndMetadata(1, "", 0, expire_timestamp_ms=10)})
+    assert expired_offsets(managed, 10, RETENTION) == [TP0]
+    managed.add(MemberMetadata("x", None, "c", "h", 100, 100, "consumer", [("range", b"")]))
+    managed.state = GroupState.STABLE
+    assert expired_offsets(managed, 10**9, RETENTION) == []  # not while the group has members

@@ -22,7 +22,13 @@ from brokers.server.handlers.init_producer_id import handle_init_producer_id
 from brokers.server.handlers.list_offsets import handle_list_offsets
 from brokers.server.handlers.metadata import handle_metadata
 from brokers.server.handlers.topics import handle_create_topics, handle_delete_topics
-from consumer_group.coordinator.handlers import handle_join_group, handle_list_groups, handle_offset_commit
+from consumer_group.coordinator.handlers import (
+    handle_describe_groups,
+    handle_join_group,
+    handle_list_groups,
+    handle_offset_commit,
+    handle_offset_fetch,
+)
 from tests.unit.server.test_handlers import World, batch, fetch_request, only_partition, produce
 from tests.unit.zk.test_acl_znodes import MemoryZk
 
@@ -233,15 +239,23 @@ class FakeCoordinator:
 
     async def join_group(self, request):
         self.calls.append(("join", request.group_id))
-        return SimpleNamespace(error=ErrorCode.NONE, generation_id=1, protocol_name="range", leader_id="m",
-                               member_id="m", members=[])
+        return SimpleNamespace(error=ErrorCode.NONE, generation_id=1, protocol_type="consumer", protocol_name="range",
+                               leader_id="m", member_id="m", members=[])
 
-    async def commit_offsets(self, group, generation, member, instance, offsets):
+    async def commit_offsets(self, group, generation, member, instance, offsets, retention_ms=None, leader_epochs=None):
         self.calls.append(("commit", sorted(offsets)))
         return dict.fromkeys(offsets, ErrorCode.NONE)
 
-    def list_groups(self):
-        return ErrorCode.NONE, [SimpleNamespace(group_id=g, protocol_type="consumer") for g in ("g1", "g2")]
+    def describe_group(self, group_id):
+        return ErrorCode.NONE, None
+
+    def fetch_offsets(self, group_id, partitions):
+        self.calls.append(("fetch", group_id))
+        return ErrorCode.NONE, dict.fromkeys(partitions or [])
+
+    def list_groups(self, states=frozenset()):
+        return ErrorCode.NONE, [SimpleNamespace(group_id=g, protocol_type="consumer", state="Stable")
+                                for g in ("g1", "g2")]
 
 
 def test_group_apis_need_read_on_the_group_and_the_topics(world):
@@ -262,6 +276,33 @@ def test_group_apis_need_read_on_the_group_and_the_topics(world):
     assert {t.name: t.partitions[0].error_code for t in commit.topics} == {
         "t": ErrorCode.NONE, "u": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     assert coordinator.calls[-1][0] == "commit" and [tp.topic for tp in coordinator.calls[-1][1]] == ["t"]
+
+
+def test_describe_groups_v3_plus_answers_the_operations_the_principal_may_do_on_the_group(world):
+    world.context.group_coordinator = FakeCoordinator()
+
+    def operations(version, requested=True):
+        return call(world, handle_describe_groups, 15, version, groups=["g1"],
+                    include_authorized_operations=requested).groups[0]
+    assert int(operations(5).error_code) == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert operations(5).authorized_operations == -(2**31)
+    grant(world.context.authorizer, acl.GROUP, "g1", ace(acl.READ))
+    assert operations(5).authorized_operations == (1 << acl.READ) | (1 << acl.DESCRIBE)  # Read implies Describe
+    assert operations(3).authorized_operations == (1 << acl.READ) | (1 << acl.DESCRIBE)
+    assert operations(5, requested=False).authorized_operations == -(2**31)
+    grant(world.context.authorizer, acl.GROUP, "g1", ace(acl.DELETE))
+    assert operations(4).authorized_operations == (1 << acl.READ) | (1 << acl.DELETE) | (1 << acl.DESCRIBE)
+
+
+def test_offset_fetch_needs_describe_on_the_group_offset_commit_read(world):
+    world.context.group_coordinator = coordinator = FakeCoordinator()
+    grant(world.context.authorizer, acl.GROUP, "g1", ace(acl.DESCRIBE))
+    grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.READ))
+    fetch = call(world, handle_offset_fetch, 9, 7, group_id="g1", topics=[dict(name="t", partition_indexes=[0])])
+    assert int(fetch.error_code) == ErrorCode.NONE and coordinator.calls == [("fetch", "g1")]
+    commit = call(world, handle_offset_commit, 8, 8, group_id="g1", generation_id_or_member_epoch=1, member_id="m",
+                  topics=[dict(name="t", partitions=[dict(partition_index=0, committed_offset=5)])])
+    assert commit.topics[0].partitions[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
 def test_list_groups_shows_only_describable_groups_without_cluster_describe(world):
@@ -342,10 +383,9 @@ def test_elections_and_reassignments_need_alter_or_describe_on_the_cluster(world
     assert listed.error_code == ErrorCode.NOT_CONTROLLER  # authorized: on to the (absent) controller
 
 
-def test_offset_fetch_needs_read_on_the_group_and_describe_on_the_topics(world):
-    from consumer_group.coordinator.handlers import handle_offset_fetch
-    committed = {TopicPartition("t", 0): SimpleNamespace(offset=5, metadata=""),
-                 TopicPartition("u", 0): SimpleNamespace(offset=7, metadata="")}
+def test_offset_fetch_needs_describe_on_the_group_and_the_topics(world):
+    from consumer_group.coordinator.group import OffsetAndMetadata
+    committed = {TopicPartition("t", 0): OffsetAndMetadata(5), TopicPartition("u", 0): OffsetAndMetadata(7)}
     world.context.group_coordinator = SimpleNamespace(
         fetch_offsets=lambda group, partitions: (ErrorCode.NONE, committed if partitions is None
                                                  else {tp: committed.get(tp) for tp in partitions}))
@@ -356,7 +396,7 @@ def test_offset_fetch_needs_read_on_the_group_and_describe_on_the_topics(world):
                                      for t in response.topics for p in t.partitions}
     named = [dict(name="t", partition_indexes=[0]), dict(name="u", partition_indexes=[0])]
     assert fetch(named)[0] == ErrorCode.GROUP_AUTHORIZATION_FAILED
-    grant(world.context.authorizer, acl.GROUP, "g", ace(acl.READ))
+    grant(world.context.authorizer, acl.GROUP, "g", ace(acl.DESCRIBE))
     grant(world.context.authorizer, acl.TOPIC, "t", ace(acl.DESCRIBE))
     assert fetch(named) == (ErrorCode.NONE, {("t", 0): (5, ErrorCode.NONE),
                                              ("u", 0): (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)})

@@ -1,5 +1,6 @@
 """FindCoordinator: creates __consumer_offsets on first use (COORDINATOR_NOT_AVAILABLE meanwhile), then
-names the leader of the group's partition; no leader or a transaction key is COORDINATOR_NOT_AVAILABLE."""
+names the leader of the group's partition; no leader or a transaction key is COORDINATOR_NOT_AVAILABLE, an
+unknown key type INVALID_REQUEST."""
 from __future__ import annotations
 
 import asyncio
@@ -14,7 +15,8 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.server.context import ServerContext
-from brokers.server.handlers.find_coordinator import OFFSETS_TOPIC, handle_find_coordinator
+from brokers.security.acls import GROUP, TRANSACTIONAL_ID
+from brokers.server.handlers.find_coordinator import OFFSETS_TOPIC, handle_find_coordinator, key_type_error
 
 BROKERS = (BrokerInfo(1, (EndPoint("PLAINTEXT", "127.0.0.1", 9092),)),
            BrokerInfo(2, (EndPoint("PLAINTEXT", "127.0.0.2", 9093),)))
@@ -69,7 +71,33 @@ def test_the_coordinator_is_the_leader_of_the_groups_partition(version):
     assert int(find(ctx, version, "c").error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE  # no leader
 
 
-def test_transaction_coordinators_are_not_offered():
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_transaction_coordinators_are_not_offered(version):
     ctx = context()
     publish(ctx, [1, 1, 1])
-    assert int(find(ctx, 1, key_type=1).error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    response = find(ctx, version, key="txn", key_type=1)
+    assert (int(response.error_code), response.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert ctx.admin.created == []  # no __transaction_state either
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_an_unknown_key_type_is_invalid_request(version):
+    ctx = context()
+    publish(ctx, [1, 1, 1])
+    assert int(find(ctx, version, key_type=2).error_code) == ErrorCode.INVALID_REQUEST
+
+
+def test_v3_the_flexible_version_names_the_coordinator():
+    ctx = context()
+    publish(ctx, [2, 2, 2])
+    response = find(ctx, 3)
+    assert (int(response.error_code), response.node_id, response.port) == (0, 2, 9093)
+
+
+@pytest.mark.parametrize("key_type, allowed, expected", [
+    (0, {GROUP}, None), (0, set(), ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    (1, {TRANSACTIONAL_ID}, None), (1, {GROUP}, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    (5, {GROUP, TRANSACTIONAL_ID}, ErrorCode.INVALID_REQUEST),
+])
+def test_describe_on_the_key_is_checked_by_its_type(key_type, allowed, expected):
+    assert key_type_error(key_type, lambda resource, name: resource in allowed and name == "k", "k") == expected
