@@ -110,8 +110,7 @@ def decode_request(header: RequestHeader, frame) -> Any:
     """
     key, version = header.api_key, header.api_version
     if is_legacy(key, version):
-        return _decode_legacy(REQUESTS[key, version], request_class(key, version), frame, header.body_offset,
-                              f"request body for API key {key} v{version} (correlation id {header.correlation_id})")
+        return decode_legacy_request(header, frame)[0]
     try:
         reader = _request_reader(key, version)
     except KeyError as exc:
@@ -127,12 +126,19 @@ def decode_request(header: RequestHeader, frame) -> Any:
     return body
 
 
-def _decode_legacy(layout, cls: type, frame, offset: int, what: str) -> Any:
+def decode_legacy_request(header: RequestHeader, frame) -> tuple[Any, dict[str, Any]]:
+    """(kio's base-version entity, every field as the old layout carried it) of a legacy-version request."""
+    key, version = header.api_key, header.api_version
+    values = _read_legacy(REQUESTS[key, version], frame, header.body_offset,
+                          f"request body for API key {key} v{version} (correlation id {header.correlation_id})")
+    return build(request_class(key, version), **values), values
+
+
+def _read_legacy(layout, frame, offset: int, what: str) -> dict[str, Any]:
     try:
-        values = legacy_codec.read_all(layout, _read_only(frame), offset)
+        return legacy_codec.read_all(layout, _read_only(frame), offset)
     except (ValueError, struct.error, UnicodeDecodeError) as exc:
         raise ProtocolError(f"malformed {what}: {type(exc).__name__}: {exc}") from exc
-    return build(cls, **values)
 
 
 class _Writer(NamedTuple):
@@ -175,6 +181,12 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     return _framed(header, writer.write, body)
 
 
+def encode_legacy_response(api_key: int, api_version: int, correlation_id: int, values: Mapping[str, Any]) -> bytes:
+    """The framed response of a legacy version from a mapping of its own fields (for answers kio's base
+    version cannot hold, such as ListOffsets v0's list of offsets)."""
+    return _framed(_INT32.pack(correlation_id), _legacy_writer(RESPONSES[api_key, api_version]), values)
+
+
 def _legacy_writer(layout) -> Callable:
     return lambda buffer, body: buffer.write(legacy_codec.write(layout, body))
 
@@ -203,8 +215,8 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, Any]:
         if len(frame) < 4:
             raise ProtocolError(f"malformed response for API key {api_key} v{api_version}: no header")
         correlation_id = _INT32.unpack_from(frame, 0)[0]
-        return correlation_id, _decode_legacy(RESPONSES[api_key, api_version], cls, frame, 4,
-                                              f"response for API key {api_key} v{api_version}")
+        return correlation_id, build(cls, **_read_legacy(RESPONSES[api_key, api_version], frame, 4,
+                                                         f"response for API key {api_key} v{api_version}"))
     try:
         header, offset = entity_reader(cls.__header_schema__)(frame, 0)
         body, _size = entity_reader(cls)(frame, offset)
@@ -319,8 +331,10 @@ def build(cls: type, /, **values: Any) -> Any:
 __all__ = [
     "ProtocolError",
     "build",
+    "decode_legacy_request",
     "decode_request",
     "decode_response",
+    "encode_legacy_response",
     "encode_request",
     "encode_response",
     "error_code",

@@ -18,7 +18,7 @@ with a bad size prefix: it closes before allocating anything).
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes (100 MiB)
 MIN_FRAME_BYTES = 8  # api_key + api_version + correlation_id: anything shorter cannot be a request
@@ -130,13 +130,17 @@ class FrameDecoder:
 
 
 class RequestHeader(NamedTuple):
-    """A request header's fields and where the request body starts in the frame."""
+    """A request header's fields and where the request body starts in the frame. ``legacy_fields``: for a
+    version kio lacks, every field the old layout carried, as read (``codec.decode_legacy_request``), for
+    the few whose meaning kio's base version has no field for (ListOffsets v0's max_num_offsets,
+    OffsetCommit v1's commit_timestamp)."""
 
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
     body_offset: int
+    legacy_fields: Any = None
 
 
 def _read_uvarint(frame, pos: int, end: int) -> tuple[int, int]:

@@ -101,7 +101,11 @@ class KafkaApis:
         handler = self.handlers.get(api_key)
         if handler is None:
             raise ProtocolError(f"{api_key.api_name} is advertised but has no handler")
-        request = codec.decode_request(header, frame)
+        if codec.is_legacy(key, api_version):
+            request, legacy_fields = codec.decode_legacy_request(header, frame)
+            header = header._replace(legacy_fields=legacy_fields)
+        else:
+            request = codec.decode_request(header, frame)
         if session is not None and session.state is not sasl.SaslState.COMPLETE:
             return [codec.encode_response(api_key, api_version, header.correlation_id,
                                           await sasl.handle(self.context.sasl, session, connection, header, request))]

@@ -41,13 +41,17 @@ class GroupCoordinator(GroupMembership):
     # -- OffsetCommit --------------------------------------------------------------------------
     async def commit_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                              offsets: dict[TopicPartition, tuple[int, str]], retention_ms: int | None = None,
-                             leader_epochs: dict[TopicPartition, int] | None = None) -> dict[TopicPartition, ErrorCode]:
+                             leader_epochs: dict[TopicPartition, int] | None = None,
+                             commit_timestamps: dict[TopicPartition, int] | None = None,
+                             ) -> dict[TopicPartition, ErrorCode]:
         """OffsetCommit v1+; ``retention_ms`` is v2-v4's retention time (None: the broker's retention),
-        ``leader_epochs`` v6+'s committed leader epochs (kept in memory, as the metadata strings)."""
+        ``leader_epochs`` v6+'s committed leader epochs (kept in memory, as the metadata strings),
+        ``commit_timestamps`` v1's explicit commit timestamps (the base of a simple group's expiry; absent or
+        -1: now)."""
         error = self._commit_error(group_id, generation_id, member_id, group_instance_id)
         if error is not None:
             return {tp: error for tp in offsets}
-        return await self._commit(group_id, offsets, retention_ms, leader_epochs or {})
+        return await self._commit(group_id, offsets, retention_ms, leader_epochs or {}, commit_timestamps or {})
 
     async def commit_offsets_v0(self, group_id: str,
                                 offsets: dict[TopicPartition, tuple[int, str]]) -> dict[TopicPartition, ErrorCode]:
@@ -59,15 +63,16 @@ class GroupCoordinator(GroupMembership):
             return dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
         if self.group_error(group_id) is None and group_id not in self.groups:
             self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())  # offsets only
-        return await self._commit(group_id, offsets, None, {})
+        return await self._commit(group_id, offsets, None, {}, {})
 
     async def _commit(self, group_id: str, offsets: dict[TopicPartition, tuple[int, str]], retention_ms: int | None,
-                      leader_epochs: dict[TopicPartition, int]) -> dict[TopicPartition, ErrorCode]:
+                      leader_epochs: dict[TopicPartition, int],
+                      commit_timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, ErrorCode]:
         limit = self.config.offset_metadata_max_bytes
         results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, (_, md) in offsets.items()
                    if md is not None and len(md.encode()) > limit}
         accepted = {tp: value for tp, value in offsets.items() if tp not in results}
-        code = await self._store_offsets(group_id, accepted, retention_ms, leader_epochs)
+        code = await self._store_offsets(group_id, accepted, retention_ms, leader_epochs, commit_timestamps)
         results.update(dict.fromkeys(accepted, code))
         return results
 
@@ -98,7 +103,8 @@ class GroupCoordinator(GroupMembership):
         return None
 
     async def _store_offsets(self, group_id: str, offsets: dict[TopicPartition, tuple[int, str]],
-                             retention_ms: int | None, leader_epochs: dict[TopicPartition, int]) -> ErrorCode:
+                             retention_ms: int | None, leader_epochs: dict[TopicPartition, int],
+                             commit_timestamps: dict[TopicPartition, int]) -> ErrorCode:
         if not offsets:
             return ErrorCode.NONE
         try:
@@ -113,7 +119,8 @@ class GroupCoordinator(GroupMembership):
             now = self.now_ms()
             expire = None if retention_ms is None else now + retention_ms
             for tp, (offset, metadata) in offsets.items():
-                group.offsets[tp] = OffsetAndMetadata(offset, metadata or "", now, expire, leader_epochs.get(tp, -1))
+                group.offsets[tp] = OffsetAndMetadata(offset, metadata or "", commit_timestamps.get(tp, now), expire,
+                                                      leader_epochs.get(tp, -1))
         return ErrorCode.NONE
 
     # -- OffsetFetch ---------------------------------------------------------------------------

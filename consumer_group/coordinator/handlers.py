@@ -148,6 +148,16 @@ def _commit_rejected(context: GroupApiContext, group_id: str, partitions: Any) -
     return _partitions_rejected(context, partitions)
 
 
+def _commit_timestamps(header: RequestHeader) -> dict[TopicPartition, int]:
+    """OffsetCommit v1's explicit commit timestamps (-1: the time of the commit), as the request carried them:
+    kio's base version (v2) has no such field (``RequestHeader.legacy_fields``)."""
+    if header.api_version != 1 or not header.legacy_fields:
+        return {}
+    return {TopicPartition(topic["name"], partition["partition_index"]): partition["commit_timestamp"]
+            for topic in header.legacy_fields["topics"] for partition in topic["partitions"]
+            if partition["commit_timestamp"] != -1}
+
+
 async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     offsets = {TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
                for t in request.topics for p in t.partitions}
@@ -163,7 +173,8 @@ async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, 
         results.update(await coordinator.commit_offsets(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
             getattr(request, "group_instance_id", None), allowed,
-            versions.retention_ms(header.api_version, None if retention is None else _ms(retention)), epochs))
+            versions.retention_ms(header.api_version, None if retention is None else _ms(retention)), epochs,
+            _commit_timestamps(header)))
     return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 
 

@@ -20,7 +20,7 @@ import uuid
 import pytest
 from kazoo.client import KazooClient
 
-from brokers.protocol import codec
+from brokers.protocol import codec, legacy_codec, legacy_schemas
 from brokers.protocol.record import Record, build_batch
 from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
@@ -74,6 +74,18 @@ class Raw:
         correlation_id, answer = codec.decode_response(api_key, version, self.sock.recv(size, socket.MSG_WAITALL))
         assert correlation_id == self.correlation_id
         return answer
+
+    def call_legacy(self, api_key: int, version: int, values: dict) -> bytes:
+        """A legacy version's request from its own fields (those kio's base version lacks too); the answer's
+        body bytes."""
+        self.correlation_id += 1
+        header = struct.pack(">hhih", api_key, version, self.correlation_id, 9) + b"raw-admin"
+        frame = header + legacy_codec.write(legacy_schemas.REQUESTS[api_key, version], values)
+        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
+        (size,) = struct.unpack(">i", self.sock.recv(4, socket.MSG_WAITALL))
+        answer = self.sock.recv(size, socket.MSG_WAITALL)
+        assert struct.unpack_from(">i", answer)[0] == self.correlation_id
+        return answer[4:]
 
     def close(self) -> None:
         self.sock.close()
@@ -288,6 +300,18 @@ def test_list_offsets_v0_answers_old_style_offsets(produced):
     assert offsets(-1) == (0, 3)  # latest: the high watermark
     assert offsets(-2) == (0, 0)  # earliest
     assert offsets(0) == (0, -1)  # no segment was last modified before 1970: an empty list
+
+
+@pytest.mark.parametrize(("max_num_offsets", "expected"), [(1, [3]), (2, [3, 0]), (10, [3, 0])])
+def test_list_offsets_v0_answers_up_to_max_num_offsets(produced, max_num_offsets, expected):
+    """Kafka's legacyFetchOffsetsBefore: the log end, then segment base offsets, newest first, at most
+    max_num_offsets of them (a field kio's v1 lacks: it reaches the handler through the legacy fields)."""
+    raw, _ = produced
+    answer = raw.call_legacy(LIST_OFFSETS, 0, {"replica_id": -1, "topics": [{"name": "offsets", "partitions": [
+        {"partition_index": 0, "timestamp": -1, "max_num_offsets": max_num_offsets}]}]})
+    name = b"offsets"
+    prefix = struct.pack(">ih", 1, len(name)) + name + struct.pack(">iihi", 1, 0, 0, len(expected))
+    assert answer == prefix + b"".join(struct.pack(">q", offset) for offset in expected)
 
 
 def test_list_offsets_v6_fences_the_leader_epoch_and_answers_it(produced):

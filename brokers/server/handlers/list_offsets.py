@@ -49,13 +49,13 @@ CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
 NO_TIMESTAMP = -1
 NO_OFFSET = -1
-LEGACY_MAX_NUM_OFFSETS = 1
+DEFAULT_MAX_NUM_OFFSETS = 1  # a v0 request built without the field (tests, the codec's base entity)
 
 
 def _answer(index: int, error: int, timestamp: int = NO_TIMESTAMP, offset: int = NO_OFFSET,
             leader_epoch: int = NO_LEADER_EPOCH) -> dict[str, Any]:
     return dict(partition_index=index, error_code=error, timestamp=timestamp, offset=offset,
-                leader_epoch=leader_epoch, old_style_offsets=None)
+                leader_epoch=leader_epoch, old_style_offsets=[])
 
 
 def legacy_offsets(segments: list[tuple[int, int]], log_end_offset: int, now_ms: int, active_has_data: bool,
@@ -80,15 +80,25 @@ def consumer_visible(offsets: list[int], high_watermark: int) -> list[int]:
     return offsets
 
 
-def _legacy_offset(partition: Partition, replica_id: int, index: int, target: int) -> dict[str, Any]:
+def _legacy_offset(partition: Partition, replica_id: int, index: int, target: int,
+                   max_num_offsets: int) -> dict[str, Any]:
     log = partition.log
     segments = log.segments
     points = [(max(s.base_offset, log.log_start_offset), s.last_modified_ms) for s in segments]
     offsets = legacy_offsets(points, log.log_end_offset, log.now_ms(), segments[-1].size > 0, target,
-                             LEGACY_MAX_NUM_OFFSETS)
+                             max_num_offsets)
     if replica_id == CONSUMER_REPLICA_ID:
         offsets = consumer_visible(offsets, log.high_watermark)
-    return _answer(index, ErrorCode.NONE, offset=offsets[0] if offsets else NO_OFFSET)
+    answer = _answer(index, ErrorCode.NONE, offset=offsets[0] if offsets else NO_OFFSET)
+    answer["old_style_offsets"] = offsets
+    return answer
+
+
+def _max_num_offsets(header: RequestHeader) -> dict[tuple[str, int], int]:
+    """ListOffsets v0's per-partition max_num_offsets, as the request carried them (kio's v1 has no field)."""
+    fields = header.legacy_fields or {"topics": ()}
+    return {(topic["name"], partition["partition_index"]): partition["max_num_offsets"]
+            for topic in fields["topics"] for partition in topic["partitions"]}
 
 
 def offset_for_target(partition: Partition, last_fetchable: int, target: int) -> tuple[int, int, int]:
@@ -116,14 +126,16 @@ def _partition(context: ServerContext, replica_id: int, topic: str, index: int) 
     return leader_for(context, topic, index)
 
 
-def _offset(context: ServerContext, header: RequestHeader, request: Any, topic: str, wanted: Any) -> dict[str, Any]:
+def _offset(context: ServerContext, header: RequestHeader, request: Any, topic: str, wanted: Any,
+            max_num_offsets: dict[tuple[str, int], int]) -> dict[str, Any]:
     index = wanted.partition_index
     try:
         partition = _partition(context, request.replica_id, topic, index)
     except PartitionError as exc:
         return _answer(index, exc.code)
     if header.api_version == 0:
-        return _legacy_offset(partition, request.replica_id, index, wanted.timestamp)
+        limit = max_num_offsets.get((topic, index), DEFAULT_MAX_NUM_OFFSETS)
+        return _legacy_offset(partition, request.replica_id, index, wanted.timestamp, limit)
     fenced = leader_epoch_error(getattr(wanted, "current_leader_epoch", NO_LEADER_EPOCH), partition.leader_epoch)
     if fenced is not None:
         return _answer(index, fenced)
@@ -137,13 +149,17 @@ async def handle_list_offsets(context: ServerContext, header: RequestHeader, req
     topics = []
     described = context.authorized_topics(DESCRIBE, {topic.name for topic in request.topics})
     named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    max_num_offsets = _max_num_offsets(header) if header.api_version == 0 else {}
     for topic in request.topics:
         if topic.name not in described:
             partitions = [_answer(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
         else:
             partitions = [_answer(p.partition_index, ErrorCode.INVALID_REQUEST)
                           if header.api_version >= 1 and named[topic.name, p.partition_index] > 1
-                          else _offset(context, header, request, topic.name, p) for p in topic.partitions]
+                          else _offset(context, header, request, topic.name, p, max_num_offsets)
+                          for p in topic.partitions]
         topics.append(dict(name=topic.name, partitions=partitions))
+    if header.api_version == 0:  # a list of offsets per partition: kio's base version (v1) holds one
+        return [codec.encode_legacy_response(header.api_key, 0, header.correlation_id, {"topics": topics})]
     cls = codec.response_class(header.api_key, header.api_version)
     return codec.build(cls, throttle_time=0, topics=topics)

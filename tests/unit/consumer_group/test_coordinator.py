@@ -15,6 +15,8 @@ import pytest
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
+from brokers.protocol.framing import RequestHeader
+from consumer_group.coordinator import handlers as group_handlers
 from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
 from consumer_group.coordinator.group import GroupMetadata, JoinResult, OffsetAndMetadata, SyncResult
 from consumer_group.coordinator.group_config import GroupConfig
@@ -938,6 +940,28 @@ def test_simple_consumer_offsets_expire_after_retention_since_commit():
         assert await c.coordinator.expire_offsets() == 1
         assert "s" not in c.coordinator.groups and "s" not in c.store.offsets  # Empty without offsets: dropped
     run(scenario, offsets_retention_ms=RETENTION_MS)
+
+
+def test_offset_commit_v1_commit_timestamp_is_the_base_of_a_simple_groups_expiry():
+    """Kafka 2.8: an explicit v1 commit_timestamp is the offset's commit time (else the time of the commit)."""
+    async def scenario(c: Ctx):
+        now = c.coordinator.now_ms()
+        await c.coordinator.commit_offsets("s", -1, "", None, {TP0: (1, ""), TP1: (2, "")},
+                                           commit_timestamps={TP0: now - RETENTION_MS})
+        offsets = c.coordinator.fetch_offsets("s", None)[1]
+        assert (offsets[TP0].commit_timestamp_ms, offsets[TP1].commit_timestamp_ms) == (now - RETENTION_MS, now)
+        assert await c.coordinator.expire_offsets() == 1  # TP0's retention ran out at once
+        assert set(c.coordinator.fetch_offsets("s", None)[1]) == {TP1}
+    run(scenario, offsets_retention_ms=RETENTION_MS)
+
+
+def test_the_commit_timestamps_of_an_offset_commit_v1_come_from_the_legacy_fields():
+    fields = {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 5, "commit_timestamp": 1234, "committed_metadata": None},
+        {"partition_index": 1, "committed_offset": 6, "commit_timestamp": -1, "committed_metadata": None}]}]}
+    header = RequestHeader(8, 1, 1, "c", 0, fields)
+    assert group_handlers._commit_timestamps(header) == {TopicPartition("t", 0): 1234}
+    assert group_handlers._commit_timestamps(header._replace(api_version=2)) == {}
 
 
 def test_no_offsets_expire_while_the_group_has_members():

@@ -184,3 +184,16 @@ def test_trailing_bytes_and_bad_lengths_are_protocol_errors():
         decode(20, 0, i32(1) + i16(-1) + i32(100))  # a topic name may not be null
     with pytest.raises(ProtocolError, match="negative array length"):
         decode(20, 0, i32(-2) + i32(100))
+
+
+def test_the_fields_kio_lacks_reach_the_handler_and_a_legacy_answer_can_be_written_from_its_own_fields():
+    """ListOffsets v0's max_num_offsets (request) and list of offsets (response) have no place in kio's v1."""
+    body = i32(-1) + i32(1) + s16("t") + i32(1) + i32(0) + i64(-1) + i32(4)
+    frame = header(2, 0) + body
+    entity, fields = codec.decode_legacy_request(parse_request_header(frame, False), frame)
+    assert type(entity).__version__ == 1 and entity.topics[0].partitions[0].timestamp == -1
+    assert fields["topics"][0]["partitions"][0]["max_num_offsets"] == 4
+    answer = codec.encode_legacy_response(2, 0, 3, {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "error_code": 0, "old_style_offsets": [9, 4, 0]}]}]})
+    expected = i32(3) + i32(1) + s16("t") + i32(1) + i32(0) + i16(0) + i32(3) + i64(9) + i64(4) + i64(0)
+    assert answer == i32(len(expected)) + expected

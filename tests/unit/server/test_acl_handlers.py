@@ -242,7 +242,8 @@ class FakeCoordinator:
         return SimpleNamespace(error=ErrorCode.NONE, generation_id=1, protocol_type="consumer", protocol_name="range",
                                leader_id="m", member_id="m", members=[])
 
-    async def commit_offsets(self, group, generation, member, instance, offsets, retention_ms=None, leader_epochs=None):
+    async def commit_offsets(self, group, generation, member, instance, offsets, retention_ms=None, leader_epochs=None,
+                             commit_timestamps=None):
         self.calls.append(("commit", sorted(offsets)))
         return dict.fromkeys(offsets, ErrorCode.NONE)
 
