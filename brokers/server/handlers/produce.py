@@ -45,10 +45,10 @@ import time
 from typing import Any
 
 from brokers.model import INTERNAL_TOPICS
-from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.format_conversion import up_convert
 from brokers.protocol.framing import ProtocolError, RequestHeader
+from brokers.protocol.produce_response import encode_produce_response
 from brokers.protocol.record_batch import ATTRIBUTES_AT, COMPRESSION_MASK, MAGIC_AT, MAGIC_V2, batch_size_at
 from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import WRITE
@@ -186,5 +186,5 @@ async def handle_produce(context: ServerContext, header: RequestHeader, request:
         if failed:
             raise ProtocolError(f"acks=0 produce failed for {failed}: closing the connection as Kafka does")
         return None
-    cls = codec.response_class(header.api_key, header.api_version)
-    return codec.build(cls, responses=responses, throttle_time=0)
+    topics = [(topic["name"], topic["partition_responses"]) for topic in responses]
+    return [encode_produce_response(header.api_version, header.correlation_id, topics)]

@@ -120,7 +120,15 @@ class World:
 
     async def call(self, handler, key, version, **fields):
         request = codec.build(codec.request_class(key, version), **fields)
-        return await handler(self.context, RequestHeader(key, version, 7, "tests", 0), request)
+        return decoded(key, version, await handler(self.context, RequestHeader(key, version, 7, "tests", 0), request))
+
+
+def decoded(key: int, version: int, response):
+    """A handler's answer as an entity: framed bytes (Produce's hand-encoded answer) decoded with the codec."""
+    if key == PRODUCE and isinstance(response, list):
+        correlation_id, response = codec.decode_response(key, version, b"".join(response)[4:])
+        assert correlation_id == 7
+    return response
 
 
 @pytest.fixture

@@ -36,7 +36,9 @@ def world(tmp_path):
 async def produce(world, version, records, topic="t", partition=0, acks=1):
     request = codec.build(codec.request_class(PRODUCE, 3), transactional_id=None, acks=acks, timeout=1000,
                           topic_data=[dict(name=topic, partition_data=[dict(index=partition, records=records)])])
-    response = await handle_produce(world.context, RequestHeader(PRODUCE, version, 7, "old-client", 0), request)
+    (framed,) = await handle_produce(world.context, RequestHeader(PRODUCE, version, 7, "old-client", 0), request)
+    correlation_id, response = codec.decode_response(PRODUCE, version, framed[4:])
+    assert correlation_id == 7
     ((topic_response,),) = [response.responses]
     (partition_response,) = topic_response.partition_responses
     return partition_response
