@@ -8,6 +8,7 @@ from kazoo.client import KazooClient
 
 from scripts.local.cluster import Cluster, ClusterError, ClusterSpec
 from scripts.local.zookeeper import ZooKeeperServer, find_free_base_port
+from tests.integration.znodes import connected_zk
 
 SESSION_MS = 4000
 
@@ -23,11 +24,8 @@ def zookeeper(tmp_path_factory):
 
 @pytest.fixture
 def zk(cluster):
-    client = KazooClient(hosts=cluster.zookeeper_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with connected_zk(cluster) as client:
+        yield client
 
 
 @pytest.fixture

@@ -18,12 +18,12 @@ import struct
 import uuid
 
 import pytest
-from kazoo.client import KazooClient
 
 from brokers.protocol import codec, legacy_codec, legacy_schemas
 from brokers.protocol.record import Record, build_batch
 from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
+from tests.integration.znodes import connected_zk
 
 TIMEOUT = 30
 ZERO = uuid.UUID(int=0)
@@ -52,11 +52,8 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def zk(cluster):
-    client = KazooClient(hosts=cluster.zookeeper_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with connected_zk(cluster) as client:
+        yield client
 
 
 class Raw:
