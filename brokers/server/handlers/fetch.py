@@ -67,7 +67,7 @@ from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import CLUSTER_ACTION, READ
 from brokers.server.context import ServerContext
 from brokers.server.handlers import fetch_down_conversion as legacy
-from brokers.server.handlers import leader_for, timeout_seconds
+from brokers.server.handlers import leader_epoch_error, leader_for, timeout_seconds
 
 NO_EPOCH = -1
 
@@ -95,9 +95,9 @@ class Diverging(NamedTuple):
 def _check(partition: Partition, wanted: Any) -> Partition | Diverging | int:
     """The led partition checked against the request's epochs: the partition, a Diverging answer or an
     error code (Kafka's Partition.readRecords before it reads)."""
-    epoch = getattr(wanted, "current_leader_epoch", NO_EPOCH)
-    if epoch != NO_EPOCH and epoch != partition.leader_epoch:
-        return ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+    fenced = leader_epoch_error(getattr(wanted, "current_leader_epoch", NO_EPOCH), partition.leader_epoch)
+    if fenced is not None:
+        return fenced
     last_fetched_epoch = getattr(wanted, "last_fetched_epoch", NO_EPOCH)
     if last_fetched_epoch < 0:
         return partition
