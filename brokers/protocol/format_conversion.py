@@ -21,11 +21,8 @@ conversion stops before it, and the consumer meets the error on its next fetch.
 """
 from __future__ import annotations
 
-from typing import Iterator
-
 from brokers.protocol import compression
 from brokers.protocol.errors import (
-    CorruptRecordError,
     ErrorCode,
     InvalidRecordError,
     KafkaError,
@@ -39,8 +36,8 @@ from brokers.protocol.message_set import (
     inner_messages,
     shallow_messages,
 )
-from brokers.protocol.record import Record, build_batch, decode_varint, decode_varlong
-from brokers.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, batch_size_at, read_header
+from brokers.protocol.record import Record, batch_records, build_batch
+from brokers.protocol.record_batch import LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, batch_size_at, read_header
 
 NO_TIMESTAMP = -1
 
@@ -84,35 +81,7 @@ def up_convert(message_set, *, producer: bool = True) -> bytearray:
 # --- down-conversion (fetch) ---------------------------------------------------------------------
 
 
-def _bytes_field(data: bytes, position: int, end: int) -> tuple[bytes | None, int]:
-    length, position = decode_varint(data, position)
-    if length < 0:
-        return None, position
-    if position + length > end:
-        raise CorruptRecordError(f"record field at byte {position} claims {length} bytes past its record")
-    return data[position : position + length], position + length
-
-
-def _records(data: bytes, count: int) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
-    """(offset delta, timestamp delta, key, value) of each record of a records section; headers are
-    skipped unread, since the old formats have none."""
-    position, size = 0, len(data)
-    for _ in range(count):
-        length, body = decode_varint(data, position)
-        end = body + length
-        if length < 1 or end > size:
-            raise CorruptRecordError(f"record at byte {position} claims {length} bytes, {size - body} remain")
-        timestamp_delta, cursor = decode_varlong(data, body + 1)
-        offset_delta, cursor = decode_varint(data, cursor)
-        key, cursor = _bytes_field(data, cursor, end)
-        value, _ = _bytes_field(data, cursor, end)
-        yield offset_delta, timestamp_delta, key, value
-        position = end
-
-
 def _batch_entries(buf, header, to_magic: int, first_offset: int) -> list[tuple[int, int, bytes | None, bytes | None]]:
-    section = memoryview(buf)[header.position + HEADER_SIZE : header.end]
-    data = compression.decompress(header.compression, section)
     base_offset, skip = header.base_offset, not header.compression
     if to_magic < MAGIC_V1:
         stamp = None
@@ -120,14 +89,14 @@ def _batch_entries(buf, header, to_magic: int, first_offset: int) -> list[tuple[
         stamp = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
     base_ts = header.base_timestamp
     entries = []
-    for offset_delta, timestamp_delta, key, value in _records(data, header.records_count):
-        offset = base_offset + offset_delta
+    for record in batch_records(buf, header):  # headers are read and dropped: the old formats have none
+        offset, key, value = base_offset + record.offset_delta, record.key, record.value
         if skip and offset < first_offset:
             continue
         if to_magic < MAGIC_V1:
             timestamp = NO_TIMESTAMP
         else:
-            timestamp = stamp if stamp is not None else base_ts + timestamp_delta
+            timestamp = stamp if stamp is not None else base_ts + record.timestamp_delta
         entries.append((offset, timestamp, key, value))
     return entries
 
