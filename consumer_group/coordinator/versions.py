@@ -30,13 +30,13 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from brokers.protocol.errors import ErrorCode
-from brokers.security.acls import DELETE, DESCRIBE, READ
+from brokers.security.acls import GROUP, NO_AUTHORIZED_OPERATIONS, SUPPORTED_OPERATIONS, operations_bit_field
 from consumer_group.coordinator.group import JoinResult
 
 # DescribeGroups' authorized_operations when the client did not ask (Kafka's AUTHORIZED_OPERATIONS_OMITTED)
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+AUTHORIZED_OPERATIONS_OMITTED = NO_AUTHORIZED_OPERATIONS
 # The operations an ACL may name on a group (Kafka's AclEntry.supportedOperations(GROUP))
-GROUP_OPERATIONS = (READ, DELETE, DESCRIBE)
+GROUP_OPERATIONS = SUPPORTED_OPERATIONS[GROUP]
 # OffsetCommit v2-v4: a retention time of -1 means "the broker's retention" (DEFAULT_RETENTION_TIME)
 DEFAULT_RETENTION_TIME = -1
 
@@ -70,13 +70,7 @@ def retention_ms(version: int, retention: int | None) -> int | None:
     return retention
 
 
-def authorized_operations(allowed: Iterable[int]) -> int:
-    """The bit field of DescribeGroups (and Metadata) v3+: bit ``n`` set when operation code ``n`` is allowed
-    (Kafka's ``Utils.to32BitField``)."""
-    bits = 0
-    for operation in allowed:
-        bits |= 1 << operation
-    return bits
+authorized_operations = operations_bit_field  # the bit field of DescribeGroups (and Metadata) v3+
 
 
 def described_operations(version: int, requested: bool, error: ErrorCode, allowed: Iterable[int]) -> int:
