@@ -6,38 +6,28 @@ all read it. Some producers write -1 there (Sarama does in every batch). Recompu
 batch would mean decompressing every batch on append, so the broker trusts a *plausible* value and
 walks only the others:
 
-* plausible: ``max_timestamp != -1`` and ``max_timestamp >= base_timestamp`` (the first record's
+* plausible: ``max_timestamp >= base_timestamp`` and not -1 unless the base is -1 too (the first record's
   timestamp is the base plus a delta that is never negative for an in-order producer). Such a batch
   is left untouched, its bytes unread;
 * otherwise the records are walked (decompressed if need be), ``max_timestamp`` is set to the largest
-  record timestamp (still -1 if no record has one, as for up-converted magic-0 messages) and the
+  record timestamp and the
   batch's CRC32C is recomputed (the field is inside it).
 
 LogAppendTime batches are skipped: the append stamps them anyway.
 """
 from __future__ import annotations
 
-import struct
-
 from brokers.protocol.record import record_timestamps
-from brokers.protocol.record_batch import (
-    CRC_AT,
-    CRC_START,
-    MAX_TIMESTAMP_AT,
-    TIMESTAMP_TYPE_BIT,
-    BatchHeader,
-    BatchSetInfo,
-    crc32c,
-)
+from brokers.protocol.record_batch import TIMESTAMP_TYPE_BIT, BatchHeader, BatchSetInfo, stamp_max_timestamp
 
 NO_TIMESTAMP = -1
-_INT64 = struct.Struct(">q")
-_UINT32 = struct.Struct(">I")
 
 
 def plausible(header: BatchHeader) -> bool:
-    """Whether ``header``'s max_timestamp is kept as the producer wrote it."""
-    return header.max_timestamp != NO_TIMESTAMP and header.max_timestamp >= header.base_timestamp
+    """Whether ``header``'s max_timestamp is kept as the producer wrote it: at or above the base timestamp,
+    and -1 only in a batch with no timestamps at all (base -1 too: an up-converted magic-0 set)."""
+    return header.max_timestamp >= header.base_timestamp and (header.max_timestamp != NO_TIMESTAMP
+                                                              or header.base_timestamp == NO_TIMESTAMP)
 
 
 def records_max_timestamp(buf, header: BatchHeader) -> int:
@@ -45,12 +35,7 @@ def records_max_timestamp(buf, header: BatchHeader) -> int:
     return max((timestamp for _, timestamp in record_timestamps(buf, header)), default=NO_TIMESTAMP)
 
 
-def set_max_timestamp(buf, header: BatchHeader, max_timestamp: int) -> BatchHeader:
-    """Write ``max_timestamp`` into the batch in ``buf`` (writable) and recompute its CRC32C."""
-    _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_AT, max_timestamp)
-    crc = crc32c(memoryview(buf)[header.position + CRC_START : header.end])
-    _UINT32.pack_into(buf, header.position + CRC_AT, crc)
-    return header._replace(max_timestamp=max_timestamp, crc=crc)
+set_max_timestamp = stamp_max_timestamp  # the field and the CRC, in place
 
 
 def _repaired(buf, header: BatchHeader) -> BatchHeader:
@@ -67,7 +52,7 @@ def repair_max_timestamps(buf, info: BatchSetInfo) -> BatchSetInfo:
     Raises CorruptRecordError if a walked batch's records do not decode.
     """
     for header in info.headers:  # the append's hot path: two comparisons per batch, no call
-        if header.max_timestamp < header.base_timestamp or header.max_timestamp == NO_TIMESTAMP:
+        if header.max_timestamp < header.base_timestamp or header.max_timestamp == NO_TIMESTAMP != header.base_timestamp:
             break
     else:
         return info

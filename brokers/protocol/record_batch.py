@@ -260,16 +260,23 @@ def assign_offsets(buf, info: BatchSetInfo, first_offset: int, leader_epoch: int
     return tuple(headers)
 
 
-def set_log_append_time(buf, info: BatchSetInfo, now_ms: int) -> BatchSetInfo:
-    """``message.timestamp.type=LogAppendTime``: stamp every batch's max_timestamp with ``now_ms``,
-    set the timestamp-type bit and recompute the CRC (both fields are inside it)."""
-    headers = []
-    for header in info.headers:
-        attributes = header.attributes | TIMESTAMP_TYPE_BIT
+def stamp_max_timestamp(buf, header: BatchHeader, max_timestamp: int, attributes: int | None = None) -> BatchHeader:
+    """Write a batch's max_timestamp (and its attributes, when given) into ``buf`` (writable) and recompute
+    its CRC32C: both fields are inside it."""
+    if attributes is None:
+        attributes = header.attributes
+    else:
         _INT16.pack_into(buf, header.position + ATTRIBUTES_AT, attributes)
-        _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_AT, now_ms)
-        crc = _crc32c.crc32c(memoryview(buf)[header.position + CRC_START : header.end])
-        _UINT32.pack_into(buf, header.position + CRC_AT, crc)
-        headers.append(header._replace(attributes=attributes, max_timestamp=now_ms, crc=crc))
+    _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_AT, max_timestamp)
+    crc = _crc32c.crc32c(memoryview(buf)[header.position + CRC_START : header.end])
+    _UINT32.pack_into(buf, header.position + CRC_AT, crc)
+    return header._replace(attributes=attributes, max_timestamp=max_timestamp, crc=crc)
+
+
+def set_log_append_time(buf, info: BatchSetInfo, now_ms: int) -> BatchSetInfo:
+    """``message.timestamp.type=LogAppendTime``: stamp every batch's max_timestamp with ``now_ms`` and set
+    the timestamp-type bit."""
+    headers = [stamp_max_timestamp(buf, header, now_ms, header.attributes | TIMESTAMP_TYPE_BIT)
+               for header in info.headers]
     return info._replace(headers=tuple(headers), max_timestamp=now_ms,
                          shallow_offset_delta_of_max_timestamp=info.offsets_count - 1)
