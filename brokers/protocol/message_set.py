@@ -34,13 +34,15 @@ from typing import Iterable, Iterator, NamedTuple
 
 from brokers.protocol import compression, lz4_legacy
 from brokers.protocol.errors import CorruptRecordError, InvalidRecordError
+from brokers.protocol.record_batch import (  # offset + size, and where magic sits: the same in every format
+    COMPRESSION_MASK,
+    LOG_OVERHEAD,
+    MAGIC_AT,
+    TIMESTAMP_TYPE_BIT,
+)
 
 MAGIC_V0, MAGIC_V1 = 0, 1
 NO_TIMESTAMP = -1
-LOG_OVERHEAD = 12  # offset + message_size
-MAGIC_AT = 16
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_BIT = 0x08
 RECORD_OVERHEAD = {MAGIC_V0: 14, MAGIC_V1: 22}  # crc .. value_length: what message_size counts besides key and value
 
 _PREFIX = struct.Struct(">qi")  # offset, message_size
