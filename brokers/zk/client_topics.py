@@ -93,41 +93,43 @@ class TopicsZkMixin(ZkClientBase):
         """The controller rewrites some partitions of a topic's assignment (reassignment steps): a
         read-modify-write of the topic znode, compare-and-set on its version (so a concurrent
         CreatePartitions is never overwritten) and fenced by the controller epoch; retried on a conflict."""
-        path = TopicZNode.path(topic)
-        for _ in range(5):
-            data, stat = await self.zk.get(path)
-            assignment, topic_id = TopicZNode.decode_full(topic, data)
-            assignment.update(updates)
-            try:
-                await self.zk.fenced_multi(epoch_zk_version, [
-                    SetDataOp(path, TopicZNode.encode_full(assignment, topic_id), stat.version)])
-                return
-            except MultiOpError as exc:
-                if not isinstance(exc.cause, BadVersionError):
-                    raise
-        raise ZkError(f"{path}: kept changing under the controller's write")
+        def modify(assignment: dict[int, ReplicaAssignment], topic_id: str | None):
+            return {**assignment, **updates}, topic_id
+        await self._rewrite_topic_znode(epoch_zk_version, topic, modify, gone_ok=False)
 
     async def set_topic_id(self, epoch_zk_version: int, topic: str) -> str | None:
         """Kafka 2.8's ``setTopicIds``: give a topic whose znode has no ``topic_id`` (created before topic ids,
         or by an older tool) a new random one; fenced by the controller epoch, compare-and-set on the znode
         version and retried on a conflict. Returns the znode's id (an id someone wrote meanwhile is kept),
         None if the topic is gone."""
+        def modify(assignment: dict[int, ReplicaAssignment], topic_id: str | None):
+            return None if topic_id is not None else (assignment, new_uuid_base64())
+        return await self._rewrite_topic_znode(epoch_zk_version, topic, modify, gone_ok=True)
+
+    async def _rewrite_topic_znode(self, epoch_zk_version: int, topic: str, modify, *, gone_ok: bool) -> str | None:
+        """Read-modify-write of ``/brokers/topics/<topic>``: ``modify(assignment, topic_id)`` gives the new
+        (assignment, topic_id), or None for nothing to write; the write is fenced by the controller epoch and
+        a compare-and-set on the znode version, retried on a conflict. Returns the znode's topic id; None if
+        the znode is gone and ``gone_ok`` (else NoNodeError)."""
         path = TopicZNode.path(topic)
+        retried = (BadVersionError, NoNodeError) if gone_ok else (BadVersionError,)
         for _ in range(5):
             try:
                 data, stat = await self.zk.get(path)
             except NoNodeError:
-                return None
+                if gone_ok:
+                    return None
+                raise
             assignment, topic_id = TopicZNode.decode_full(topic, data)
-            if topic_id is not None:
+            changed = modify(assignment, topic_id)
+            if changed is None:
                 return topic_id
-            topic_id = new_uuid_base64()
             try:
                 await self.zk.fenced_multi(epoch_zk_version, [
-                    SetDataOp(path, TopicZNode.encode_full(assignment, topic_id), stat.version)])
-                return topic_id
+                    SetDataOp(path, TopicZNode.encode_full(*changed), stat.version)])
+                return changed[1]
             except MultiOpError as exc:
-                if not isinstance(exc.cause, (BadVersionError, NoNodeError)):
+                if not isinstance(exc.cause, retried):
                     raise
         raise ZkError(f"{path}: kept changing under the controller's write")
 
