@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NewType
 
 BrokerId = NewType("BrokerId", int)
@@ -158,6 +159,7 @@ class BrokerInfo:
 ZERO_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
 
 
+@lru_cache(maxsize=4096)  # every partition state of an UpdateMetadata carries its topic's id
 def topic_id_from_text(text: str | None) -> uuid.UUID:
     """A topic id as ``/brokers/topics/<t>`` stores it (Kafka's ``Uuid.toString``: 22 characters of URL-safe
     base64 without padding) as a UUID; ZERO_UUID for none or a malformed one."""

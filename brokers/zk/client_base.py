@@ -7,11 +7,11 @@ into mixins over this base (``client_brokers``, ``client_topics``, ``client_conf
 """
 from __future__ import annotations
 
-import base64
 import logging
 import uuid
 from typing import Any, Callable
 
+from brokers.model import topic_id_text
 from brokers.zk.errors import NoNodeError
 from brokers.zk.gateway import WatchEvent, ZkGateway
 
@@ -21,7 +21,7 @@ Watch = Callable[[WatchEvent], Any] | None
 
 def new_uuid_base64() -> str:
     """Kafka's cluster and topic ids: 22 characters of URL-safe base64 of a random UUID."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return topic_id_text(uuid.uuid4())
 
 
 class ZkClientBase:
