@@ -93,9 +93,9 @@ def _is_message_set(records: bytes | None, version: int) -> bool:
     return version <= LEGACY_MAX_VERSION and not (records and len(records) > MAGIC_AT and records[MAGIC_AT] == MAGIC_V2)
 
 
-def _batch_to_append(records: bytes, version: int) -> bytearray:
+def _batch_to_append(records: bytes, message_set: bool) -> bytearray:
     """The v2 batch the log appends: the producer's own, or a message set up-converted (Kafka's LogValidator)."""
-    return up_convert(records or b"") if _is_message_set(records, version) else bytearray(records)
+    return up_convert(records or b"") if message_set else bytearray(records)
 
 
 def _append(context: ServerContext, header: RequestHeader, acks: int, topic: str, index: int,
@@ -111,7 +111,8 @@ def _append(context: ServerContext, header: RequestHeader, acks: int, topic: str
 def _append_locally(context: ServerContext, header: RequestHeader, acks: int, topic: str, index: int,
                     records: bytes | None):
     version = header.api_version
-    invalid = None if _is_message_set(records, version) else _check_records(records, version)
+    message_set = _is_message_set(records, version)
+    invalid = None if message_set else _check_records(records, version)
     if invalid is not None:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, invalid[1])
         return _failed(index, invalid[0])
@@ -123,7 +124,7 @@ def _append_locally(context: ServerContext, header: RequestHeader, acks: int, to
         return _failed(index, exc.code)
     log_ = partition.log
     try:
-        info = partition.append_as_leader(_batch_to_append(records, version), acks, int(time.time() * 1000))
+        info = partition.append_as_leader(_batch_to_append(records, message_set), acks, int(time.time() * 1000))
     except KafkaError as exc:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, exc)
         return _failed(index, exc.code, exc)
@@ -135,7 +136,7 @@ def _append_locally(context: ServerContext, header: RequestHeader, acks: int, to
         return _failed(index, ErrorCode.UNKNOWN_SERVER_ERROR)
     if not info.duplicate:
         context.stats.bytes_in(topic, len(records), info.records_count)
-        if _is_message_set(records, version):
+        if message_set:
             context.stats.message_conversions(topic, produced=info.records_count)
     response = dict(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
                     log_append_time=info.log_append_time, log_start_offset=log_.log_start_offset)
