@@ -144,8 +144,17 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "socket.receive.buffer.bytes": ("int", 102400),
     "socket.request.max.bytes": ("int", 104857600),
     "num.recovery.threads.per.data.dir": ("int", 1),
+    # the transaction coordinator (Kafka 2.8's TransactionStateManager / TransactionCoordinator defaults)
+    "transaction.state.log.num.partitions": ("int", 50),
     "transaction.state.log.replication.factor": ("int", 3),
     "transaction.state.log.min.isr": ("int", 2),
+    "transaction.state.log.segment.bytes": ("int", 104857600),
+    "transaction.state.log.load.buffer.size": ("int", 5242880),
+    "transaction.max.timeout.ms": ("int", 900000),
+    "transactional.id.expiration.ms": ("int", 604800000),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("int", 10000),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": ("int", 3600000),
+    "transaction.partition.verification.enable": ("bool", True),
 }
 
 

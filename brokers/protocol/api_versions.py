@@ -68,6 +68,11 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19, "CreateTopics", 0, 7, 5  # 1: validate_only, 5: the created configs, 7: topic ids
     DELETE_TOPICS = 20, "DeleteTopics", 0, 6, 4  # 5: error messages, 6: topic ids
     INIT_PRODUCER_ID = 22, "InitProducerId", 0, 4, 2  # 3: producer id/epoch of the caller (KIP-360)
+    ADD_PARTITIONS_TO_TXN = 24, "AddPartitionsToTxn", 0, 3, 3  # producer -> transaction coordinator
+    ADD_OFFSETS_TO_TXN = 25, "AddOffsetsToTxn", 0, 3, 3  # the group's __consumer_offsets partition joins the txn
+    END_TXN = 26, "EndTxn", 0, 3, 3  # 2: PRODUCER_FENCED
+    WRITE_TXN_MARKERS = 27, "WriteTxnMarkers", 0, 1, 1  # transaction coordinator -> partition leaders
+    TXN_OFFSET_COMMIT = 28, "TxnOffsetCommit", 0, 3, 3  # producer -> group coordinator; 3: generation/member (KIP-447)
     OFFSET_FOR_LEADER_EPOCH = 23, "OffsetForLeaderEpoch", 0, 4, 4  # 1: leader epoch in the answer, 2: current epoch fencing, 3: replica_id
     DESCRIBE_ACLS = 29, "DescribeAcls", 0, 3, 2  # 0: literal names only, 1: pattern types; 3 is beyond 2.8 (Kafka 3.x clients)
     CREATE_ACLS = 30, "CreateAcls", 0, 3, 2
@@ -85,6 +90,10 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47, "OffsetDelete", 0, 0, NEVER_FLEXIBLE
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0  # KIP-554
     ALTER_USER_SCRAM_CREDENTIALS = 51, "AlterUserScramCredentials", 0, 0, 0  # KIP-554
+    DESCRIBE_PRODUCERS = 61, "DescribeProducers", 0, 0, 0  # KIP-664: a partition leader's producer state
+    # beyond 2.8 (KIP-664, Kafka 3.0): what kafka-transactions asks the transaction coordinators
+    DESCRIBE_TRANSACTIONS = 65, "DescribeTransactions", 0, 0, 0
+    LIST_TRANSACTIONS = 66, "ListTransactions", 0, 0, 0
 
     def supports(self, api_version: int) -> bool:
         return self.min_version <= api_version <= self.max_version

@@ -55,6 +55,11 @@ class ErrorCode(IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
+    INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
+    CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
     SECURITY_DISABLED = 54
     KAFKA_STORAGE_ERROR = 56
@@ -82,6 +87,9 @@ class ErrorCode(IntEnum):
     RESOURCE_NOT_FOUND = 91
     DUPLICATE_RESOURCE = 92
     UNACCEPTABLE_CREDENTIAL = 93
+    PRODUCER_FENCED = 90
+    UNSTABLE_OFFSET_COMMIT = 88
+    TRANSACTIONAL_ID_NOT_FOUND = 105
     UNKNOWN_TOPIC_ID = 100
     NO_REASSIGNMENT_IN_PROGRESS = 85
 
@@ -150,3 +158,17 @@ class UnknownProducerIdError(KafkaError):
     a producer id they hold no state for, so nothing here raises it."""
 
     code = ErrorCode.UNKNOWN_PRODUCER_ID
+
+
+class InvalidTxnStateError(KafkaError):
+    code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(KafkaError):
+    """A WriteTxnMarkers from a coordinator whose epoch is older than the one the partition has seen."""
+
+    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
+class ProducerFencedError(KafkaError):
+    code = ErrorCode.PRODUCER_FENCED

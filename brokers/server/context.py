@@ -147,6 +147,10 @@ class ServerContext:
     listener_name: str = "PLAINTEXT"
     coordinator_partition: Callable[[str], int] | None = None  # group id -> its __consumer_offsets partition
     group_coordinator: Any = None  # consumer_group's GroupCoordinator: carried for the group API handlers only
+    transaction_coordinator: Any = None  # transactions' TransactionCoordinator: for the transaction API handlers only
+    # KIP-890 part 1: (transactional id, producer id, epoch, partition) -> the coordinator's ErrorCode (NONE when the
+    # partition is in that producer's ongoing transaction); brokers.app wires it, None: no verification
+    verify_transaction: Callable[[str, int, int, TopicPartition], Awaitable[int]] | None = None
     stats: BrokerStats = field(default_factory=BrokerStats)  # request latencies and per-topic traffic
     reassignments: ReassignmentOps | None = None  # the controller's reassignment calls (brokers.app wires them)
     elect_leaders: ElectLeaders | None = None  # the controller's elections (brokers.app wires it)
