@@ -1,0 +1,226 @@
+"""A transactional copier, run as its own process (``python -m scripts.demo.txn_copier``) so that a demo or a
+test can really kill, pause or bounce it: Kafka's TransactionalMessageCopier with confluent-kafka.
+
+Consume-transform-produce, exactly once: a read_committed consumer with ``assign`` (no rebalances; the group
+only keeps offsets) reads the input partitions from the group's committed offsets; each transaction copies up
+to ``records_per_txn`` records, input partition p to output partition p (so each partition's order is kept),
+then commits the consumed positions with ``send_offsets_to_transaction`` and ``commit_transaction``.
+
+* An abortable error aborts the transaction and rewinds the consumer to the committed offsets.
+* A fatal error (fenced by a newer producer with the same ``transactional.id``) ends the process: exit 3.
+* SIGTERM is a clean bounce: the transaction under way is committed, then the process exits 0.
+* ``--pause-in-txn N``: in the N-th transaction, once its records are produced and flushed (uncommitted), it
+  reports ``paused`` and waits for a line on stdin before committing: a deterministic place to kill, stop
+  (SIGSTOP) or fence it.
+
+Reports on stdout, one JSON object per line: ``ready``, ``committed`` (txn number, records in it, records this
+process committed, positions), ``aborted``, ``paused``, ``fenced``, ``done`` (positions reached the input's end,
+with ``--exit-when-done``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+EXIT_FENCED = 3
+IDLE_S = 0.3
+FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+
+
+def emit(kind: str, **fields) -> None:
+    sys.stdout.write(json.dumps({"event": kind, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+def copier_configs(bootstrap: str, group: str, transactional_id: str, timeout_ms: int) -> tuple[dict, dict]:
+    consumer = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                "isolation.level": "read_committed", "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
+                "client.id": transactional_id}
+    producer = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                "transaction.timeout.ms": timeout_ms, "linger.ms": 5, "client.id": transactional_id}
+    return consumer, producer
+
+
+class Fenced(Exception):
+    pass
+
+
+class Copier:
+    def __init__(self, args: argparse.Namespace) -> None:
+        consumer_conf, producer_conf = copier_configs(args.bootstrap_server, args.group, args.transactional_id,
+                                                      args.transaction_timeout_ms)
+        self.args = args
+        self.partitions = [TopicPartition(args.input, p) for p in args.partitions]
+        self.consumer = Consumer(consumer_conf)
+        self.producer = Producer(producer_conf)
+        self.stopping = False
+        self.txn = 0
+        self.copied = 0
+        self._window_start, self._window_count = time.monotonic(), 0
+
+    def run(self) -> int:
+        self._init_transactions()
+        self.consumer.assign(self.partitions)  # from the group's committed offsets (earliest without)
+        emit("ready", transactional_id=self.args.transactional_id)
+        while not self.stopping:
+            records = self._consume_batch()
+            if not records:
+                if self.args.exit_when_done and self._at_end():
+                    emit("done", copied=self.copied)
+                    return 0
+                continue
+            self.txn += 1
+            self._call(self.producer.begin_transaction)
+            if not self._copy(records):
+                continue
+            self.copied += len(records)
+            emit("committed", txn=self.txn, records=len(records), copied=self.copied,
+                 positions={tp.partition: tp.offset for tp in self._positions()})
+        return 0
+
+    def _init_transactions(self, timeout_s: float = 60.0) -> None:
+        """InitProducerId, retried while the coordinator is unavailable (a broker bounce, a coordinator moving)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.producer.init_transactions(10)
+                return
+            except KafkaException as exc:
+                self._fatal_if_fenced(exc.args[0])
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+
+    def _consume_batch(self) -> list:
+        records, idle_since = [], time.monotonic()
+        while len(records) < self.args.records_per_txn and not self.stopping:
+            self._throttle()
+            msgs = self.consumer.consume(min(100, self.args.records_per_txn - len(records)), timeout=0.1)
+            msgs = [m for m in msgs if m.error() is None]
+            if msgs:
+                records.extend(msgs)
+                self._window_count += len(msgs)
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > IDLE_S:
+                break
+        return records
+
+    def _throttle(self) -> None:
+        if not self.args.rate:
+            return
+        ahead = self._window_count / self.args.rate - (time.monotonic() - self._window_start)
+        if ahead > 0:
+            time.sleep(min(ahead, 0.5))
+
+    def _copy(self, records: list) -> bool:
+        """One transaction's produce, offsets and commit: True if committed, False if aborted (rewound)."""
+        try:
+            for m in records:
+                self._produce(m)
+            self.producer.flush(60)
+            if self.txn == self.args.pause_in_txn:
+                emit("paused", txn=self.txn, records=len(records))
+                sys.stdin.readline()
+            self.producer.send_offsets_to_transaction(self._positions(), self.consumer.consumer_group_metadata(), 60)
+            self._commit()
+            return True
+        except KafkaException as exc:
+            error = exc.args[0]
+            self._fatal_if_fenced(error)
+            if not error.txn_requires_abort():
+                raise
+            emit("aborted", txn=self.txn, error=str(error))
+            self._call(lambda: self.producer.abort_transaction(60))
+            self._rewind()
+            return False
+
+    def _produce(self, message) -> None:
+        while True:
+            try:
+                self.producer.produce(self.args.output, message.value(), message.key(), partition=message.partition())
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _commit(self) -> None:
+        while True:
+            try:
+                self.producer.commit_transaction(60)
+                return
+            except KafkaException as exc:
+                if not exc.args[0].retriable():
+                    raise
+
+    def _positions(self) -> list[TopicPartition]:
+        return [tp for tp in self.consumer.position(self.partitions) if tp.offset >= 0]
+
+    def _rewind(self) -> None:
+        committed = self.consumer.committed(self.partitions, timeout=30)
+        self.consumer.assign([TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else -2)
+                              for tp in committed])
+
+    def _at_end(self) -> bool:
+        positions = {tp.partition: tp.offset for tp in self._positions()}
+        for tp in self.partitions:
+            _, high = self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            if positions.get(tp.partition, 0) < high:
+                return False
+        return True
+
+    def _call(self, action):
+        try:
+            return action()
+        except KafkaException as exc:
+            self._fatal_if_fenced(exc.args[0])
+            raise
+
+    def _fatal_if_fenced(self, error: KafkaError) -> None:
+        if error.code() in FENCED_CODES or error.fatal():
+            raise Fenced(str(error))
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--bootstrap-server", required=True)
+    p.add_argument("--input", required=True)
+    p.add_argument("--output", required=True)
+    p.add_argument("--partitions", type=lambda s: [int(x) for x in s.split(",")], default=[0],
+                   help="input partitions to copy, comma-separated (default 0)")
+    p.add_argument("--group", required=True)
+    p.add_argument("--transactional-id", required=True)
+    p.add_argument("--records-per-txn", type=int, default=750)
+    p.add_argument("--transaction-timeout-ms", type=int, default=40000)
+    p.add_argument("--rate", type=float, default=0.0, help="records/s at most (default 0: no limit)")
+    p.add_argument("--pause-in-txn", type=int, default=0)
+    p.add_argument("--exit-when-done", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    copier = Copier(args)
+
+    def stop(*_) -> None:
+        copier.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        code = copier.run()
+    except Fenced as exc:
+        emit("fenced", txn=copier.txn, error=str(exc))
+        return EXIT_FENCED
+    try:
+        copier.consumer.close()
+    finally:
+        copier.producer.flush(10)
+    emit("stopped", copied=copier.copied)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
