@@ -69,19 +69,18 @@ class Copier:
         self.consumer.assign(self.partitions)  # from the group's committed offsets (earliest without)
         emit("ready", transactional_id=self.args.transactional_id)
         while not self.stopping:
-            records = self._consume_batch()
-            if not records:
-                if self.args.exit_when_done and self._at_end():
-                    emit("done", copied=self.copied)
-                    return 0
+            try:
+                records = self._transaction()
+            except KafkaException as exc:
+                self._abort(exc.args[0])
                 continue
-            self.txn += 1
-            self._call(self.producer.begin_transaction)
-            if not self._copy(records):
-                continue
-            self.copied += len(records)
-            emit("committed", txn=self.txn, records=len(records), copied=self.copied,
-                 positions={tp.partition: tp.offset for tp in self._positions()})
+            if records:
+                self.copied += records
+                emit("committed", txn=self.txn, records=records, copied=self.copied,
+                     positions={tp.partition: tp.offset for tp in self._positions()})
+            elif self.args.exit_when_done and self._at_end():
+                emit("done", copied=self.copied)
+                return 0
         return 0
 
     def _init_transactions(self, timeout_s: float = 60.0) -> None:
@@ -96,19 +95,36 @@ class Copier:
                 if not exc.args[0].retriable() or time.monotonic() > deadline:
                     raise
 
-    def _consume_batch(self) -> list:
-        records, idle_since = [], time.monotonic()
-        while len(records) < self.args.records_per_txn and not self.stopping:
+    def _transaction(self) -> int:
+        """One transaction: begun at the first record consumed, each record produced as it is consumed (so a kill
+        lands inside a transaction), until ``records_per_txn`` records or the input is idle; then the consumed
+        positions and the commit. The number of records committed (0: nothing was consumed, no transaction)."""
+        count, idle_since = 0, time.monotonic()
+        while count < self.args.records_per_txn and not self.stopping:
             self._throttle()
-            msgs = self.consumer.consume(min(100, self.args.records_per_txn - len(records)), timeout=0.1)
-            msgs = [m for m in msgs if m.error() is None]
-            if msgs:
-                records.extend(msgs)
-                self._window_count += len(msgs)
-                idle_since = time.monotonic()
-            elif time.monotonic() - idle_since > IDLE_S:
-                break
-        return records
+            msgs = [m for m in self.consumer.consume(min(100, self.args.records_per_txn - count), timeout=0.1)
+                    if m.error() is None]
+            if not msgs:
+                if time.monotonic() - idle_since > IDLE_S:
+                    break
+                continue
+            if count == 0:
+                self.txn += 1
+                self._call(self.producer.begin_transaction)
+            for m in msgs:
+                self._produce(m)
+            count += len(msgs)
+            self._window_count += len(msgs)
+            idle_since = time.monotonic()
+        if count == 0:
+            return 0
+        self.producer.flush(60)
+        if self.txn == self.args.pause_in_txn:
+            emit("paused", txn=self.txn, records=count)
+            sys.stdin.readline()
+        self.producer.send_offsets_to_transaction(self._positions(), self.consumer.consumer_group_metadata(), 60)
+        self._commit()
+        return count
 
     def _throttle(self) -> None:
         if not self.args.rate:
@@ -117,27 +133,14 @@ class Copier:
         if ahead > 0:
             time.sleep(min(ahead, 0.5))
 
-    def _copy(self, records: list) -> bool:
-        """One transaction's produce, offsets and commit: True if committed, False if aborted (rewound)."""
-        try:
-            for m in records:
-                self._produce(m)
-            self.producer.flush(60)
-            if self.txn == self.args.pause_in_txn:
-                emit("paused", txn=self.txn, records=len(records))
-                sys.stdin.readline()
-            self.producer.send_offsets_to_transaction(self._positions(), self.consumer.consumer_group_metadata(), 60)
-            self._commit()
-            return True
-        except KafkaException as exc:
-            error = exc.args[0]
-            self._fatal_if_fenced(error)
-            if not error.txn_requires_abort():
-                raise
-            emit("aborted", txn=self.txn, error=str(error))
-            self._call(lambda: self.producer.abort_transaction(60))
-            self._rewind()
-            return False
+    def _abort(self, error: KafkaError) -> None:
+        """An abortable error: abort, and rewind the consumer to the group's committed offsets."""
+        self._fatal_if_fenced(error)
+        if not error.txn_requires_abort():
+            raise KafkaException(error)
+        emit("aborted", txn=self.txn, error=str(error))
+        self._call(lambda: self.producer.abort_transaction(60))
+        self._rewind()
 
     def _produce(self, message) -> None:
         while True:

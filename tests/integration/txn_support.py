@@ -8,6 +8,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,6 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from confluent_kafka import IsolationLevel
 
-from consumer_group.coordinator.placement import java_string_hash
 from scripts.local.cluster import Cluster
 from tests.integration.conditions import wait_for
 
@@ -151,10 +151,11 @@ class CopierProcess:
 
     def __init__(self, bootstrap: str, input_topic: str, output_topic: str, group: str, transactional_id: str,
                  *extra: str):
+        self.stderr = tempfile.TemporaryFile("w+")  # librdkafka's logs; a pipe nobody reads could fill and block it
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "scripts.demo.txn_copier", "--bootstrap-server", bootstrap, "--input", input_topic,
              "--output", output_topic, "--group", group, "--transactional-id", transactional_id, *extra],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True, bufsize=1,
             start_new_session=True)
         self.queue: queue.Queue = queue.Queue()
         self.events: list[dict] = []
@@ -184,7 +185,11 @@ class CopierProcess:
                 return event
             if event["event"] == "eof":
                 raise AssertionError(f"copier exited ({self.proc.wait(10)}) before {what}: {self.events[-5:]}\n"
-                                     f"{self.proc.stderr.read()[-3000:]}")
+                                     f"{self.stderr_tail()}")
+
+    def stderr_tail(self, chars: int = 3000) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read()[-chars:]
 
     def wait_event(self, kind: str, timeout: float) -> dict:
         return self.wait(lambda e: e["event"] == kind, timeout, kind)
@@ -216,7 +221,13 @@ def leader_of(bootstrap: str, topic: str, partition: int) -> int:
 
 
 def txn_log_partition(transactional_id: str, partitions: int) -> int:
-    return abs(java_string_hash(transactional_id)) % partitions
+    """The ``__transaction_state`` partition of ``transactional_id``: ``abs(String.hashCode) % partitions``, the
+    hash computed here from Java's definition (not the broker's code) so that the test checks the placement."""
+    h = 0
+    for unit in transactional_id.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return abs(h) % partitions
 
 
 def full_isr(bootstrap: str, topics: list[str]) -> bool:
