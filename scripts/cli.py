@@ -7,7 +7,7 @@ Every subcommand lives in its room's command module, which exposes ``add_parser(
 * ``bench all|storage|cluster|produce|consume|replication|group|spark|http|reassign|security``:
   scripts/bench/commands/;
 * ``zookeeper start|stop|status``, ``cluster up|status|down``: scripts/local/commands/;
-* ``demo groups|spark|cluster`` (``make demo``): scripts/demo/commands/.
+* ``demo groups|spark|cluster|transactions`` (``make demo``): scripts/demo/commands/.
 
 Command modules import their implementation inside ``run``, so that ``zkafka --help`` stays fast. ``run`` finds
 in ``args`` the raw arguments (``args.argv``, echoed in reports) and ``zkafka``'s own parser (``args.parser``).
