@@ -6,6 +6,6 @@ by its ``run``.
 from __future__ import annotations
 
 from scripts.bench.commands import (clients, cluster, formats, group, http, reassign, replication, security, spark,
-                                    storage, suite)
+                                    storage, suite, txn)
 
-COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign, formats)
+COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign, formats, txn)
