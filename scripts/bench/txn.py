@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from scripts.bench.common import bench_base, create_topic, machine
 from scripts.bench.stats import percentile
@@ -172,8 +173,10 @@ def run_txn_bench(options: TxnBenchOptions) -> dict:
                 _progress(f"rep {rep + 1}/{options.reps}: {mode}, {options.seconds:g} s of {options.record_bytes} B "
                           f"records into {topic}")
                 produce.append(measure_produce(bootstrap, topic, mode, options, f"{rep}-{time.monotonic_ns()}"))
-                if mode == "transactional":
-                    last_txn_topic = topic
+                if mode == "transactional" and rep == options.reps - 1:
+                    last_txn_topic = topic  # kept for the reads
+                else:
+                    _delete_topic(bootstrap, topic)  # GBs of records per run: the disk is not the benchmark
         for rep in range(options.reps):
             for isolation in ("read_committed", "read_uncommitted"):
                 _progress(f"read {rep + 1}/{options.reps}: {last_txn_topic} with {isolation}")
@@ -190,6 +193,10 @@ def run_txn_bench(options: TxnBenchOptions) -> dict:
             shutil.rmtree(base, ignore_errors=True)
         else:
             _progress(f"broker logs kept in {base}")
+
+
+def _delete_topic(bootstrap: str, topic: str) -> None:
+    AdminClient({"bootstrap.servers": bootstrap}).delete_topics([topic], operation_timeout=30)[topic].result(60)
 
 
 def _n(value: float | None, digits: int = 0) -> str:
