@@ -25,7 +25,7 @@ from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.txn_support import (
     TXN_LOG, CopierProcess, ReaderThread, bounce_broker, create_topics, end_offsets, full_isr, leader_of, read_all,
-    seed, stable, txn_log_partition)
+    restart_killed_broker, seed, stable, txn_log_partition)
 
 TXN_LOG_PARTITIONS = 4
 ABORT_SCAN_MS = 1000
@@ -195,7 +195,6 @@ def test_transaction_coordinator_failover_between_commits(cluster, zk, make_run)
         wait_committed(copier, 2)  # the next transactions complete with the new coordinator
         copier.wait_event("done", 60)
     finally:
-        cluster.start_broker(victim)
-        cluster.wait_until_ready(60)
+        restart_killed_broker(cluster, victim)
     wait_for(lambda: full_isr(run.bootstrap, [run.source, run.sink, TXN_LOG]), 60, "full ISR again", 0.5)
     run.check_exactly_once(zk)

@@ -19,6 +19,7 @@ from confluent_kafka import IsolationLevel
 
 from scripts.local.cluster import Cluster
 from tests.integration.conditions import wait_for
+from tests.integration.znodes import connected_zk
 
 ROOT = Path(__file__).resolve().parents[2]
 TXN_LOG = "__transaction_state"
@@ -244,14 +245,25 @@ def full_isr(bootstrap: str, topics: list[str]) -> bool:
     return True
 
 
+def restart_killed_broker(cluster: Cluster, broker_id: int, timeout: float = 60) -> None:
+    """Start a SIGKILLed broker again once ZooKeeper expired its dead session (until then its registration
+    stands and the id may not register again), and wait until the cluster is ready."""
+    wait_for(lambda: cluster.broker_pid(broker_id) is None, 10, f"broker {broker_id} gone")
+    with connected_zk(cluster) as zk:
+        wait_for(lambda: zk.exists(f"/brokers/ids/{broker_id}") is None, cluster.spec.session_timeout_ms / 1000 + 15,
+                 f"broker {broker_id}'s registration expired", 0.2)
+    cluster.start_broker(broker_id)
+    cluster.wait_until_ready(timeout)
+
+
 def bounce_broker(cluster: Cluster, broker_id: int, hard: bool, topics: list[str], timeout: float = 60) -> None:
     """Stop ``broker_id`` (SIGKILL if ``hard``, else a controlled shutdown), start it again, and wait until it is
     registered and every partition of ``topics`` has its whole replica set in the ISR again."""
     if hard:
         cluster.signal_broker(broker_id, signal.SIGKILL)
-        wait_for(lambda: cluster.broker_pid(broker_id) is None, 10, f"broker {broker_id} gone")
+        restart_killed_broker(cluster, broker_id, timeout)
     else:
         cluster.stop_broker(broker_id)
-    cluster.start_broker(broker_id)
-    cluster.wait_until_ready(timeout)
+        cluster.start_broker(broker_id)
+        cluster.wait_until_ready(timeout)
     wait_for(lambda: full_isr(cluster.bootstrap_servers, topics), timeout, f"full ISR of {topics}", 0.5)
