@@ -176,7 +176,8 @@ class CopierProcess:
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
-            assert left > 0, f"timed out after {timeout} s waiting for {what}; events {self.events[-5:]}"
+            assert left > 0, (f"timed out after {timeout} s waiting for {what}; events {self.events[-5:]}\n"
+                              f"{self.stderr_tail()}")
             try:
                 event = self.queue.get(timeout=left)
             except queue.Empty:
