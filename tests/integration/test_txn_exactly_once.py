@@ -122,8 +122,9 @@ def test_copy_through_copier_bounces_is_exactly_once(zk, make_run, hard):
     copier = run.copier("--rate", "2500")
     for _ in range(2):
         wait_committed(copier, 3)
-        if hard:
-            copier.signal(signal.SIGKILL)  # mid-transaction: records are produced as they are consumed
+        if hard:  # mid-transaction: once records of an open transaction are in the log (LSO < high watermark)
+            wait_for(lambda: not stable(run.bootstrap, run.sink), 30, "an open transaction", 0.01)
+            copier.signal(signal.SIGKILL)
         else:
             copier.signal(signal.SIGTERM)  # the transaction under way is committed, then it exits
             copier.wait_event("stopped", 60)
@@ -131,6 +132,8 @@ def test_copy_through_copier_bounces_is_exactly_once(zk, make_run, hard):
         copier = run.copier("--rate", "2500")  # same transactional.id: aborts what the old one left open
     copier.wait_event("done", 60)
     run.check_exactly_once(zk)
+    if hard:  # the killed copiers' open transactions are in the log, aborted
+        assert len(read_all(run.bootstrap, run.sink, isolation="read_uncommitted")[0]) > len(run.input)
 
 
 def test_zombie_copier_is_fenced_and_its_transaction_aborted(zk, make_run):
