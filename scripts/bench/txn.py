@@ -196,7 +196,8 @@ def run_txn_bench(options: TxnBenchOptions) -> dict:
 
 
 def _delete_topic(bootstrap: str, topic: str) -> None:
-    AdminClient({"bootstrap.servers": bootstrap}).delete_topics([topic], operation_timeout=30)[topic].result(60)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the answer: a destroyed handle fails it
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
 
 
 def _n(value: float | None, digits: int = 0) -> str:
