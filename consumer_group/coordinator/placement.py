@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from brokers.model import java_hash_partition, java_string_hash  # noqa: F401  (java_string_hash: re-exported)
+from brokers.model import java_hash_partition, java_string_hash
+
+__all__ = ["OFFSETS_TOPIC", "java_string_hash", "partition_for"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
