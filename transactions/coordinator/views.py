@@ -74,11 +74,16 @@ def list_transactions(state: TransactionStateManager, state_filters: list[str], 
     return ErrorCode.NONE, unknown, listed
 
 
+def error_answer(transactional_id: str, error: ErrorCode) -> dict:
+    """A DescribeTransactions entry with only an error: the schema's defaults (zeros) elsewhere, as Kafka."""
+    return {"transactional_id": transactional_id, "error_code": error, "transaction_state": "",
+            "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0,
+            "topics": {}}
+
+
 def describe_transaction(state: TransactionStateManager, transactional_id: str) -> dict:
     """One DescribeTransactions entry: the error code and, when NONE, the transaction's fields."""
-    answer = {"transactional_id": transactional_id, "error_code": ErrorCode.NONE, "transaction_state": "",
-              "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
-              "producer_epoch": -1, "topics": {}}
+    answer = error_answer(transactional_id, ErrorCode.NONE)
     if not transactional_id:
         return {**answer, "error_code": ErrorCode.INVALID_REQUEST}
     error, found = state.get_transaction_state(transactional_id)
