@@ -275,14 +275,18 @@ class TransactionCoordinator:
             try:
                 await attempt()
                 return True
-            except (KafkaError, OSError, asyncio.TimeoutError) as exc:
-                log.warning("sending the %s failed, retrying: %s", what, exc)
+            except Exception:  # a background task: whatever failed, retry while the transaction is ours
+                log.exception("sending the %s failed, retrying", what)
                 await asyncio.sleep(self.config.marker_retry_backoff_ms / 1000)
         return False
 
     # -- election -----------------------------------------------------------------------------------------
     async def on_elected(self, partition: int, coordinator_epoch: int) -> None:
         """Load the partition; transactions it holds prepared get their markers (re)sent and are completed."""
+        entry = self.state.cache.get(partition)
+        if self.state.loading.get(partition) == coordinator_epoch or (
+                entry is not None and entry.coordinator_epoch == coordinator_epoch):
+            return  # already loaded (or loading) at this epoch: a repeated LeaderAndIsr
         log.info("elected as the transaction coordinator of partition %d at epoch %d", partition, coordinator_epoch)
         self._cancel_completions(partition)
         pending = await self.state.load_partition(partition, coordinator_epoch)

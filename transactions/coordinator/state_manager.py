@@ -183,21 +183,23 @@ class TransactionStateManager:
             return error
         if found is None or found.coordinator_epoch != coordinator_epoch:
             return ErrorCode.NOT_COORDINATOR
+        metadata = found.metadata
         batch = log_records.build_record_batch(log_records.encode_key(transactional_id),
                                                log_records.encode_value(transit), self._now_ms())
         append_error = await self._append(self.partition_for(transactional_id), coordinator_epoch, batch)
         error, found = self.get_transaction_state(transactional_id)
+        still_ours = found is not None and found.coordinator_epoch == coordinator_epoch and found.metadata is metadata
         if append_error == ErrorCode.NONE:
             if error != ErrorCode.NONE:
                 return error
-            if found is None or found.coordinator_epoch != coordinator_epoch:
+            if not still_ours:  # unloaded (and maybe reloaded) meanwhile: the new owner has the record
                 return ErrorCode.NOT_COORDINATOR
-            found.metadata.complete_transition_to(transit)
+            metadata.complete_transition_to(transit)
             return ErrorCode.NONE
         log.info("appending %s of %s failed with %s", transit.txn_state.kafka_name, transactional_id,
                  append_error.name)
-        if found is not None and found.coordinator_epoch == coordinator_epoch and not retry_on_error(append_error):
-            found.metadata.pending_state = None
+        if still_ours and not retry_on_error(append_error):
+            metadata.pending_state = None
         return append_error
 
     async def remove_expired_transactional_ids(self) -> int:

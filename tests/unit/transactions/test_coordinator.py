@@ -85,6 +85,46 @@ def test_epoch_exhaustion_rotates_the_producer_id():
     run(scenario)
 
 
+def test_fencing_at_the_last_epoch_then_a_new_producer_id():
+    async def scenario(w):
+        pid, _ = await begin(w)
+        w.meta(TX).producer_epoch = SHORT_MAX - 1
+        assert (await w.coordinator.handle_init_producer_id(TX, 60000)).error == ErrorCode.CONCURRENT_TRANSACTIONS
+        await wait_for(completed(w))
+        assert w.markers.sent[0].producer_epoch == SHORT_MAX  # the fence takes the epoch kept for it
+        assert await w.coordinator.handle_init_producer_id(TX, 60000) == (1001, 0, ErrorCode.NONE)
+    run(scenario)
+
+
+def test_repeated_election_at_the_same_epoch_keeps_the_cache():
+    async def scenario(w):
+        pid, epoch = await begin(w)
+        w.markers.gate = asyncio.Event()
+        await w.coordinator.handle_end_transaction(TX, pid, epoch, True)
+        meta = w.meta(TX)
+        await w.coordinator.on_elected(P, 5)
+        assert w.meta(TX) is meta
+        w.markers.gate.set()
+        await wait_for(completed(w))
+        assert w.log.states(TX)[-1] == "CompleteCommit" and len(w.markers.sent) == 1
+    run(scenario)
+
+
+def test_reelection_during_an_append_answers_not_coordinator():
+    async def scenario(w):
+        pid, epoch, _ = await w.coordinator.handle_init_producer_id(TX, 60000)
+        w.log.gate = asyncio.Event()
+        adding = asyncio.create_task(w.coordinator.handle_add_partitions_to_transaction(TX, pid, epoch, {T0}))
+        await wait_for(lambda: len(w.log.appends) == 2)
+        w.coordinator.on_resigned(P)
+        await w.coordinator.on_elected(P, 6)
+        reloaded = w.meta(TX)
+        w.log.gate.set()
+        assert await adding == ErrorCode.NOT_COORDINATOR
+        assert w.meta(TX) is reloaded and (reloaded.state, reloaded.pending_state) == (S.EMPTY, None)
+    run(scenario)
+
+
 def test_kip_360_resume_with_the_exhausted_epoch_records_the_last_epoch():
     async def scenario(w):
         await w.coordinator.handle_init_producer_id(TX, 60000)
