@@ -502,3 +502,16 @@ def test_fresh_log_is_empty():
         assert w.coordinator.list_transactions([], []) == (0, [], [])
         assert isinstance(w.log, FakeLog)
     run(scenario)
+
+
+def test_producer_id_allocation_failure_is_answered():
+    async def scenario(w):
+        from brokers.protocol.errors import KafkaError
+
+        async def refuse():
+            raise KafkaError("no block", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        w.producer_ids.allocate_producer_id = refuse
+        assert await w.coordinator.handle_init_producer_id(None, 60000) == (-1, -1, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        assert await w.coordinator.handle_init_producer_id(TX, 60000) == (-1, -1, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        assert w.meta(TX) is None and w.log.appends == []
+    run(scenario)

@@ -270,3 +270,15 @@ def test_handlers_cover_the_transaction_apis():
     assert set(HANDLERS) == {ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN,
                              ApiKey.END_TXN, ApiKey.LIST_TRANSACTIONS, ApiKey.DESCRIBE_TRANSACTIONS}
     assert handlers.OFFSETS_TOPIC == "__consumer_offsets"
+
+
+def test_server_context_provides_the_transaction_api_context():
+    import dataclasses
+    import typing
+
+    from brokers.server.context import ServerContext
+    from transactions.coordinator.handlers import TransactionApiContext
+    provided = {f.name for f in dataclasses.fields(ServerContext)} | set(dir(ServerContext))
+    wanted = set(typing.get_type_hints(TransactionApiContext)) | {
+        name for name in vars(TransactionApiContext) if not name.startswith("_")}
+    assert wanted <= provided
