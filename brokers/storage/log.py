@@ -24,51 +24,26 @@ import logging
 import shutil
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple, Protocol
+from typing import Callable
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError
-from brokers.protocol.max_timestamp import repair_max_timestamps
 from brokers.protocol.control_record import build_marker_batch
+from brokers.protocol.max_timestamp import repair_max_timestamps
 from brokers.protocol.record_batch import BatchSetInfo, assign_offsets, set_log_append_time, validate_batches
 from brokers.storage import transactions
 from brokers.storage.files import DELETED_SUFFIX
 from brokers.storage.leader_epoch_cache import LeaderEpochCache
+from brokers.storage.log_append_info import FetchDataInfo, LogAppendInfo, Scheduler
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_loader import LoadResult, load_segments, open_segment
 from brokers.storage.producer_state import BatchMetadata, ProducerStateManager
 from brokers.storage.record_reads import first_record_at_or_after, require_keys
-from brokers.storage.segment import INT32_MAX, FileRange, LogSegment
+from brokers.storage.segment import INT32_MAX, LogSegment
 from brokers.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
-
-
-class Scheduler(Protocol):
-    def schedule_once(self, name: str, fn: Callable[[], object], delay_ms: int = 0) -> None: ...
-
-
-class LogAppendInfo(NamedTuple):
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    records_count: int
-    valid_bytes: int
-    log_append_time: int = -1
-    duplicate: bool = False  # a retried idempotent batch: nothing written, the original's offsets
-
-
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
-    fetch_offset: int
-    records: FileRange | None
-
-    @property
-    def size(self) -> int:
-        return self.records.size if self.records else 0
 
 
 class Log:
@@ -377,6 +352,7 @@ class Log:
             self._reindex()
             self._after_truncation()
             self.producer_state.truncate(self._segments, self.log_end_offset)
+            self.producer_state.on_high_watermark_updated(self.high_watermark)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:

@@ -239,3 +239,22 @@ def test_marker_bytes_match_build_marker_batch(log):
     data = log.read(0, 1 << 20).records.read()
     expected = build_marker_batch(1, 2, True, 3, 0)
     assert data[61:] == expected[61:]  # the one control record, byte for byte
+
+
+def test_the_cleaner_carries_the_index_into_the_cleaned_segment(make_log, tmp_path):
+    from brokers.storage.cleaner import LogCleaner
+
+    log = make_log("c-0", cleanup_policy="compact", min_cleanable_dirty_ratio=0.0, segment_bytes=300)
+    keyed = [Record(0, 0, b"k", b"v%d" % i) for i in range(1)]
+    for i in range(3):
+        log.append_as_leader(build_batch(keyed, base_timestamp=NOW, producer_id=1, producer_epoch=0,
+                                         base_sequence=i, transactional=True), 0)
+        log.append_marker(1, 0, i != 1, 0, 0)
+        log.roll()
+    hw_at_end(log)
+    before = [e for s in log.segments for e in s.txn_index.entries()]
+    assert before == [AbortedTxn(1, 2, 3, 4)]
+    stats = LogCleaner(tmp_path).clean(log, NOW + 10**9)
+    assert stats.groups
+    assert [e for s in log.segments for e in s.txn_index.entries()] == before
+    assert [p.name for p in (tmp_path / "c-0").glob("*.txnindex*")] == ["00000000000000000000.txnindex"]
