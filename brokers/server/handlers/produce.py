@@ -202,9 +202,7 @@ def _transactional_id_refused(context: ServerContext, request: Any) -> bool:
 async def _verify(context: ServerContext, request: Any, topic: str, index: int, records: bytes | None) -> int | None:
     """KIP-890: the coordinator's refusal code for a producer's first transactional batch on the
     partition, or None (verified, not needed, or left to the append to answer)."""
-    verify, transactional_id = context.verify_transaction, getattr(request, "transactional_id", None)
-    if verify is None or transactional_id is None:
-        return None
+    verify, transactional_id = context.verify_transaction, request.transactional_id
     batch = transactional_header(records)
     tp = TopicPartition(topic, index)
     partition = context.replica_manager.partitions.get(tp)
@@ -217,27 +215,43 @@ async def _verify(context: ServerContext, request: Any, topic: str, index: int, 
     return None if code == ErrorCode.NONE else code
 
 
+async def _verifications(context: ServerContext, request: Any, topics: list) -> dict[tuple[str, int], int]:
+    """KIP-890's refusals for the partitions of ``topics``, the coordinator asked for all at once."""
+    if context.verify_transaction is None or getattr(request, "transactional_id", None) is None:
+        return {}
+    wanted = [(topic.name, p.index, p.records) for topic in topics for p in topic.partition_data]
+    codes = await asyncio.gather(*(_verify(context, request, name, index, records) for name, index, records in wanted))
+    return {(name, index): code for (name, index, _), code in zip(wanted, codes) if code is not None}
+
+
 async def handle_produce(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     acks = request.acks
     known = context.metadata_cache.topics()
     writable = context.authorized_topics(WRITE, {t.name for t in request.topic_data})
     txn_refused = _transactional_id_refused(context, request)
+
+    def topic_error(name: str) -> int | None:
+        if acks not in VALID_ACKS:
+            return ErrorCode.INVALID_REQUIRED_ACKS
+        if txn_refused:
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if name not in writable:
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return None if name in known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    errors = {topic.name: topic_error(topic.name) for topic in request.topic_data}
+    refused = await _verifications(context, request, [t for t in request.topic_data if errors[t.name] is None])
     responses, waits = [], []
     for topic in request.topic_data:
-        if acks not in VALID_ACKS:
-            partitions = [_failed(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
-        elif txn_refused:
-            partitions = [_failed(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for p in topic.partition_data]
-        elif topic.name not in writable:
-            partitions = [_failed(p.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partition_data]
-        elif topic.name not in known:
-            partitions = [_failed(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in topic.partition_data]
+        error = errors[topic.name]
+        if error is not None:
+            partitions = [_failed(p.index, error) for p in topic.partition_data]
         else:
             partitions = []
             for p in topic.partition_data:
-                refused = await _verify(context, request, topic.name, p.index, p.records)
-                if refused is not None:
-                    partitions.append(_failed(p.index, refused))
+                code = refused.get((topic.name, p.index))
+                if code is not None:
+                    partitions.append(_failed(p.index, code))
                     continue
                 response, wait = _append(context, header, acks, topic.name, p.index, p.records)
                 partitions.append(response)
