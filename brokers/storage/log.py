@@ -121,12 +121,14 @@ class Log:
 
     @property
     def first_unstable_offset(self) -> int | None:
-        return self.producer_state.first_unstable_offset()
+        """The producer state's, never below the log start (retention may have removed its start)."""
+        first = self.producer_state.first_unstable_offset()
+        return None if first is None else max(first, self.log_start_offset)
 
     @property
     def last_stable_offset(self) -> int:
         """What READ_COMMITTED consumers may read below (KIP-98, KAFKA-5121)."""
-        return transactions.last_stable_offset(self.producer_state.first_unstable_offset(), self.high_watermark)
+        return transactions.last_stable_offset(self.first_unstable_offset, self.high_watermark)
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         segments, bases, _ = self._snapshot

@@ -258,3 +258,12 @@ def test_the_cleaner_carries_the_index_into_the_cleaned_segment(make_log, tmp_pa
     assert stats.groups
     assert [e for s in log.segments for e in s.txn_index.entries()] == before
     assert [p.name for p in (tmp_path / "c-0").glob("*.txnindex*")] == ["00000000000000000000.txnindex"]
+
+
+def test_the_first_unstable_offset_never_falls_below_the_log_start(log):
+    log.append_as_leader(txn(1, 0), 0)  # 0: left open
+    log.append_as_leader(batch([b"a", b"b"], ts=NOW), 0)  # 1-2
+    hw_at_end(log)
+    log.increment_log_start_offset(2)
+    assert log.producer_state.first_unstable_offset() == 0
+    assert log.first_unstable_offset == log.last_stable_offset == 2
