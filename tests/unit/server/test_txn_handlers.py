@@ -3,6 +3,7 @@ v4, v5, v11 and v12, ListOffsets isolation levels, WriteTxnMarkers (v0 and v1) a
 transactional checks (TransactionalId authorization, KIP-890 verification, client control batches)."""
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 
@@ -255,3 +256,29 @@ def test_kip_890_verifies_only_the_first_transactional_batch_on_a_partition(worl
     assert run(produce_txn(world, txn_batch(11, 0, [b"z"]))).error_code == ErrorCode.INVALID_TXN_STATE
     assert world.log().log_end_offset == 10
     assert 11 not in world.log().producer_state.ongoing_transactions()
+
+
+def test_a_parked_read_committed_fetch_wakes_when_the_transaction_commits(world):
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        parked = asyncio.ensure_future(fetch_parked(world, fetch_offset=7))
+        await asyncio.sleep(0.2)
+        assert not parked.done()  # offset 7 is the LSO: nothing to read yet
+        assert await write_markers(world, 9, True) == {("t", 0): ErrorCode.NONE}
+        p = await asyncio.wait_for(parked, 5)
+        assert loop.time() - started < 5  # woken by the HW passing the marker, not by the deadline
+        assert p.last_stable_offset == 9
+        assert [b.base_offset for b in iter_batches(p.records)] == [7, 8]
+    run(scenario())
+
+
+async def fetch_parked(world, fetch_offset):
+    segments = await world.call(
+        handle_fetch, FETCH, 11, replica_id=-1, max_wait=10_000, min_bytes=1, max_bytes=1 << 20, isolation_level=1,
+        session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+        topics=[dict(topic="t", partitions=[dict(partition=0, current_leader_epoch=-1, fetch_offset=fetch_offset,
+                                                 log_start_offset=-1, partition_max_bytes=1 << 20)])])
+    frame = b"".join(s if isinstance(s, (bytes, bytearray)) else s.read() for s in segments)
+    _, body = codec.decode_response(FETCH, 11, frame[4:])
+    return body.responses[0].partitions[0]
