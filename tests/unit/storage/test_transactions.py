@@ -267,3 +267,28 @@ def test_the_first_unstable_offset_never_falls_below_the_log_start(log):
     log.increment_log_start_offset(2)
     assert log.producer_state.first_unstable_offset() == 0
     assert log.first_unstable_offset == log.last_stable_offset == 2
+
+
+def test_an_interrupted_swap_keeps_its_txnindex_and_drops_the_replaced_ones(tmp_path):
+    """The cleaner's .txnindex.swap goes with its .log.swap; an orphan one (no .log.swap) is removed."""
+    directory = tmp_path / "t-0"
+    config = LogConfig(segment_bytes=200)
+    log = Log(directory, config)
+    for pid in (1, 2):
+        log.append_as_leader(txn(pid, 0), 0)
+        log.append_marker(pid, 0, False, 0, 0)
+        log.roll()
+    log.close()
+    first, second = sorted(directory.glob("*.log"))[:2]
+    entries = [AbortedTxn(1, 0, 1, 2), AbortedTxn(2, 2, 3, 4)]
+    (directory / (first.name + ".swap")).write_bytes(first.read_bytes() + second.read_bytes())
+    (directory / "00000000000000000000.txnindex.swap").write_bytes(b"".join(e.encode() for e in entries))
+    (directory / "00000000000000000099.txnindex.swap").write_bytes(entries[0].encode())  # orphan
+    first.rename(directory / (first.name + ".deleted"))  # crash mid-swap
+    reopened = Log(directory, config, clean_shutdown=True)
+    try:
+        assert reopened.segments[0].txn_index.entries() == entries
+        assert sorted(p.name for p in directory.glob("*.txnindex*")) == ["00000000000000000000.txnindex"]
+        assert reopened.collect_aborted_transactions(0, 10) == entries
+    finally:
+        reopened.close()
