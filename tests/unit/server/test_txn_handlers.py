@@ -282,3 +282,18 @@ async def fetch_parked(world, fetch_offset):
     frame = b"".join(s if isinstance(s, (bytes, bytearray)) else s.read() for s in segments)
     _, body = codec.decode_response(FETCH, 11, frame[4:])
     return body.responses[0].partitions[0]
+
+
+def test_a_failing_group_coordinator_answers_unknown_server_error(world, monkeypatch):
+    import brokers.server.handlers.write_txn_markers as module
+
+    class Broken:
+        async def complete_transaction(self, *args):
+            raise RuntimeError("boom")
+
+    world.context.group_coordinator = Broken()
+    original = module.leader_for
+    monkeypatch.setattr(module, "leader_for", lambda context, topic, index: (
+        None if topic == "__consumer_offsets" else original(context, topic, index)))
+    errors = run(write_markers(world, 9, True, partitions=(("__consumer_offsets", 3), ("t", 0))))
+    assert errors == {("__consumer_offsets", 3): ErrorCode.UNKNOWN_SERVER_ERROR, ("t", 0): ErrorCode.NONE}
