@@ -9,7 +9,9 @@ Record lines (``print_records``) follow kafka-dump-log's deep iteration: ``| off
 keySize: K valueSize: V sequence: S headerKeys: [...]``, then ``key: ... payload: ...`` for data records
 and, for a transaction marker (a control batch), ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: E``
 instead. A ``.txnindex`` (aborted transactions) prints one ``version: 0 producerId: P firstOffset: F
-lastOffset: L lastStableOffset: S`` line per entry.
+lastOffset: L lastStableOffset: S`` line per entry; a producer-state ``.snapshot`` one line per entry with
+the producer's epoch, coordinator epoch and open transaction's first offset (``Some(F)`` / ``None``) and,
+when the entry holds a batch, its sequences, last offset, offset delta and timestamp.
 """
 from __future__ import annotations
 
@@ -23,11 +25,12 @@ from brokers.protocol.record import Record, batch_records
 from brokers.protocol.record_batch import BatchHeader, check_crc, read_header
 from brokers.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of
 from brokers.storage.offset_index import OffsetIndex
+from brokers.storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshotError, decode_snapshot
 from brokers.storage.segment import scan_batches
 from brokers.storage.time_index import TimeIndex
 from brokers.storage.transaction_index import ENTRY_SIZE, TXN_INDEX_SUFFIX, CorruptTransactionIndexError, decode_entries
 
-SUFFIX_ORDER = {LOG_SUFFIX: 0, INDEX_SUFFIX: 1, TIME_INDEX_SUFFIX: 2, TXN_INDEX_SUFFIX: 3}
+SUFFIX_ORDER = {LOG_SUFFIX: 0, INDEX_SUFFIX: 1, TIME_INDEX_SUFFIX: 2, TXN_INDEX_SUFFIX: 3, SNAPSHOT_SUFFIX: 4}
 CONTROL_TYPE_NAMES = {ABORT: "ABORT", COMMIT: "COMMIT", 2: "LEADER_CHANGE"}  # Kafka 2.8's ControlRecordType
 
 
@@ -58,6 +61,8 @@ def dump_file(path: Path, *, print_records: bool = False, max_payload: int = 60)
         yield from _dump_index(path)
     elif path.suffix == TXN_INDEX_SUFFIX:
         yield from _dump_txn_index(path)
+    elif path.suffix == SNAPSHOT_SUFFIX:
+        yield from _dump_producer_snapshot(path)
     else:
         yield f"  not a segment file (expected {', '.join(SUFFIX_ORDER)})"
 
@@ -194,3 +199,19 @@ def _dump_txn_index(path: Path) -> Iterator[str]:
     yield f"Entries: {len(entries)}"
     if len(data) % ENTRY_SIZE:
         yield f"  CORRUPT: {len(data) % ENTRY_SIZE} trailing bytes are not a whole {ENTRY_SIZE}-byte entry"
+
+
+def _dump_producer_snapshot(path: Path) -> Iterator[str]:
+    try:
+        entries = decode_snapshot(path.read_bytes())
+    except CorruptSnapshotError as exc:
+        yield f"  CORRUPT: {exc}"
+        return
+    for producer_id, epoch, batch, coordinator_epoch, txn_first_offset in entries:
+        txn = f"Some({txn_first_offset})" if txn_first_offset >= 0 else "None"
+        line = (f"producerId: {producer_id} producerEpoch: {epoch} coordinatorEpoch: {coordinator_epoch} "
+                f"currentTxnFirstOffset: {txn}")
+        if batch is not None:
+            line += (f" firstSequence: {batch.first_seq} lastSequence: {batch.last_seq} lastOffset: {batch.last_offset} "
+                     f"offsetDelta: {batch.last_offset - batch.first_offset} timestamp: {batch.timestamp}")
+        yield line

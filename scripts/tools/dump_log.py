@@ -14,7 +14,7 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("dump", help="print batches, offsets, timestamps, codecs, CRC validity, index entries "
                                            "(like Kafka's DumpLogSegments)")
     p.set_defaults(run=run)
-    p.add_argument("path", type=Path, help="a partition directory or a .log/.index/.timeindex/.txnindex file")
+    p.add_argument("path", type=Path, help="a partition directory or a .log/.index/.timeindex/.txnindex/.snapshot file")
     p.add_argument("--print-data-log", "--deep-iteration", dest="print_records", action="store_true",
                    help="also decode and print every record (key, value, headers)")
     p.add_argument("--max-payload", type=int, default=60, help="bytes of key/value to print (default 60)")

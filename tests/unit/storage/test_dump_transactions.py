@@ -113,3 +113,31 @@ def test_the_directory_dump_includes_the_txnindex_after_the_segments_indexes(par
     assert dumped[:4] == ["00000000000000000000.log", "00000000000000000000.index",
                           "00000000000000000000.timeindex", "00000000000000000000.txnindex"]
     assert "version: 0 producerId: 8 firstOffset: 3 lastOffset: 4 lastStableOffset: 3" in lines
+
+
+def test_producer_snapshots_show_open_transactions_and_coordinator_epochs(tmp_path):
+    log = Log(tmp_path / "snap-0", LogConfig())
+    log.append_as_leader(transactional(7, 2, 0, [b"a", b"b"], 8000), 0)  # offsets 0-1
+    log.append_marker(7, 2, True, 5, 0)  # offset 2
+    log.append_as_leader(transactional(8, 0, 0, [b"c"], 9100), 0)  # offset 3, left open
+    log.close()
+    path = tmp_path / "snap-0" / "00000000000000000004.snapshot"
+    assert list(dump_path(path)) == [
+        f"Dumping {path}",
+        "producerId: 7 producerEpoch: 2 coordinatorEpoch: 5 currentTxnFirstOffset: None firstSequence: 0 "
+        "lastSequence: 1 lastOffset: 1 offsetDelta: 1 timestamp: 8001",
+        "producerId: 8 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: Some(3) firstSequence: 0 "
+        "lastSequence: 0 lastOffset: 3 offsetDelta: 0 timestamp: 9100",
+    ]
+    path.write_bytes(path.read_bytes()[:-1])
+    assert list(dump_path(path))[1].startswith("  CORRUPT: ")
+
+
+def test_log_append_time_records_show_the_batch_timestamp(tmp_path):
+    log = Log(tmp_path / "lat-0", LogConfig(message_timestamp_type="LogAppendTime"), clock=lambda: 77.0)
+    log.append_as_leader(build_batch([Record(0, 0, b"k", b"v"), Record(1, 5, b"k", b"w")], base_timestamp=10), 0)
+    log.close()
+    lines = [line for line in dump_path(tmp_path / "lat-0" / "00000000000000000000.log", print_records=True)
+             if line.startswith("|")]
+    assert [line.split(" keySize")[0] for line in lines] == ["| offset: 0 LogAppendTime: 77000",
+                                                              "| offset: 1 LogAppendTime: 77000"]
