@@ -59,7 +59,7 @@ class CleanerStats:
     bytes_before: int = 0
     bytes_after: int = 0
     first_uncleanable: int = 0
-    aborted_batches_removed: int = 0
+    aborted_batches_removed: int = 0  # batches of aborted transactions whose records went (the header may stay)
     markers_removed: int = 0
     groups: list[tuple[int, int]] = field(default_factory=list)
 
