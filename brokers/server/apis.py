@@ -37,6 +37,7 @@ from brokers.server.handlers import (
     reassignments,
     scram_credentials,
     topics,
+    write_txn_markers,
 )
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.handle_init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers.handle_write_txn_markers,
     ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
     ApiKey.CREATE_ACLS: acls.handle_create_acls,
     ApiKey.DELETE_ACLS: acls.handle_delete_acls,
