@@ -20,12 +20,14 @@ from brokers.zk.gateway import ZkGateway
 from consumer_group.coordinator.coordinator import GroupCoordinator
 from consumer_group.coordinator.group_config import GroupConfig
 from consumer_group.coordinator.offset_store import ZkOffsetStore
+from consumer_group.coordinator.placement import partition_for
 from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.raw_client import RawConnection
 
-FIND_COORDINATOR, OFFSET_FETCH, TXN_OFFSET_COMMIT = 10, 9, 28
+FIND_COORDINATOR, OFFSET_FETCH, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT = 10, 9, 27, 28
 PID = 7000
+OFFSETS_PARTITIONS = 3
 T0, T1 = TopicPartition("paid", 0), TopicPartition("paid", 1)
 
 
@@ -108,7 +110,7 @@ def test_the_commit_multi_writes_nothing_when_the_pending_znode_is_gone(zookeepe
 @pytest.fixture
 def cluster(tmp_path):
     with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=4000, properties={
-                         "offsets.topic.num.partitions": "3", "replica.fetch.backoff.ms": "200"}) as c:
+                         "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200"}) as c:
         yield c
 
 
@@ -128,13 +130,28 @@ def coordinator_of(cluster: Cluster, group: str, alive: list[int]) -> int | None
     return None
 
 
-def txn_offset_commit(cluster: Cluster, broker: int, group: str, epoch: int, offsets: dict) -> dict:
-    response = call(cluster, broker, TXN_OFFSET_COMMIT, 3, transactional_id="tx", group_id=group, producer_id=PID,
+def txn_offset_commit(cluster: Cluster, broker: int, group: str, epoch: int, offsets: dict, pid: int = PID) -> dict:
+    response = call(cluster, broker, TXN_OFFSET_COMMIT, 3, transactional_id="tx", group_id=group, producer_id=pid,
                     producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None, topics=[
                         dict(name="paid", partitions=[dict(partition_index=tp.partition, committed_offset=o,
                                                            committed_leader_epoch=-1, committed_metadata="")
                                                       for tp, o in offsets.items()])])
     return {TopicPartition(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+
+def write_txn_marker(cluster: Cluster, broker: int, group: str, pid: int, epoch: int, commit: bool) -> int:
+    """WriteTxnMarkers v1 to the group's ``__consumer_offsets`` partition, as the transaction coordinator
+    sends it: that partition's error code."""
+    response = call(cluster, broker, WRITE_TXN_MARKERS, 1, markers=[dict(
+        producer_id=pid, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=0,
+        topics=[dict(name="__consumer_offsets", partition_indexes=[partition_for(group, OFFSETS_PARTITIONS)])])])
+    (marker,) = response.markers
+    return marker.topics[0].partitions[0].error_code
+
+
+def committed_in_zk(zk, group: str) -> dict[int, int]:
+    path = f"/consumers/{group}/offsets/paid"
+    return {int(p): int(zk.get(f"{path}/{p}")[0]) for p in zk.get_children(path)} if zk.exists(path) else {}
 
 
 def offset_fetch(cluster: Cluster, broker: int, group: str, require_stable: bool) -> tuple[int, dict]:
@@ -162,6 +179,14 @@ def test_txn_offset_commit_is_pending_in_zookeeper_unstable_and_survives_the_coo
         0: (ErrorCode.NONE, -1), 1: (ErrorCode.NONE, -1)})
     assert txn_offset_commit(cluster, coordinator, group, 2, {T1: 1}) == {T1: ErrorCode.INVALID_PRODUCER_EPOCH}
 
+    other = PID + 1  # another transaction, aborted: its offsets vanish, the first one's stay pending
+    assert txn_offset_commit(cluster, coordinator, group, 0, {T1: 7}, pid=other) == {T1: ErrorCode.NONE}
+    assert zk.exists(f"/consumers/{group}/txn_offsets/{other}")
+    assert write_txn_marker(cluster, coordinator, group, other, 0, False) == ErrorCode.NONE
+    assert not zk.exists(f"/consumers/{group}/txn_offsets/{other}") and committed_in_zk(zk, group) == {}
+    assert write_txn_marker(cluster, coordinator, group, other, 0, False) == ErrorCode.NONE  # a retried marker
+    assert offset_fetch(cluster, coordinator, group, True)[1][1] == (ErrorCode.NONE, -1)
+
     cluster.signal_broker(coordinator, signal.SIGKILL)
     alive.remove(coordinator)
     successor = wait_for(lambda: coordinator_of(cluster, group, alive), 40, "a new coordinator")
@@ -171,3 +196,11 @@ def test_txn_offset_commit_is_pending_in_zookeeper_unstable_and_survives_the_coo
     assert stable == (ErrorCode.NONE, {0: (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1), 1: (ErrorCode.NONE, -1)})
     assert txn_offset_commit(cluster, successor, group, 2, {T1: 1}) == {T1: ErrorCode.INVALID_PRODUCER_EPOCH}
     assert zk.exists(f"/consumers/{group}/txn_offsets/{PID}") and not zk.exists(f"/consumers/{group}/offsets/paid")
+
+    assert write_txn_marker(cluster, successor, group, PID, 2, True) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert committed_in_zk(zk, group) == {}
+    assert write_txn_marker(cluster, successor, group, PID, 3, True) == ErrorCode.NONE
+    assert committed_in_zk(zk, group) == {0: 42} and not zk.exists(f"/consumers/{group}/txn_offsets/{PID}")
+    assert offset_fetch(cluster, successor, group, True) == (ErrorCode.NONE, {
+        0: (ErrorCode.NONE, 42), 1: (ErrorCode.NONE, -1)})
+    assert write_txn_marker(cluster, successor, group, PID, 3, True) == ErrorCode.NONE  # a retried marker
