@@ -16,7 +16,8 @@ Transactional offsets (``txn_offset_commits``): as Kafka 2.8's ``hasOffsets``, a
 pending transactional offsets is not dropped by retention, and pending offsets never expire (their
 transaction ends them: the transaction coordinator aborts it when it times out). DeleteGroups deletes an
 Empty group with its pending transactional offsets, as Kafka 2.8 does (a later marker of those producers
-finds nothing to complete and answers NONE); it logs which producers' offsets it dropped.
+finds nothing to complete and answers NONE); it logs which producers' offsets it dropped. OffsetDelete
+removes its partitions from the pending transactional offsets too (Kafka 2.8's ``removeOffsets``).
 """
 from __future__ import annotations
 
@@ -213,6 +214,7 @@ class GroupCoordinator(TransactionalOffsets):
             group.offsets.pop(tp, None)
         try:
             await self.writer.delete_offsets(group_id, deletable)
+            await self.forget_pending_partitions(group_id, deletable)
         except Exception:  # noqa: BLE001 - the writer logged it
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, {}
         return ErrorCode.NONE, results

@@ -104,6 +104,26 @@ class TransactionalOffsets(GroupMembership):
         except Exception:  # noqa: BLE001 - the writer logged it
             return ErrorCode.KAFKA_STORAGE_ERROR
 
+    async def forget_pending_partitions(self, group_id: str, partitions: list[TopicPartition]) -> None:
+        """OffsetDelete: the partitions leave every producer's pending offsets of the group too (Kafka 2.8's
+        ``removeOffsets``); a producer left with none loses its pending znode."""
+        group = self.groups.get(group_id)
+        if group is not None and unstable_partitions(group.pending_txn_offsets) & set(partitions):
+            await self.writer.submit(group_id, lambda: self._forget(group_id, set(partitions)))
+
+    async def _forget(self, group_id: str, partitions: set[TopicPartition]) -> None:
+        group = self.groups.get(group_id)
+        for producer_id, pending in list(({} if group is None else group.pending_txn_offsets).items()):
+            kept = pending.without(partitions)
+            if kept == pending:
+                continue
+            if kept.offsets:
+                await self.store.write_txn_offsets(group_id, producer_id, kept.producer_epoch, kept.stored())
+                group.pending_txn_offsets[producer_id] = kept
+            else:
+                await self.store.delete_txn_offsets(group_id, producer_id)
+                group.pending_txn_offsets.pop(producer_id, None)
+
     def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
         """The group's partitions with transactional offsets pending (OffsetFetch ``require_stable``)."""
         group = self.groups.get(group_id)

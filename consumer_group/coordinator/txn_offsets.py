@@ -14,6 +14,8 @@ Invariants:
   InvalidProducerEpoch, not PRODUCER_FENCED, to every TxnOffsetCommit version).
 * While a partition has pending offsets of any producer, OffsetFetch with ``require_stable`` (v7) answers
   it UNSTABLE_OFFSET_COMMIT.
+* As in Kafka 2.8 (``GroupMetadata.removeOffsets``), OffsetDelete removes its partitions from every
+  producer's pending offsets as well; DeleteGroups drops the group's pending offsets with the group.
 """
 from __future__ import annotations
 
@@ -39,6 +41,10 @@ class PendingTxnOffsets:
     def merged(self, producer_epoch: int, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> PendingTxnOffsets:
         """These offsets plus a later TxnOffsetCommit's (its partitions win; the epoch is the higher one)."""
         return PendingTxnOffsets(max(self.producer_epoch, producer_epoch), {**self.offsets, **offsets})
+
+    def without(self, partitions: set[TopicPartition]) -> PendingTxnOffsets:
+        """These offsets less ``partitions`` (OffsetDelete removes them from pending commits too)."""
+        return PendingTxnOffsets(self.producer_epoch, {tp: o for tp, o in self.offsets.items() if tp not in partitions})
 
     def stored(self) -> dict[TopicPartition, tuple[int, str, int]]:
         """The offsets as the store keeps them: (offset, metadata, leader epoch)."""

@@ -50,6 +50,8 @@ def test_a_later_txn_offset_commit_merges_into_the_pending_offsets_and_wins_per_
     assert second == PendingTxnOffsets(4, {TP0: om(9), TP1: om(2), TP2: om(5)})
     assert pending_merge(second, 2, {}).producer_epoch == 4  # the epoch only goes up
     assert first.offsets == {TP0: om(1), TP1: om(2)}  # merging never changes the earlier value
+    assert second.without({TP0, TP1}) == PendingTxnOffsets(4, {TP2: om(5)})
+    assert second.without(set()) == second
 
 
 def test_only_a_lower_epoch_than_the_highest_seen_is_fenced():
@@ -399,3 +401,16 @@ def test_a_loading_coordinator_answers_old_clients_coordinator_not_available(tmp
         response = await world.call(handle_txn_offset_commit, 28, version, **txn_request(t_0=5))
         assert errors(response) == {("t", 0): expected}
     in_world(tmp_path, scenario, store=GatedStore(hold_load=True), elect=False)
+
+
+def test_offset_delete_removes_its_partitions_from_the_pending_offsets_too():
+    async def scenario(c: Ctx):
+        await txn_commit(c, {TP0: (1, ""), TP1: (2, "")})
+        await txn_commit(c, {TP0: (3, "")}, pid=OTHER_PID)
+        assert await c.coordinator.delete_offsets("g", [TP0]) == (ErrorCode.NONE, {TP0: ErrorCode.NONE})
+        assert c.store.txn_offsets == {"g": {PID: (0, {TP1: (2, "", -1)})}}
+        assert c.coordinator.unstable_offsets("g") == {TP1}
+        assert await c.coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(0, OTHER_PID, 0, True) == ErrorCode.NONE
+        assert c.store.offsets == {"g": {TP1: 2}}
+    run(scenario)
