@@ -34,7 +34,7 @@ from consumer_group.coordinator import versions
 from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
 from consumer_group.coordinator.group import GroupMetadata, JoinResult
 from consumer_group.coordinator.state import GroupState
-from consumer_group.coordinator.txn_offsets import NO_GENERATION, UNKNOWN_MEMBER_ID, txn_offset_commit_error
+from consumer_group.coordinator.txn_offsets import NO_GENERATION, UNKNOWN_MEMBER_ID
 
 
 class PartitionMetadata(Protocol):
@@ -197,7 +197,7 @@ async def handle_txn_offset_commit(context: GroupApiContext, header: RequestHead
                 request.group_id, request.producer_id, request.producer_epoch,
                 getattr(request, "member_id", UNKNOWN_MEMBER_ID), getattr(request, "group_instance_id", None),
                 getattr(request, "generation_id", NO_GENERATION), allowed))  # v3 (KIP-447)
-    results = {tp: txn_offset_commit_error(header.api_version, e) for tp, e in results.items()}
+    results = {tp: versions.txn_offset_commit_error(header.api_version, e) for tp, e in results.items()}
     return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 
 

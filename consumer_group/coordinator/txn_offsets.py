@@ -100,10 +100,3 @@ def committed_on_marker(pending: PendingTxnOffsets | None, commit: bool) -> dict
         return {}
     return dict(pending.offsets)
 
-
-def txn_offset_commit_error(version: int, error: ErrorCode) -> ErrorCode:
-    """TxnOffsetCommit v0-1 clients (0.11 to 2.0) may not know COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296):
-    Kafka answers them COORDINATOR_NOT_AVAILABLE instead."""
-    if version < 2 and error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    return error

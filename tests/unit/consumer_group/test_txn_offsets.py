@@ -25,9 +25,9 @@ from consumer_group.coordinator.txn_offsets import (
     pending_merge,
     producer_epoch_error,
     txn_member_error,
-    txn_offset_commit_error,
     unstable_partitions,
 )
+from consumer_group.coordinator.versions import txn_offset_commit_error
 from tests.unit.consumer_group.test_coordinator import Ctx, FakeClock, GatedStore, run, wait_until
 from tests.unit.server.test_acl_handlers import ace, grant
 from tests.unit.server.test_handlers import World
