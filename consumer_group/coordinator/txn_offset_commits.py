@@ -66,18 +66,21 @@ class TransactionalOffsets(GroupMembership):
         accepted = {tp: OffsetAndMetadata(offset, md or "", now, None, leader_epoch)
                     for tp, (offset, md, leader_epoch) in offsets.items() if tp not in results}
         if accepted:
-            key = (group_id, producer_id)
-            self._txn_writes[key] += 1  # a marker arriving meanwhile queues behind this write
-            try:
-                code = await self._in_group_turn(
-                    group_id, lambda: self._write_pending(group_id, producer_id, producer_epoch, accepted))
-            finally:
-                self._txn_writes -= Counter({key: 1})
+            self._txn_writes[(group_id, producer_id)] += 1  # a marker arriving meanwhile queues behind this write
+            code = await self._in_group_turn(
+                group_id, lambda: self._write_pending(group_id, producer_id, producer_epoch, accepted))
             results.update(dict.fromkeys(accepted, code))
         return results
 
     async def _write_pending(self, group_id: str, producer_id: int, producer_epoch: int,
                              offsets: dict[TopicPartition, OffsetAndMetadata]) -> ErrorCode:
+        try:
+            return await self._write_pending_now(group_id, producer_id, producer_epoch, offsets)
+        finally:  # counted until the write ran, even if the request stopped waiting for it
+            self._txn_writes -= Counter({(group_id, producer_id): 1})
+
+    async def _write_pending_now(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 offsets: dict[TopicPartition, OffsetAndMetadata]) -> ErrorCode:
         partition, group = self.partition_for(group_id), self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD) or partition not in self._owned:
             return ErrorCode.NOT_COORDINATOR

@@ -414,3 +414,16 @@ def test_offset_delete_removes_its_partitions_from_the_pending_offsets_too():
         assert await c.coordinator.complete_transaction(0, OTHER_PID, 0, True) == ErrorCode.NONE
         assert c.store.offsets == {"g": {TP1: 2}}
     run(scenario)
+
+
+def test_a_marker_after_a_timed_out_txn_offset_commit_still_completes_it_once_written():
+    store = HeldTxnWrites()
+
+    async def scenario(c: Ctx):
+        assert await txn_commit(c, {TP0: (8, "")}) == {TP0: ErrorCode.REQUEST_TIMED_OUT}  # the write still runs
+        assert await c.coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.REQUEST_TIMED_OUT
+        store.gate.set()
+        await wait_until(lambda: store.offsets == {"g": {TP0: 8}} and store.txn_offsets == {},
+                         what="the queued marker completed the late write")
+        assert c.coordinator.unstable_offsets("g") == set()
+    run(scenario, store=store, offsets_commit_timeout_ms=50)
