@@ -7,9 +7,11 @@ One fresh cluster (``brokers`` brokers, temp dir under ``./.zkafka``, free ports
 1. Produce, alternating the two modes ``reps`` times, each into a fresh topic of ``partitions`` partitions
    (RF min(3, brokers), min ISR min(2, RF)), 1 KB records as fast as the client takes them for ``seconds``:
    * ``idempotent``: ``enable.idempotence`` with acks=all, no transactions (the baseline);
-   * ``transactional``: the same producer with a ``transactional.id``, ``commit_transaction`` every
-     ``commit_interval_ms``. A commit flushes what is in flight, sends EndTxn, and the coordinator then
-     writes one marker per partition: its latency (call to return) is reported as p50/p99.
+   * ``transactional``: the same producer with a ``transactional.id``, ``commit_transaction`` once
+     ``commit_interval_ms`` passed since the last one returned. A commit flushes what is queued (at most the
+     32 MiB both modes queue, the Java producer's ``buffer.memory``), sends EndTxn, and the coordinator then
+     writes one marker per partition: its latency (call to return) is reported as p50/p99, with the mean
+     transaction length (run time / commits).
    Throughput: records acknowledged (committed) over the time from the first send to the last ack; the
    drop is the median transactional run against the median idempotent one.
 2. Consume the last transactional topic from the beginning to its end with read_committed and with
@@ -37,6 +39,7 @@ from scripts.local.cluster import Cluster, ClusterSpec
 
 KAFKA_DROP_PERCENT = 3.0
 MODES = ("idempotent", "transactional")
+QUEUE_KBYTES = 32768  # the Java producer's buffer.memory: a commit flushes at most this much (librdkafka's is 1 GiB)
 CLUSTER_PROPERTIES = {"transaction.state.log.num.partitions": "6", "offsets.topic.num.partitions": "6"}
 
 
@@ -71,7 +74,7 @@ class _Acks:
 def measure_produce(bootstrap: str, topic: str, mode: str, options: TxnBenchOptions, run_id: str) -> dict:
     """One producer run of ``options.seconds``: records/s acknowledged, and for transactions the commit latencies."""
     config = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-              "client.id": f"bench-txn-{mode}"}
+              "queue.buffering.max.kbytes": QUEUE_KBYTES, "client.id": f"bench-txn-{mode}"}
     if mode == "transactional":
         config["transactional.id"] = f"bench-txn-{run_id}"
     producer, acks, value = Producer(config), _Acks(), b"x" * options.record_bytes
@@ -105,7 +108,7 @@ def measure_produce(bootstrap: str, topic: str, mode: str, options: TxnBenchOpti
     return {"mode": mode, "topic": topic, "records": acks.acked, "errors": acks.errors + unflushed,
             "seconds": round(elapsed, 3), "records_per_s": acks.acked / elapsed if elapsed > 0 else 0.0,
             "mb_per_s": acks.acked * options.record_bytes / elapsed / 1e6 if elapsed > 0 else 0.0,
-            "commits": len(commits),
+            "commits": len(commits), "mean_txn_ms": elapsed / len(commits) * 1000 if commits else None,
             "commit_p50_ms": percentile(latencies, 50) * 1000 if latencies else None,
             "commit_p99_ms": percentile(latencies, 99) * 1000 if latencies else None}
 
@@ -211,13 +214,13 @@ def format_report(result: dict) -> list[str]:
              f"command: {result['command']}",
              f"{o['brokers']} broker(s), {o['partitions']} partitions RF {o['replication_factor']}, "
              f"{o['record_bytes']} B records, {o['seconds']:g} s per run, commit every {o['commit_interval_ms']} ms",
-             "", "| rep | mode | records/s | MB/s | commits | commit p50 (ms) | commit p99 (ms) | errors |",
-             "|---|---|---|---|---|---|---|---|"]
+             "", "| rep | mode | records/s | MB/s | commits | mean txn (ms) | commit p50 (ms) | commit p99 (ms) | errors |",
+             "|---|---|---|---|---|---|---|---|---|"]
     reps: dict[str, int] = {}
     for r in result["produce"]:
         reps[r["mode"]] = reps.get(r["mode"], 0) + 1
         lines.append(f"| {reps[r['mode']]} | {r['mode']} | {_n(r['records_per_s'])} | {_n(r['mb_per_s'], 1)} | "
-                     f"{r['commits']} | {_n(r['commit_p50_ms'], 1)} | {_n(r['commit_p99_ms'], 1)} | {r['errors']} |")
+                     f"{r['commits']} | {_n(r.get('mean_txn_ms'))} | {_n(r['commit_p50_ms'], 1)} | {_n(r['commit_p99_ms'], 1)} | {r['errors']} |")
     med = s["median_records_per_s"]
     lines += ["", f"median records/s: idempotent {_n(med.get('idempotent'))}, transactional "
                   f"{_n(med.get('transactional'))}: drop {_n(s['drop_percent'], 1)} % (Kafka: ~{s['kafka_drop_percent']:g} %)",
