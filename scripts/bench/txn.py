@@ -11,7 +11,8 @@ One fresh cluster (``brokers`` brokers, temp dir under ``./.zkafka``, free ports
      ``commit_interval_ms`` passed since the last one returned. A commit flushes what is queued (at most the
      32 MiB both modes queue, the Java producer's ``buffer.memory``), sends EndTxn, and the coordinator then
      writes one marker per partition: its latency (call to return) is reported as p50/p99, with the mean
-     transaction length (run time / commits).
+     transaction length (run time / commits), and apart the EndTxn part (``commit_transaction`` after an
+     explicit ``flush``: the protocol's own cost).
    Throughput: records acknowledged (committed) over the time from the first send to the last ack; the
    drop is the median transactional run against the median idempotent one.
 2. Consume the last transactional topic from the beginning to its end with read_committed and with
@@ -79,7 +80,7 @@ def measure_produce(bootstrap: str, topic: str, mode: str, options: TxnBenchOpti
         config["transactional.id"] = f"bench-txn-{run_id}"
     producer, acks, value = Producer(config), _Acks(), b"x" * options.record_bytes
     transactional = mode == "transactional"
-    commits: list[float] = []
+    commits: list[tuple[float, float]] = []
     if transactional:
         producer.init_transactions(60)
         producer.begin_transaction()
@@ -104,19 +105,26 @@ def measure_produce(bootstrap: str, topic: str, mode: str, options: TxnBenchOpti
         commits.append(_commit(producer))
     unflushed = producer.flush(60)
     elapsed = max(acks.last_ack, time.monotonic() if unflushed else 0) - start
-    latencies = sorted(commits)
+    latencies, end_txn = sorted(c for c, _ in commits), sorted(e for _, e in commits)
     return {"mode": mode, "topic": topic, "records": acks.acked, "errors": acks.errors + unflushed,
             "seconds": round(elapsed, 3), "records_per_s": acks.acked / elapsed if elapsed > 0 else 0.0,
             "mb_per_s": acks.acked * options.record_bytes / elapsed / 1e6 if elapsed > 0 else 0.0,
             "commits": len(commits), "mean_txn_ms": elapsed / len(commits) * 1000 if commits else None,
             "commit_p50_ms": percentile(latencies, 50) * 1000 if latencies else None,
-            "commit_p99_ms": percentile(latencies, 99) * 1000 if latencies else None}
+            "commit_p99_ms": percentile(latencies, 99) * 1000 if latencies else None,
+            "end_txn_p50_ms": percentile(end_txn, 50) * 1000 if end_txn else None,
+            "end_txn_p99_ms": percentile(end_txn, 99) * 1000 if end_txn else None}
 
 
-def _commit(producer: Producer) -> float:
+def _commit(producer: Producer) -> tuple[float, float]:
+    """(seconds of the whole commit, seconds of its EndTxn part): what is queued is flushed first, as
+    ``commit_transaction`` would, so that the protocol's own cost shows apart from the flush."""
     t0 = time.monotonic()
+    producer.flush(60)
+    t1 = time.monotonic()
     producer.commit_transaction(60)
-    return time.monotonic() - t0
+    t2 = time.monotonic()
+    return t2 - t0, t2 - t1
 
 
 def measure_consume(bootstrap: str, topic: str, partitions: int, isolation: str) -> dict:
@@ -147,14 +155,19 @@ def measure_consume(bootstrap: str, topic: str, partitions: int, isolation: str)
 def summarize(produce: list[dict], consume: list[dict]) -> dict:
     by_mode = {m: [r for r in produce if r["mode"] == m] for m in MODES}
     median = {m: statistics.median(r["records_per_s"] for r in rows) for m, rows in by_mode.items() if rows}
-    p99s = [r["commit_p99_ms"] for r in by_mode["transactional"] if r["commit_p99_ms"] is not None]
+    txns = by_mode["transactional"]
+    p99s = [r["commit_p99_ms"] for r in txns if r["commit_p99_ms"] is not None]
+    end_txn_p50s = [r["end_txn_p50_ms"] for r in txns if r.get("end_txn_p50_ms") is not None]
+    end_txn_p99s = [r["end_txn_p99_ms"] for r in txns if r.get("end_txn_p99_ms") is not None]
     drop = (1 - median["transactional"] / median["idempotent"]) * 100 if median.get("idempotent") else None
     reads = {i: statistics.median(r["records_per_s"] for r in consume if r["isolation"] == i)
              for i in ("read_committed", "read_uncommitted") if any(r["isolation"] == i for r in consume)}
     return {"median_records_per_s": median, "drop_percent": drop, "kafka_drop_percent": KAFKA_DROP_PERCENT,
             "commit_p50_ms_median": statistics.median(r["commit_p50_ms"] for r in by_mode["transactional"])
             if by_mode["transactional"] else None,
-            "commit_p99_ms_max": max(p99s) if p99s else None, "read_records_per_s": reads}
+            "commit_p99_ms_max": max(p99s) if p99s else None,
+            "end_txn_p50_ms_median": statistics.median(end_txn_p50s) if end_txn_p50s else None,
+            "end_txn_p99_ms_max": max(end_txn_p99s) if end_txn_p99s else None, "read_records_per_s": reads}
 
 
 def run_txn_bench(options: TxnBenchOptions) -> dict:
@@ -214,18 +227,21 @@ def format_report(result: dict) -> list[str]:
              f"command: {result['command']}",
              f"{o['brokers']} broker(s), {o['partitions']} partitions RF {o['replication_factor']}, "
              f"{o['record_bytes']} B records, {o['seconds']:g} s per run, commit every {o['commit_interval_ms']} ms",
-             "", "| rep | mode | records/s | MB/s | commits | mean txn (ms) | commit p50 (ms) | commit p99 (ms) | errors |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "", "| rep | mode | records/s | MB/s | commits | mean txn (ms) | commit p50 (ms) | commit p99 (ms) "
+             "| EndTxn p50 (ms) | EndTxn p99 (ms) | errors |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     reps: dict[str, int] = {}
     for r in result["produce"]:
         reps[r["mode"]] = reps.get(r["mode"], 0) + 1
-        lines.append(f"| {reps[r['mode']]} | {r['mode']} | {_n(r['records_per_s'])} | {_n(r['mb_per_s'], 1)} | "
-                     f"{r['commits']} | {_n(r.get('mean_txn_ms'))} | {_n(r['commit_p50_ms'], 1)} | {_n(r['commit_p99_ms'], 1)} | {r['errors']} |")
+        cells = [str(reps[r["mode"]]), r["mode"], _n(r["records_per_s"]), _n(r["mb_per_s"], 1), str(r["commits"]),
+                 _n(r.get("mean_txn_ms")), _n(r["commit_p50_ms"], 1), _n(r["commit_p99_ms"], 1),
+                 _n(r.get("end_txn_p50_ms"), 1), _n(r.get("end_txn_p99_ms"), 1), str(r["errors"])]
+        lines.append("| " + " | ".join(cells) + " |")
     med = s["median_records_per_s"]
     lines += ["", f"median records/s: idempotent {_n(med.get('idempotent'))}, transactional "
                   f"{_n(med.get('transactional'))}: drop {_n(s['drop_percent'], 1)} % (Kafka: ~{s['kafka_drop_percent']:g} %)",
               f"commit latency: p50 {_n(s['commit_p50_ms_median'], 1)} ms (median of runs), "
-              f"p99 {_n(s['commit_p99_ms_max'], 1)} ms (worst run)",
+              f"p99 {_n(s['commit_p99_ms_max'], 1)} ms (worst run); its EndTxn part: p50 "
+              f"{_n(s.get('end_txn_p50_ms_median'), 1)} ms, p99 {_n(s.get('end_txn_p99_ms_max'), 1)} ms",
               "", "| read | records | records/s |", "|---|---|---|"]
     for r in result["consume"]:
         lines.append(f"| {r['isolation']} | {r['records']:,} | {_n(r['records_per_s'])} |")
