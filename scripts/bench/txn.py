@@ -238,7 +238,8 @@ def format_report(result: dict) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     med = s["median_records_per_s"]
     lines += ["", f"median records/s: idempotent {_n(med.get('idempotent'))}, transactional "
-                  f"{_n(med.get('transactional'))}: drop {_n(s['drop_percent'], 1)} % (Kafka: ~{s['kafka_drop_percent']:g} %)",
+                  f"{_n(med.get('transactional'))}: drop {_n(s['drop_percent'], 1)} % "
+                  f"(Kafka: ~{s['kafka_drop_percent']:g} %)",
               f"commit latency: p50 {_n(s['commit_p50_ms_median'], 1)} ms (median of runs), "
               f"p99 {_n(s['commit_p99_ms_max'], 1)} ms (worst run); its EndTxn part: p50 "
               f"{_n(s.get('end_txn_p50_ms_median'), 1)} ms, p99 {_n(s.get('end_txn_p99_ms_max'), 1)} ms",

@@ -121,8 +121,8 @@ class TransactionsDemo:
     def _create_topics(self) -> int:
         rf = min(3, len(self.admin.list_topics(timeout=30).brokers))
         config = {"min.insync.replicas": str(min(2, rf))}
-        futures = self.admin.create_topics([NewTopic(t, PARTITIONS, rf, config=config) for t in (self.source, self.sink)],
-                                           operation_timeout=30)
+        topics = [NewTopic(t, PARTITIONS, rf, config=config) for t in (self.source, self.sink)]
+        futures = self.admin.create_topics(topics, operation_timeout=30)
         for f in futures.values():
             f.result(60)
         deadline = time.monotonic() + 30

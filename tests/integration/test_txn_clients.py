@@ -92,8 +92,8 @@ class KafkaPythonClient:
         self.producer.begin_transaction()
         for v in values:
             self.producer.send(topic, v, partition=0)
-        self.producer.send_offsets_to_transaction({KpTopicPartition(offsets_topic, 0): OffsetAndMetadata(offset, "", -1)},
-                                                  group)
+        offsets = {KpTopicPartition(offsets_topic, 0): OffsetAndMetadata(offset, "", -1)}
+        self.producer.send_offsets_to_transaction(offsets, group)
         self.producer.flush(TIMEOUT)
         before_end()
         (self.producer.commit_transaction if commit else self.producer.abort_transaction)()
