@@ -9,6 +9,10 @@ then commits the consumed positions with ``send_offsets_to_transaction`` and ``c
 * An abortable error aborts the transaction and rewinds the consumer to the committed offsets.
 * A fatal error (fenced by a newer producer with the same ``transactional.id``) ends the process: exit 3.
 * SIGTERM is a clean bounce: the transaction under way is committed, then the process exits 0.
+* A transactional call (flush, send_offsets_to_transaction, commit) that has not returned ``STUCK_S`` after it
+  began, although each is given ``API_TIMEOUT_S``, means the client library is stuck (librdkafka 2.16 was seen
+  blocking forever in ``send_offsets_to_transaction`` after its AddOffsetsToTxn was retried across a
+  coordinator's bounce): the process reports ``stuck`` and exits 4, for its supervisor to replace it.
 * ``--pause-in-txn N``: in the N-th transaction, once its records are produced and flushed (uncommitted), it
   reports ``paused`` and waits for a line on stdin before committing: a deterministic place to kill, stop
   (SIGSTOP) or fence it.
@@ -21,14 +25,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 EXIT_FENCED = 3
+EXIT_STUCK = 4
+API_TIMEOUT_S = 20
+STUCK_S = 2 * API_TIMEOUT_S  # a transactional call not back by then ignored its own timeout: the client is stuck
 IDLE_S = 0.3
 FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 
@@ -60,6 +69,7 @@ class Copier:
         self.consumer = Consumer(consumer_conf)
         self.producer = Producer(producer_conf)
         self.stopping = False
+        self.in_call: tuple[str, float] | None = None  # (transactional call, monotonic start), for the watchdog
         self.txn = 0
         self.copied = 0
         self._window_start, self._window_count = time.monotonic(), 0
@@ -118,13 +128,30 @@ class Copier:
             idle_since = time.monotonic()
         if count == 0:
             return 0
-        self.producer.flush(60)
+        self._watched("flush", lambda: self.producer.flush(API_TIMEOUT_S))
         if self.txn == self.args.pause_in_txn:
             emit("paused", txn=self.txn, records=count)
             sys.stdin.readline()
-        self.producer.send_offsets_to_transaction(self._positions(), self.consumer.consumer_group_metadata(), 60)
-        self._commit()
+        self._watched("send_offsets_to_transaction", lambda: self.producer.send_offsets_to_transaction(
+            self._positions(), self.consumer.consumer_group_metadata(), API_TIMEOUT_S))
+        self._watched("commit_transaction", self._commit)
         return count
+
+    def _watched(self, name: str, call):
+        self.in_call = (name, time.monotonic())
+        try:
+            return call()
+        finally:
+            self.in_call = None
+
+    def watchdog(self) -> None:
+        """A thread: exit 4 if a transactional call outlives ``STUCK_S``."""
+        while True:
+            time.sleep(1)
+            call = self.in_call
+            if call is not None and time.monotonic() - call[1] > STUCK_S:
+                emit("stuck", call=call[0], txn=self.txn, seconds=round(time.monotonic() - call[1], 1))
+                os._exit(EXIT_STUCK)
 
     def _throttle(self) -> None:
         if not self.args.rate:
@@ -139,7 +166,7 @@ class Copier:
         if not error.txn_requires_abort():
             raise KafkaException(error)
         emit("aborted", txn=self.txn, error=str(error))
-        self._call(lambda: self.producer.abort_transaction(60))
+        self._watched("abort_transaction", lambda: self._call(lambda: self.producer.abort_transaction(API_TIMEOUT_S)))
         self._rewind()
 
     def _produce(self, message) -> None:
@@ -153,7 +180,7 @@ class Copier:
     def _commit(self) -> None:
         while True:
             try:
-                self.producer.commit_transaction(60)
+                self.producer.commit_transaction(API_TIMEOUT_S)
                 return
             except KafkaException as exc:
                 if not exc.args[0].retriable():
@@ -170,7 +197,10 @@ class Copier:
     def _at_end(self) -> bool:
         positions = {tp.partition: tp.offset for tp in self._positions()}
         for tp in self.partitions:
-            _, high = self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            try:
+                _, high = self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            except KafkaException:  # no leader right now (a broker bounce): not known to be at the end
+                return False
             if positions.get(tp.partition, 0) < high:
                 return False
         return True
@@ -212,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         copier.stopping = True
 
     signal.signal(signal.SIGTERM, stop)
+    threading.Thread(target=copier.watchdog, daemon=True, name="watchdog").start()
     try:
         code = copier.run()
     except Fenced as exc:

@@ -57,12 +57,31 @@ class Run:
         self.reader = ReaderThread(self.bootstrap, self.sink)
         self.reader.start()
         self.copiers: list[CopierProcess] = []
+        self.stuck: list[dict] = []
 
     def copier(self, *extra: str) -> CopierProcess:
         c = CopierProcess(self.bootstrap, self.source, self.sink, self.group, self.transactional_id,
                           "--records-per-txn", PER_TXN, "--exit-when-done", *extra)
         self.copiers.append(c)
+        self.extra = extra
         return c
+
+    def supervised(self, condition, timeout: float, what: str) -> dict:
+        """The current copier's first event ``condition`` holds for; a copier that reports its client stuck
+        (scripts/demo/txn_copier.py: a transactional call outliving its timeout) is replaced by a new one with
+        the same transactional.id, as a supervisor would, and the wait goes on with it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            copier = self.copiers[-1]
+            event = copier.wait(lambda e: condition(e) or e["event"] == "stuck", deadline - time.monotonic(), what)
+            if event["event"] != "stuck":
+                return event
+            assert copier.exit_code(10) == 4
+            self.stuck.append(event)
+            self.copier(*self.extra)
+
+    def committed(self) -> int:
+        return sum(c.committed() for c in self.copiers)
 
     def check_exactly_once(self, zk) -> None:
         output = read_all(self.bootstrap, self.sink)[0]
@@ -98,6 +117,12 @@ def wait_committed(copier: CopierProcess, more: int, timeout: float = 60) -> Non
                 f"{more} more committed transactions")
 
 
+def supervised_commits(run: Run, more: int, timeout: float = 60) -> None:
+    target = run.committed() + more
+    run.supervised(lambda e: e["event"] == "committed" and run.committed() >= target, timeout,
+                   f"{more} more committed transactions")
+
+
 @pytest.mark.parametrize("hard", [True, False], ids=["hard", "clean"])
 def test_copy_through_broker_bounces_is_exactly_once(cluster, zk, make_run, hard):
     run = make_run()
@@ -109,10 +134,10 @@ def test_copy_through_broker_bounces_is_exactly_once(cluster, zk, make_run, hard
                                                                                    TXN_LOG_PARTITIONS)),
                               *cluster.broker_ids) if b != first)
     for victim in (first, second):
-        wait_committed(copier, 2)
+        supervised_commits(run, 2)
         bounce_broker(cluster, victim, hard, topics)
-    copier.wait_event("done", 90)
-    assert copier.exit_code() == 0
+    run.supervised(lambda e: e["event"] == "done", 90, "done")
+    assert run.copiers[-1].exit_code() == 0
     run.check_exactly_once(zk)
 
 
@@ -195,8 +220,8 @@ def test_transaction_coordinator_failover_between_commits(cluster, zk, make_run)
     try:
         wait_for(lambda: leader_of(run.bootstrap, TXN_LOG, partition) not in (-1, victim), 40,
                  "a new transaction coordinator", 0.2)
-        wait_committed(copier, 2)  # the next transactions complete with the new coordinator
-        copier.wait_event("done", 60)
+        supervised_commits(run, 2)  # the next transactions complete with the new coordinator
+        run.supervised(lambda e: e["event"] == "done", 60, "done")
     finally:
         restart_killed_broker(cluster, victim)
     wait_for(lambda: full_isr(run.bootstrap, [run.source, run.sink, TXN_LOG]), 60, "full ISR again", 0.5)
