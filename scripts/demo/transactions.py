@@ -175,14 +175,18 @@ class TransactionsDemo:
                 if event["event"] == "aborted":
                     self.say(f"{copier.name}: transaction {event['txn']} aborted ({event['error']})")
                 if until(event):
+                    self._counts(counter)  # the tally at each step, however short the step
                     return
             if exited:
                 raise RuntimeError(f"{copier.name} exited with {copier.returncode}")
             if time.monotonic() >= next_tick:
                 next_tick += 1.0
-                self.say(f"input {self.records:,} | output (read_committed) {counter.total:,} | "
-                         f"open transactions hold {self._open_offsets()} offsets")
+                self._counts(counter)
         raise RuntimeError(f"{copier.name}: nothing after {COPY_TIMEOUT_S:.0f} s")
+
+    def _counts(self, counter: OutputCounter) -> None:
+        self.say(f"input {self.records:,} | output (read_committed) {counter.total:,} | "
+                 f"open transactions hold {self._open_offsets()} offsets")
 
     def _open_offsets(self) -> int:
         tps = {TopicPartition(self.sink, p): OffsetSpec.latest() for p in range(PARTITIONS)}
