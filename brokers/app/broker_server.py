@@ -261,6 +261,11 @@ class BrokerServer:
         return [group_view(g, self.broker_id) for _, g in sorted(coordinator.groups.items())
                 if coordinator.owns(g.group_id)]
 
+    def transaction_view(self) -> dict:
+        """The transaction coordinator's ``describe()``, for the admin API and /metrics."""
+        coordinator = getattr(self, "transaction_coordinator", None)
+        return coordinator.describe() if coordinator is not None else {}
+
     # -- shutdown ------------------------------------------------------------------------------
     async def shutdown(self) -> None:
         """Controlled shutdown first, then reverse order: listeners, controller, groups, watches,

@@ -18,7 +18,11 @@ from typing import Any, Callable, Iterable, Mapping
 
 from brokers.model import INTERNAL_TOPICS, TopicPartition
 
-LOCAL_FIELDS = ("high_watermark", "log_end_offset", "log_start_offset", "size_bytes", "segments")
+LOCAL_FIELDS = ("high_watermark", "last_stable_offset", "log_end_offset", "log_start_offset", "size_bytes",
+                "segments")
+ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")  # Kafka's TransactionState names: markers pending
+TRANSACTION_FIELDS = ("transactional_id", "producer_id", "producer_epoch", "state", "start_time_ms",
+                      "timeout_ms", "partitions")
 
 
 def local_partitions(partitions: Mapping[TopicPartition, Any]) -> list[dict]:
@@ -27,7 +31,8 @@ def local_partitions(partitions: Mapping[TopicPartition, Any]) -> list[dict]:
     for tp, partition in sorted(partitions.items()):
         log = partition.log
         rows.append({"topic": tp.topic, "partition": tp.partition, "is_leader": partition.is_leader,
-                     "high_watermark": log.high_watermark, "log_end_offset": log.log_end_offset,
+                     "high_watermark": log.high_watermark, "last_stable_offset": partition.last_stable_offset,
+                     "log_end_offset": log.log_end_offset,
                      "log_start_offset": log.log_start_offset, "size_bytes": log.size,
                      "segments": len(log.segments)})
     return rows
@@ -130,3 +135,72 @@ def only_groups(groups: Iterable[dict], may_describe_group: Callable[[str], bool
     rule: a group's offsets for other topics are left out, not shown as errors)."""
     return [{**group, "offsets": only_topics(group["offsets"], may_describe_topic)}
             for group in groups if may_describe_group(group["group_id"])]
+
+
+def _walk_transactions(node: Any, coordinator_partition: int | None = None) -> Iterable[tuple[int | None, dict]]:
+    """Every transaction (a dict with a ``transactional_id``) in a coordinator's ``describe()``, with the
+    ``__transaction_state`` partition it sits under (a dict's ``partition`` field, or an int key)."""
+    if isinstance(node, dict):
+        if "transactional_id" in node:
+            yield coordinator_partition, node
+            return
+        here = node.get("partition") if isinstance(node.get("partition"), int) else coordinator_partition
+        for key, value in node.items():
+            yield from _walk_transactions(value, key if isinstance(key, int) else here)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            yield from _walk_transactions(value, coordinator_partition)
+
+
+def _partition_names(value: Any) -> list[str]:
+    """A transaction's partitions as ``topic-partition`` names (from names, pairs or ``{topic: [p...]}``)."""
+    if isinstance(value, dict):
+        return sorted(f"{t}-{p}" for t, ps in value.items() for p in ps)
+    names = []
+    for item in value or ():
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, dict):
+            names.append(f"{item.get('topic')}-{item.get('partition')}")
+        else:
+            topic, partition = item
+            names.append(f"{topic}-{partition}")
+    return sorted(names)
+
+
+def local_transactions(described: Mapping[str, Any], broker_id: int) -> list[dict]:
+    """The transactions this broker coordinates (every state ``describe()`` shows), one plain row each."""
+    rows = []
+    for partition, txn in _walk_transactions(dict(described)):
+        state = txn.get("state")
+        row = {name: txn.get(name) for name in TRANSACTION_FIELDS}
+        row.update(coordinator=broker_id, coordinator_partition=partition,
+                   state=getattr(state, "value", getattr(state, "name", state)),
+                   start_time_ms=txn.get("start_time_ms", txn.get("txn_start_timestamp")),
+                   timeout_ms=txn.get("timeout_ms", txn.get("txn_timeout_ms")),
+                   partitions=_partition_names(txn.get("partitions", txn.get("topic_partitions"))))
+        row["ongoing"] = row["state"] in ONGOING_STATES
+        rows.append(row)
+    return sorted(rows, key=lambda r: str(r["transactional_id"]))
+
+
+COUNTER_KEYS = {"markers_written": "markers_written", "aborts_by_timeout": "aborts_by_timeout"}
+
+
+def transaction_counters(described: Mapping[str, Any]) -> dict[str, int]:
+    """``markers_written`` and ``aborts_by_timeout`` from ``describe()`` (top level or under ``counters``)."""
+    sources = [described, described.get("counters") or {}]
+    return {name: int(sum(source.get(key, 0) for source in sources if isinstance(source, Mapping)))
+            for name, key in COUNTER_KEYS.items()}
+
+
+def transaction_rows(by_broker: Mapping[int, list[dict] | None]) -> list[dict]:
+    """Every coordinator's transactions, merged (a broker that did not answer adds none)."""
+    return sorted((row for rows in by_broker.values() for row in rows or ()),
+                  key=lambda r: (str(r["transactional_id"]), r["coordinator"]))
+
+
+def lso_lag(row: Mapping[str, Any]) -> int | None:
+    """Kafka's LastStableOffsetLag: high watermark minus last stable offset (None when either is unknown)."""
+    hw, lso = row.get("high_watermark"), row.get("last_stable_offset")
+    return None if hw is None or lso is None else max(0, hw - lso)
