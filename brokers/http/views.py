@@ -153,7 +153,8 @@ def _walk_transactions(node: Any, coordinator_partition: int | None = None) -> I
 
 
 def _partition_names(value: Any) -> list[str]:
-    """A transaction's partitions as ``topic-partition`` names (from names, pairs or ``{topic: [p...]}``)."""
+    """A transaction's partitions as ``topic-partition`` names (from names, TopicPartitions, pairs or
+    ``{topic: [p...]}``)."""
     if isinstance(value, dict):
         return sorted(f"{t}-{p}" for t, ps in value.items() for p in ps)
     names = []
@@ -162,6 +163,8 @@ def _partition_names(value: Any) -> list[str]:
             names.append(item)
         elif isinstance(item, dict):
             names.append(f"{item.get('topic')}-{item.get('partition')}")
+        elif hasattr(item, "topic"):
+            names.append(f"{item.topic}-{item.partition}")
         else:
             topic, partition = item
             names.append(f"{topic}-{partition}")
@@ -172,10 +175,10 @@ def local_transactions(described: Mapping[str, Any], broker_id: int) -> list[dic
     """The transactions this broker coordinates (every state ``describe()`` shows), one plain row each."""
     rows = []
     for partition, txn in _walk_transactions(dict(described)):
-        state = txn.get("state")
+        state = txn.get("state", txn.get("txn_state"))
         row = {name: txn.get(name) for name in TRANSACTION_FIELDS}
         row.update(coordinator=broker_id, coordinator_partition=partition,
-                   state=getattr(state, "value", getattr(state, "name", state)),
+                   state=getattr(state, "kafka_name", state if state is None else str(state)),
                    start_time_ms=txn.get("start_time_ms", txn.get("txn_start_timestamp")),
                    timeout_ms=txn.get("timeout_ms", txn.get("txn_timeout_ms")),
                    partitions=_partition_names(txn.get("partitions", txn.get("topic_partitions"))))

@@ -16,9 +16,9 @@ DESCRIBED = {
     "partitions": {
         3: {"coordinator_epoch": 2, "transactions": [
             {"transactional_id": "b", "producer_id": 11, "producer_epoch": 1, "state": "Ongoing",
-             "start_time_ms": 1000, "timeout_ms": 60000, "partitions": [("t", 1), ("t", 0)]},
+             "start_time_ms": 1000, "timeout_ms": 60000, "partitions": [("t", 1), TopicPartition("t", 0)]},
             {"transactional_id": "a", "producer_id": 10, "producer_epoch": 0,
-             "state": SimpleNamespace(value="CompleteCommit"), "start_time_ms": -1, "timeout_ms": 60000,
+             "txn_state": SimpleNamespace(kafka_name="CompleteCommit"), "start_time_ms": -1, "timeout_ms": 60000,
              "partitions": []}]},
         7: {"coordinator_epoch": 1, "transactions": [
             {"transactional_id": "c", "producer_id": 12, "producer_epoch": 4, "state": "PrepareAbort",
