@@ -1,0 +1,169 @@
+"""``kafka-transactions`` against a real broker with transactions: a transactional producer SIGKILLed in the
+middle of its transaction (transaction.timeout.ms 10 minutes) is listed, described (Ongoing, its partition)
+and seen by describe-producers; it is not hanging (its coordinator still holds the partition and will abort it
+on timeout), so find-hanging leaves it out. A transaction the coordinator never heard of (a transactional
+Produce with no AddPartitionsToTxn, verification off) is hanging: find-hanging lists it, ``abort
+--start-offset`` ends it and the partition's last stable offset (ListOffsets read_committed) reaches the high
+watermark; the killed producer's transaction is then aborted with the older brokers' form (producer id,
+epoch, coordinator epoch) and its partition's LSO advances too."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from brokers.protocol.api_versions import ApiKey
+from brokers.protocol.record import Record, build_batch
+from scripts.local.cluster import Cluster, running_cluster
+from tests.integration.conditions import wait_for
+from tests.integration.raw_client import RawConnection
+
+REPO = Path(__file__).resolve().parents[2]
+TOPIC = "txn-tool"
+KILLED_ID = "killed-producer"
+ORPHAN_ID = "orphan-producer"
+
+KILLED_PRODUCER = """
+import sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2], "transaction.timeout.ms": 600000})
+p.init_transactions(60)
+p.begin_transaction()
+for i in range(3):
+    p.produce(sys.argv[3], value=b"open-%d" % i, partition=0)
+assert p.flush(60) == 0
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with running_cluster(tmp_path_factory.mktemp("txn-tool") / "cluster", 1, tick_time=500, session_timeout_ms=6000,
+                         properties={"transaction.state.log.num.partitions": "3",
+                                     "transaction.state.log.replication.factor": "1",
+                                     "transaction.state.log.min.isr": "1",
+                                     "transaction.partition.verification.enable": "false",
+                                     "offsets.topic.num.partitions": "1"}) as c:
+        AdminClient({"bootstrap.servers": c.bootstrap_servers}).create_topics(
+            [NewTopic(TOPIC, 2, 1)])[TOPIC].result(30)
+        yield c
+
+
+def tool(cluster: Cluster, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scripts.tools.kafka_transactions",
+                           "--bootstrap-server", cluster.bootstrap_servers, *argv],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+
+
+def rows(out: str) -> list[list[str]]:
+    """The table's cells (header first); Kafka's rows are tab-separated padded columns."""
+    return [[cell.strip() for cell in line.split("\t")[:-1]] for line in out.splitlines() if line.strip()]
+
+
+def last_stable_offset(cluster: Cluster, partition: int) -> int:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "lso-probe",
+                         "isolation.level": "read_committed"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), timeout=30, cached=False)[1]
+    finally:
+        consumer.close()
+
+
+def high_watermark(cluster: Cluster, partition: int) -> int:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "hw-probe",
+                         "isolation.level": "read_uncommitted"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), timeout=30, cached=False)[1]
+    finally:
+        consumer.close()
+
+
+def kill_mid_transaction(cluster: Cluster) -> None:
+    process = subprocess.Popen([sys.executable, "-c", KILLED_PRODUCER, cluster.bootstrap_servers, KILLED_ID, TOPIC],
+                               stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert process.stdout.readline().strip() == "ready"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+
+
+def orphan_transaction(cluster: Cluster) -> int:
+    """A transactional batch on partition 1 that no AddPartitionsToTxn announced: its coordinator (the one
+    broker) has the id Empty, with no partitions. Returns the batch's offset."""
+    host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    with RawConnection(host, int(port)) as raw:
+        def init():
+            response = raw.request(ApiKey.INIT_PRODUCER_ID, 1, transactional_id=ORPHAN_ID,
+                                   transaction_timeout_ms=600000)
+            return response if response.error_code == 0 else None
+        init_response = wait_for(init, 30, "InitProducerId for the orphan")
+        pid, epoch = int(init_response.producer_id), int(init_response.producer_epoch)
+        batch = build_batch([Record(0, 0, None, b"orphan")], base_timestamp=int(time.time() * 1000),
+                            producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
+        response = raw.request(ApiKey.PRODUCE, 3, transactional_id=ORPHAN_ID, acks=-1, timeout_ms=30000,
+                               topic_data=[{"name": TOPIC, "partition_data": [{"index": 1, "records": bytes(batch)}]}])
+    partition = response.responses[0].partition_responses[0]
+    assert partition.error_code == 0, partition
+    return int(partition.base_offset)
+
+
+def test_find_and_abort_hanging_transactions(cluster):
+    kill_mid_transaction(cluster)
+    listed = tool(cluster, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert rows(listed.stdout)[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    killed = next(r for r in rows(listed.stdout)[1:] if r[0] == KILLED_ID)
+    assert killed[1] == "1" and killed[3] == "Ongoing"
+
+    described = tool(cluster, "describe", "--transactional-id", KILLED_ID)
+    assert described.returncode == 0, described.stderr
+    header, row = rows(described.stdout)
+    fields = dict(zip(header, row))
+    assert (fields["TransactionState"], fields["TransactionTimeoutMs"], fields["TopicPartitions"]) == (
+        "Ongoing", "600000", f"{TOPIC}-0")
+    assert fields["ProducerId"] == killed[2]
+
+    producers = tool(cluster, "describe-producers", "--topic", TOPIC, "--partition", "0")
+    assert producers.returncode == 0, producers.stderr
+    open_row = dict(zip(rows(producers.stdout)[0], rows(producers.stdout)[1]))
+    assert (open_row["ProducerId"], open_row["CurrentTransactionStartOffset"]) == (killed[2], "0")
+    assert last_stable_offset(cluster, 0) == 0 < high_watermark(cluster, 0)
+
+    missing = tool(cluster, "describe", "--transactional-id", "nobody")
+    assert missing.returncode == 1 and "Failed to describe transaction state of transactional-id `nobody`" in \
+        missing.stderr
+
+    orphan_offset = orphan_transaction(cluster)
+    assert last_stable_offset(cluster, 1) == orphan_offset
+    time.sleep(0.01)  # find-hanging wants transactions strictly older than the timeout (0 minutes here)
+    hanging = tool(cluster, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0")
+    assert hanging.returncode == 0, hanging.stderr
+    found = rows(hanging.stdout)
+    assert found[0] == ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
+                        "LastTimestamp", "Duration(min)"]
+    assert [(r[0], r[1], r[5]) for r in found[1:]] == [(TOPIC, "1", str(orphan_offset))]  # not the killed one
+
+    aborted = tool(cluster, "abort", "--topic", TOPIC, "--partition", "1", "--start-offset", str(orphan_offset))
+    assert aborted.returncode == 0, aborted.stderr
+    wait_for(lambda: last_stable_offset(cluster, 1) == high_watermark(cluster, 1) > orphan_offset, 30,
+             "the LSO of partition 1 to reach the high watermark")
+    again = tool(cluster, "find-hanging", "--topic", TOPIC, "--max-transaction-timeout", "0")
+    assert rows(again.stdout)[1:] == []
+
+    nothing = tool(cluster, "abort", "--topic", TOPIC, "--partition", "1", "--start-offset", str(orphan_offset))
+    assert nothing.returncode == 1 and "Could not find any open transactions starting at offset" in nothing.stderr
+
+    aborted = tool(cluster, "abort", "--topic", TOPIC, "--partition", "0", "--producer-id", open_row["ProducerId"],
+                   "--producer-epoch", open_row["ProducerEpoch"],
+                   "--coordinator-epoch", open_row["LatestCoordinatorEpoch"])
+    assert aborted.returncode == 0, aborted.stderr
+    wait_for(lambda: last_stable_offset(cluster, 0) == high_watermark(cluster, 0) > 3, 30,
+             "the LSO of partition 0 to reach the high watermark")
