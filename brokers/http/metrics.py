@@ -33,8 +33,6 @@ log = logging.getLogger(__name__)
 LOOP_PROBE_INTERVAL_S = 0.25
 SESSION_STATES = ("CONNECTED", "SUSPENDED", "LOST", "NOT_CONNECTED")
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")  # Kafka's GroupState names
-TRANSACTION_STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
-                      "PrepareEpochFence")  # Kafka's TransactionState names
 
 
 def _histogram(name: str, doc: str, labels: list[str], series: list[tuple[list[str], LatencyHistogram]]) -> Metric:
@@ -156,24 +154,25 @@ class BrokerCollector:
 
     def _transactions(self) -> Iterator[Metric]:
         described = self.broker.transaction_view()
-        counts: dict[str, int] = {s: 0 for s in TRANSACTION_STATES}
+        ongoing: dict[str, int] = {s: 0 for s in views.ONGOING_STATES}
         for txn in views.local_transactions(described, self.broker.broker_id):
-            counts[str(txn["state"])] = counts.get(str(txn["state"]), 0) + 1
-        family = GaugeMetricFamily("kafka_coordinator_transaction_count",
-                                   "Transactional ids this broker coordinates, per TransactionState", labels=["state"])
-        for state, n in counts.items():
+            ongoing[str(txn["state"])] = ongoing.get(str(txn["state"]), 0) + 1
+        family = GaugeMetricFamily("kafka_coordinator_transaction_ongoing_count",
+                                   "Transactions in progress this broker coordinates, per TransactionState",
+                                   labels=["state"])
+        for state, n in ongoing.items():
             family.add_metric([state], n)
         yield family
-        yield _gauge("kafka_coordinator_transaction_ongoing_count",
-                     "Transactions this coordinator has begun and not completed (Ongoing, PrepareCommit, "
-                     "PrepareAbort)", sum(counts.get(s, 0) for s in views.ONGOING_STATES))
         counters = views.transaction_counters(described)
-        yield CounterMetricFamily("kafka_coordinator_transaction_markers_written",
-                                  "Transaction markers (WriteTxnMarkers partitions) this coordinator had written",
-                                  value=counters["markers_written"])
-        yield CounterMetricFamily("kafka_coordinator_transaction_aborts_by_timeout",
-                                  "Transactions this coordinator aborted because they outlived their timeout",
-                                  value=counters["aborts_by_timeout"])
+        yield _gauge("kafka_coordinator_transactional_id_count", "Transactional ids this broker coordinates",
+                     counters["transactional_ids"])
+        for name, doc in (("markers_written", "Transaction markers (one per partition) this coordinator had written"),
+                          ("aborts_by_timeout", "Transactions aborted because they outlived their timeout"),
+                          ("transactions_committed", "Transactions this coordinator completed with a commit"),
+                          ("transactions_aborted", "Transactions this coordinator completed with an abort"),
+                          ("expired_transactional_ids", "Transactional ids removed after "
+                                                        "transactional.id.expiration.ms")):
+            yield CounterMetricFamily(f"kafka_coordinator_transaction_{name}", doc, value=counters[name])
 
     def _logs(self) -> Iterator[Metric]:
         manager = self.broker.replica_manager

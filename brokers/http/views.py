@@ -20,9 +20,8 @@ from brokers.model import INTERNAL_TOPICS, TopicPartition
 
 LOCAL_FIELDS = ("high_watermark", "last_stable_offset", "log_end_offset", "log_start_offset", "size_bytes",
                 "segments")
-ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")  # Kafka's TransactionState names: markers pending
-TRANSACTION_FIELDS = ("transactional_id", "producer_id", "producer_epoch", "state", "start_time_ms",
-                      "timeout_ms", "partitions")
+ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")  # Kafka's TransactionState
+TRANSACTION_FIELDS = ("transactional_id", "producer_id", "producer_epoch", "state", "timeout_ms")
 
 
 def local_partitions(partitions: Mapping[TopicPartition, Any]) -> list[dict]:
@@ -137,64 +136,31 @@ def only_groups(groups: Iterable[dict], may_describe_group: Callable[[str], bool
             for group in groups if may_describe_group(group["group_id"])]
 
 
-def _walk_transactions(node: Any, coordinator_partition: int | None = None) -> Iterable[tuple[int | None, dict]]:
-    """Every transaction (a dict with a ``transactional_id``) in a coordinator's ``describe()``, with the
-    ``__transaction_state`` partition it sits under (a dict's ``partition`` field, or an int key)."""
-    if isinstance(node, dict):
-        if "transactional_id" in node:
-            yield coordinator_partition, node
-            return
-        here = node.get("partition") if isinstance(node.get("partition"), int) else coordinator_partition
-        for key, value in node.items():
-            yield from _walk_transactions(value, key if isinstance(key, int) else here)
-    elif isinstance(node, (list, tuple)):
-        for value in node:
-            yield from _walk_transactions(value, coordinator_partition)
-
-
-def _partition_names(value: Any) -> list[str]:
-    """A transaction's partitions as ``topic-partition`` names (from names, TopicPartitions, pairs or
-    ``{topic: [p...]}``)."""
-    if isinstance(value, dict):
-        return sorted(f"{t}-{p}" for t, ps in value.items() for p in ps)
-    names = []
-    for item in value or ():
-        if isinstance(item, str):
-            names.append(item)
-        elif isinstance(item, dict):
-            names.append(f"{item.get('topic')}-{item.get('partition')}")
-        elif hasattr(item, "topic"):
-            names.append(f"{item.topic}-{item.partition}")
-        else:
-            topic, partition = item
-            names.append(f"{topic}-{partition}")
-    return sorted(names)
-
-
 def local_transactions(described: Mapping[str, Any], broker_id: int) -> list[dict]:
-    """The transactions this broker coordinates (every state ``describe()`` shows), one plain row each."""
+    """The transactions in progress this broker coordinates, one row each, from the coordinator's ``describe()``:
+    ``{"partitions": {p: {"coordinator_epoch", "transactional_ids", "ongoing": [transaction, ...]}}, ...}``."""
     rows = []
-    for partition, txn in _walk_transactions(dict(described)):
-        state = txn.get("state", txn.get("txn_state"))
-        row = {name: txn.get(name) for name in TRANSACTION_FIELDS}
-        row.update(coordinator=broker_id, coordinator_partition=partition,
-                   state=getattr(state, "kafka_name", state if state is None else str(state)),
-                   start_time_ms=txn.get("start_time_ms", txn.get("txn_start_timestamp")),
-                   timeout_ms=txn.get("timeout_ms", txn.get("txn_timeout_ms")),
-                   partitions=_partition_names(txn.get("partitions", txn.get("topic_partitions"))))
-        row["ongoing"] = row["state"] in ONGOING_STATES
-        rows.append(row)
+    for partition, entry in (described.get("partitions") or {}).items():
+        for txn in entry.get("ongoing", ()):
+            row = {name: txn.get(name) for name in TRANSACTION_FIELDS}
+            row.update(coordinator=broker_id, coordinator_partition=int(partition),
+                       coordinator_epoch=entry.get("coordinator_epoch"), start_time_ms=txn.get("start_ms"),
+                       pending_state=txn.get("pending_state"), partitions=sorted(txn.get("partitions") or ()))
+            rows.append(row)
     return sorted(rows, key=lambda r: str(r["transactional_id"]))
 
 
-COUNTER_KEYS = {"markers_written": "markers_written", "aborts_by_timeout": "aborts_by_timeout"}
+COUNTERS = ("markers_written", "aborts_by_timeout", "transactions_committed", "transactions_aborted",
+            "expired_transactional_ids")
 
 
 def transaction_counters(described: Mapping[str, Any]) -> dict[str, int]:
-    """``markers_written`` and ``aborts_by_timeout`` from ``describe()`` (top level or under ``counters``)."""
-    sources = [described, described.get("counters") or {}]
-    return {name: int(sum(source.get(key, 0) for source in sources if isinstance(source, Mapping)))
-            for name, key in COUNTER_KEYS.items()}
+    """The coordinator's counters (0 for those it lacks), and ``transactional_ids``: the ids it holds now."""
+    counters = described.get("counters") or {}
+    out = {name: int(counters.get(name, 0)) for name in COUNTERS}
+    out["transactional_ids"] = sum(int(e.get("transactional_ids", 0))
+                                   for e in (described.get("partitions") or {}).values())
+    return out
 
 
 def transaction_rows(by_broker: Mapping[int, list[dict] | None]) -> list[dict]:

@@ -225,7 +225,7 @@
     setHtml($("#partitions tbody"), html);
   }
 
-  const ONGOING_STATES = new Set(["Ongoing", "PrepareCommit", "PrepareAbort"]);
+  const ONGOING_STATES = new Set(["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]);
 
   function renderTransactions(data) {
     const txns = (data.transactions || []).slice().sort((a, b) => byName(a.transactional_id, b.transactional_id));

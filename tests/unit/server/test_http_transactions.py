@@ -12,36 +12,40 @@ from brokers.http.cluster_reader import LOCAL_VIEWS, Visibility
 from brokers.http.metrics import BrokerCollector
 from brokers.model import TopicPartition
 
+def txn(tid: str, pid: int, state: str, partitions: list[str], start: int = 1000, pending: str | None = None) -> dict:
+    return {"transactional_id": tid, "producer_id": pid, "producer_epoch": 1, "state": state,
+            "pending_state": pending, "timeout_ms": 60000, "start_ms": start, "last_update_ms": start,
+            "partitions": partitions}
+
+
+# TransactionCoordinator.describe(): per __transaction_state partition led here, the transactions in progress
 DESCRIBED = {
+    "broker_id": 2, "loading": [],
     "partitions": {
-        3: {"coordinator_epoch": 2, "transactions": [
-            {"transactional_id": "b", "producer_id": 11, "producer_epoch": 1, "state": "Ongoing",
-             "start_time_ms": 1000, "timeout_ms": 60000, "partitions": [("t", 1), TopicPartition("t", 0)]},
-            {"transactional_id": "a", "producer_id": 10, "producer_epoch": 0,
-             "txn_state": SimpleNamespace(kafka_name="CompleteCommit"), "start_time_ms": -1, "timeout_ms": 60000,
-             "partitions": []}]},
-        7: {"coordinator_epoch": 1, "transactions": [
-            {"transactional_id": "c", "producer_id": 12, "producer_epoch": 4, "state": "PrepareAbort",
-             "start_time_ms": 2000, "timeout_ms": 1000, "partitions": {"u": [0]}}]}},
-    "markers_written": 9, "aborts_by_timeout": 2,
+        3: {"coordinator_epoch": 2, "transactional_ids": 5, "ongoing": [
+            txn("b", 11, "Ongoing", ["t-1", "t-0"]), txn("a", 10, "Ongoing", [], pending="PrepareEpochFence")]},
+        7: {"coordinator_epoch": 1, "transactional_ids": 1, "ongoing": [txn("c", 12, "PrepareAbort", ["u-0"], 2000)]}},
+    "counters": {"markers_written": 9, "aborts_by_timeout": 2, "transactions_committed": 4,
+                 "transactions_aborted": 3, "expired_transactional_ids": 1},
 }
 
 
 def test_local_transactions_flatten_describe_with_the_coordinator_and_its_partition():
     rows = views.local_transactions(DESCRIBED, broker_id=2)
-    assert [(r["transactional_id"], r["coordinator"], r["coordinator_partition"], r["state"], r["ongoing"],
-             r["partitions"]) for r in rows] == [
-        ("a", 2, 3, "CompleteCommit", False, []), ("b", 2, 3, "Ongoing", True, ["t-0", "t-1"]),
-        ("c", 2, 7, "PrepareAbort", True, ["u-0"])]
+    assert [(r["transactional_id"], r["coordinator"], r["coordinator_partition"], r["coordinator_epoch"], r["state"],
+             r["pending_state"], r["partitions"]) for r in rows] == [
+        ("a", 2, 3, 2, "Ongoing", "PrepareEpochFence", []), ("b", 2, 3, 2, "Ongoing", None, ["t-0", "t-1"]),
+        ("c", 2, 7, 1, "PrepareAbort", None, ["u-0"])]
     assert (rows[1]["producer_id"], rows[1]["producer_epoch"], rows[1]["start_time_ms"], rows[1]["timeout_ms"]) == (
         11, 1, 1000, 60000)
     assert views.local_transactions({}, 1) == []
 
 
-def test_counters_top_level_or_under_counters():
-    assert views.transaction_counters(DESCRIBED) == {"markers_written": 9, "aborts_by_timeout": 2}
-    assert views.transaction_counters({"counters": {"markers_written": 3}}) == {"markers_written": 3,
-                                                                                "aborts_by_timeout": 0}
+def test_counters_and_the_ids_held():
+    assert views.transaction_counters(DESCRIBED) == {
+        "markers_written": 9, "aborts_by_timeout": 2, "transactions_committed": 4, "transactions_aborted": 3,
+        "expired_transactional_ids": 1, "transactional_ids": 6}
+    assert views.transaction_counters({}) == dict.fromkeys(views.COUNTERS + ("transactional_ids",), 0)
 
 
 def test_transaction_rows_merge_every_broker_and_skip_the_silent():
@@ -95,13 +99,14 @@ def scrape(broker) -> dict[str, float]:
 
 def test_metrics_count_transactions_markers_aborts_and_lso_lag():
     samples = scrape(fake_broker(DESCRIBED))
-    assert samples["kafka_coordinator_transaction_ongoing_count"] == 2
-    assert samples['kafka_coordinator_transaction_count{state="Ongoing"}'] == 1
-    assert samples['kafka_coordinator_transaction_count{state="CompleteCommit"}'] == 1
-    assert samples['kafka_coordinator_transaction_count{state="PrepareAbort"}'] == 1
-    assert samples['kafka_coordinator_transaction_count{state="Empty"}'] == 0
+    assert samples['kafka_coordinator_transaction_ongoing_count{state="Ongoing"}'] == 2
+    assert samples['kafka_coordinator_transaction_ongoing_count{state="PrepareAbort"}'] == 1
+    assert samples['kafka_coordinator_transaction_ongoing_count{state="PrepareCommit"}'] == 0
+    assert samples["kafka_coordinator_transactional_id_count"] == 6
     assert samples["kafka_coordinator_transaction_markers_written_total"] == 9
     assert samples["kafka_coordinator_transaction_aborts_by_timeout_total"] == 2
+    assert samples["kafka_coordinator_transaction_transactions_committed_total"] == 4
+    assert samples["kafka_coordinator_transaction_expired_transactional_ids_total"] == 1
     assert samples['kafka_cluster_partition_last_stable_offset_lag{partition="0",topic="t"}'] == 6
     assert samples['kafka_log_last_stable_offset{partition="0",topic="t"}'] == 4
     assert not any(k.startswith("kafka_log_last_stable_offset") and 'partition="1"' in k for k in samples)  # follower
@@ -109,5 +114,5 @@ def test_metrics_count_transactions_markers_aborts_and_lso_lag():
 
 def test_metrics_without_a_coordinator_are_zero():
     samples = scrape(fake_broker({}))
-    assert samples["kafka_coordinator_transaction_ongoing_count"] == 0
+    assert samples['kafka_coordinator_transaction_ongoing_count{state="Ongoing"}'] == 0
     assert samples["kafka_coordinator_transaction_markers_written_total"] == 0
