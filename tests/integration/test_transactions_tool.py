@@ -167,3 +167,54 @@ def test_find_and_abort_hanging_transactions(cluster):
     assert aborted.returncode == 0, aborted.stderr
     wait_for(lambda: last_stable_offset(cluster, 0) == high_watermark(cluster, 0) > 3, 30,
              "the LSO of partition 0 to reach the high watermark")
+
+
+def test_http_api_and_metrics_show_the_open_transaction_and_the_lso(cluster):
+    """/api/v1/transactions lists a transaction in progress, /api/v1/partitions the LSO held at its first
+    offset below the HW, /metrics the ongoing count and LastStableOffsetLag; after the commit the LSO reaches
+    the HW and the coordinator counts the markers it had written."""
+    import requests
+    from confluent_kafka import Producer
+    from prometheus_client.parser import text_string_to_metric_families
+
+    topic, base = "txn-http", f"http://127.0.0.1:{cluster.http_port(1)}"
+    AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    plain = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    plain.produce(topic, b"before")
+    assert plain.flush(30) == 0
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "http-txn"})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce(topic, f"in-{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+
+    def samples() -> dict:
+        text = requests.get(f"{base}/metrics", timeout=10).text
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(text) for s in family.samples}
+
+    def partition_row() -> dict:
+        rows = requests.get(f"{base}/api/v1/partitions?topic={topic}", timeout=10).json()["partitions"]
+        return rows[0]
+
+    listed = requests.get(f"{base}/api/v1/transactions", timeout=10).json()["transactions"]
+    mine = next(t for t in listed if t["transactional_id"] == "http-txn")
+    assert (mine["state"], mine["partitions"], mine["coordinator"]) == ("Ongoing", [f"{topic}-0"], 1)
+    assert any(t["transactional_id"] == "http-txn" for t in
+               requests.get(f"{base}/api/v1/overview", timeout=10).json()["transactions"])
+    wait_for(lambda: partition_row()["high_watermark"] == 5, 30, "the transaction's records below the HW")
+    assert partition_row()["last_stable_offset"] == 1
+    scraped = samples()
+    labels = (("partition", "0"), ("topic", topic))
+    assert scraped[("kafka_cluster_partition_last_stable_offset_lag", labels)] == 4
+    assert scraped[("kafka_coordinator_transaction_ongoing_count", (("state", "Ongoing"),))] >= 1
+    markers_before = scraped[("kafka_coordinator_transaction_markers_written_total", ())]
+
+    producer.commit_transaction(60)
+    wait_for(lambda: partition_row()["last_stable_offset"] == partition_row()["high_watermark"] == 6, 30,
+             "the LSO at the HW after the commit marker")
+    wait_for(lambda: samples()[("kafka_cluster_partition_last_stable_offset_lag", labels)] == 0, 30, "no LSO lag")
+    assert samples()[("kafka_coordinator_transaction_markers_written_total", ())] >= markers_before + 1
+    assert all(t["transactional_id"] != "http-txn"
+               for t in requests.get(f"{base}/api/v1/transactions", timeout=10).json()["transactions"])
