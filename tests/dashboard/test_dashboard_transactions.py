@@ -11,8 +11,12 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
 from scripts.local.cluster import running_cluster
-from tests.dashboard.test_dashboard import REPO, browser, wait_page as _wait_page  # noqa: F401 - the fixture
+from tests.dashboard.test_dashboard import CHROME_ARGS, CHROMEDRIVER, REPO
+from tests.integration.conditions import wait_for
 
 TOPIC, TXN_ID = "dash-txn", "dash-txn-producer"
 SNAPSHOT_JS = """
@@ -36,13 +40,29 @@ def cluster(tmp_path):
         yield c
 
 
+@pytest.fixture
+def browser(tmp_path):
+    if not CHROMEDRIVER.exists():
+        pytest.fail(f"{CHROMEDRIVER} is missing: run `make tools`", pytrace=False)
+    options = webdriver.ChromeOptions()
+    for arg in CHROME_ARGS + [f"--user-data-dir={tmp_path / 'chrome-profile'}"]:
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    yield driver
+    driver.quit()
+
+
 def wait_page(driver, condition, timeout: float, what: str) -> dict:
-    from tests.dashboard import test_dashboard
-    saved, test_dashboard.SNAPSHOT_JS = test_dashboard.SNAPSHOT_JS, SNAPSHOT_JS
+    """The first DOM snapshot for which ``condition`` holds; on timeout the last one is in the message."""
+    last: list[dict] = [{}]
+
+    def check():
+        last[0] = driver.execute_script(SNAPSHOT_JS)
+        return condition(last[0]) and last[0]
     try:
-        return _wait_page(driver, condition, timeout, what)
-    finally:
-        test_dashboard.SNAPSHOT_JS = saved
+        return wait_for(check, timeout, what, interval=0.2)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last page state: {last[0]}") from None
 
 
 def test_open_transaction_and_lso_on_the_dashboard(cluster, browser):
