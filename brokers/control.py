@@ -1,7 +1,8 @@
-"""Control-plane messages: what the controller tells brokers, and what brokers ask the controller.
+"""Control-plane messages: what the controller tells brokers, and what brokers ask the controller or each other.
 
 Modelled on Kafka 2.8's LeaderAndIsr (api key 4), UpdateMetadata (6), StopReplica (5) and
-ControlledShutdown (7) schemas (reference §2.6), with Python field names. Every message is a frozen
+ControlledShutdown (7) schemas (reference §2.6), with Python field names; VerifyTransaction is a partition
+leader asking a transaction coordinator on another broker (KIP-890 part 1). Every message is a frozen
 dataclass; ``encode`` turns it into a msgpack map and ``decode(cls, data)`` back, checking every field's
 type on the way in. Malformed input raises ``ControlMessageError`` (a ValueError) naming the field,
 e.g. ``LeaderAndIsrRequest.partition_states[0].leader_epoch: missing field``.
@@ -28,6 +29,7 @@ __all__ = [
     "UpdateMetadataRequest", "UpdateMetadataResponse",
     "StopReplicaRequest", "StopReplicaResponse",
     "ControlledShutdownRequest", "ControlledShutdownResponse",
+    "VerifyTransactionRequest", "VerifyTransactionResponse",
     "ControlRequest", "ControlResponse", "ControlApi", "CONTROL_APIS", "api_for",
     "ControlRequestHandler", "ControlMessageError", "encode", "decode",
     "UNKNOWN_BROKER_EPOCH", "check_controller_epoch", "check_broker_epoch",
@@ -121,8 +123,27 @@ class ControlledShutdownResponse:
     remaining_partitions: tuple[tuple[str, int], ...] = ()  # (topic, partition) still led by the broker
 
 
-ControlRequest = Union[LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest, ControlledShutdownRequest]
-ControlResponse = Union[LeaderAndIsrResponse, UpdateMetadataResponse, StopReplicaResponse, ControlledShutdownResponse]
+@dataclass(frozen=True, slots=True)
+class VerifyTransactionRequest:
+    """Partition leader -> transaction coordinator (KIP-890 part 1, Kafka's verify-only AddPartitionsToTxn): is
+    ``topic``-``partition`` in the ongoing transaction of ``transactional_id`` at this producer id and epoch?"""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyTransactionResponse:
+    error_code: int  # NONE: it is; else the coordinator's answer (INVALID_TXN_STATE, NOT_COORDINATOR, ...)
+
+
+ControlRequest = Union[LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest, ControlledShutdownRequest,
+                       VerifyTransactionRequest]
+ControlResponse = Union[LeaderAndIsrResponse, UpdateMetadataResponse, StopReplicaResponse, ControlledShutdownResponse,
+                        VerifyTransactionResponse]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +162,7 @@ CONTROL_APIS: tuple[ControlApi, ...] = (
     ControlApi("stop_replica", "/control/v1/stop-replica", StopReplicaRequest, StopReplicaResponse),
     ControlApi("controlled_shutdown", "/control/v1/controlled-shutdown", ControlledShutdownRequest,
                ControlledShutdownResponse),
+    ControlApi("verify_transaction", "/control/v1/verify-txn", VerifyTransactionRequest, VerifyTransactionResponse),
 )
 _API_BY_REQUEST = {api.request: api for api in CONTROL_APIS}
 
@@ -164,6 +186,8 @@ class ControlRequestHandler(Protocol):
     async def stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse: ...
 
     async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse: ...
+
+    async def verify_transaction(self, request: VerifyTransactionRequest) -> VerifyTransactionResponse: ...
 
     def health(self) -> dict: ...
 

@@ -175,3 +175,24 @@ def topic_id_from_text(text: str | None) -> uuid.UUID:
 def topic_id_text(topic_id: uuid.UUID) -> str:
     """Kafka's ``Uuid.toString`` of a topic id."""
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+_INT32_MIN = -(2**31)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: s[0]·31^(n−1) + … + s[n−1] over UTF-16 code units, in int32 arithmetic."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def java_hash_partition(key: str, num_partitions: int) -> int:
+    """Kafka's ``Utils.abs(key.hashCode) % n`` (``Utils.abs`` maps INT32_MIN to 0): which partition of an internal
+    topic (``__consumer_offsets``, ``__transaction_state``) owns a group or transactional id."""
+    if num_partitions <= 0:
+        raise ValueError(f"the number of partitions must be positive, got {num_partitions}")
+    h = java_string_hash(key)
+    return (0 if h == _INT32_MIN else abs(h)) % num_partitions

@@ -2,8 +2,9 @@
 sequences of named steps over the components the composition root builds.
 
 Start order (Kafka 2.8, reference §1.4): ZooKeeper session and persistent roots -> cluster id and
-``meta.properties`` -> logs loaded (recovery off the loop) -> metadata cache and replica manager ->
-HTTP (control plane) -> ``/brokers/ids/<id>`` registration (broker epoch) -> controller candidate.
+``meta.properties`` -> logs loaded (recovery off the loop) -> metadata cache and replica manager -> admin ->
+group coordinator -> transaction coordinator -> listeners -> HTTP (control plane) -> ``/brokers/ids/<id>``
+registration (broker epoch) -> controller candidate.
 Stop in reverse. A session that expires is answered by resigning, then re-registering and
 re-electing once a new session is up (``registration``).
 """
@@ -19,6 +20,7 @@ from brokers.app import data_plane
 from brokers.app.config_handlers import DynamicConfigHandlers
 from brokers.app.control_plane import ControlPlane, health
 from brokers.app.registration import BrokerRegistration, check_meta_properties, resolve_broker_id
+from brokers.app.transaction_wiring import BrokerTransactions
 from brokers.config import BrokerConfig, ConfigError
 from brokers.control import (
     ControlledShutdownRequest,
@@ -29,12 +31,15 @@ from brokers.control import (
     StopReplicaResponse,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
+    VerifyTransactionRequest,
+    VerifyTransactionResponse,
 )
 from brokers.dynamic_config.broker_config import DynamicBrokerConfig
 from brokers.dynamic_config.change_listener import ConfigChangeListener
 from brokers.http.auth import HttpSecurity
 from brokers.http.server import HttpServer
 from brokers.model import LeaderIsrAndControllerEpoch, TopicPartition
+from brokers.protocol.errors import ErrorCode
 from brokers.protocol.scram import sanitize as sanitize_user
 from brokers.replication.fetcher import FetcherConfig
 from brokers.replication.metadata_cache import MetadataCache
@@ -112,6 +117,7 @@ class BrokerServer:
         self.controller: KafkaController | None = None
         self.kafka_listeners: list[KafkaListener] = []
         self.group_coordinator = GroupCoordinator(self.broker_id, GroupConfig.from_broker(config), ZkOffsetStore(self.kzc))
+        self.transactions: BrokerTransactions | None = None  # the transaction coordinator, built at start-up
         self._tasks: set[asyncio.Task[Any]] = set()
         self.stats = BrokerStats()  # what /metrics reports: request latencies, per-topic traffic, ISR changes
         self.shutting_down = False
@@ -140,7 +146,9 @@ class BrokerServer:
         await self.config_handlers.load_dynamic_broker_configs()
         await self._start_log_manager()
         self._start_replica_manager()
+        self._start_admin()
         await self._start_group_coordinator()
+        await self._start_transaction_coordinator()
         await self._start_request_handling()
         await self.http.start()
         await self.registration.register()
@@ -175,9 +183,10 @@ class BrokerServer:
         await asyncio.to_thread(self.log_manager.startup)
 
     def _start_replica_manager(self) -> None:
+        self.fetcher_config = self._fetcher_config()
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.config_handlers.topic_log_config, lambda: self.broker_epoch,
-            isr_store=ZkIsrStore(self.kzc), fetcher_config=self._fetcher_config(),
+            isr_store=ZkIsrStore(self.kzc), fetcher_config=self.fetcher_config,
             listener=self.config["inter.broker.listener.name"],
             replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"], stats=self.stats,
             leader_throttle_rate=lambda: self.dynamic_config.leader_replication_throttled_rate,
@@ -191,6 +200,11 @@ class BrokerServer:
             raise ConfigError(f"{self.config.source}: {exc}") from None
         return FetcherConfig.from_broker(self.config, self.broker_id, ssl_context=self.inter_broker_tls,
                                          sasl=sasl_config)
+
+    def _start_admin(self) -> None:
+        """The admin operations (topic creation, configs, producer-id blocks) the coordinators and handlers use."""
+        self.admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.config_handlers.default_log_config,
+                             self.metadata_cache, self.dynamic_config)
 
     async def _start_group_coordinator(self) -> None:
         self.group_coordinator.broker_id = self.broker_id
@@ -206,10 +220,17 @@ class BrokerServer:
         else:
             self.group_coordinator.on_resigned(tp.partition)
 
+    async def _start_transaction_coordinator(self) -> None:
+        """Its markers leave on the inter-broker listener with the replica fetchers' TLS and SASL settings."""
+        self.transactions = BrokerTransactions(
+            self.broker_id, self.config, self.replica_manager, self.metadata_cache, self.admin,
+            listener=self.config["inter.broker.listener.name"], ssl_context=self.fetcher_config.ssl_context,
+            sasl=self.fetcher_config.sasl, control_secret=lambda: self.control_secret, http_tls=self.http_peer_tls,
+            spawn=self.spawn)
+        await self.transactions.startup()
+
     async def _start_request_handling(self) -> None:
-        """The admin, the authorizer (every ACL loaded before the first request), then each listener."""
-        self.admin = ZkAdmin(self.broker_id, self.kzc, self.config, self.config_handlers.default_log_config,
-                             self.metadata_cache, self.dynamic_config)
+        """The authorizer (every ACL loaded before the first request), then each listener."""
         if self.authorizer is not None:
             await self.authorizer.start()
         for endpoint in self.config.listeners:  # one socket each; Metadata answers with that listener's endpoints
@@ -252,6 +273,11 @@ class BrokerServer:
     async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
         return await self.control_plane.controlled_shutdown(request)
 
+    async def verify_transaction(self, request: VerifyTransactionRequest) -> VerifyTransactionResponse:
+        if self.transactions is None:
+            return VerifyTransactionResponse(int(ErrorCode.NOT_COORDINATOR))
+        return await self.transactions.serve_verify(request)
+
     def health(self) -> dict:
         return health(self)
 
@@ -268,7 +294,7 @@ class BrokerServer:
 
     # -- shutdown ------------------------------------------------------------------------------
     async def shutdown(self) -> None:
-        """Controlled shutdown first, then reverse order: listeners, controller, groups, watches,
+        """Controlled shutdown first, then reverse order: listeners, controller, transactions, groups, watches,
         replication, registration (session close), HTTP, logs (flush, checkpoints)."""
         self.shutting_down = True  # /readyz answers 503 from now on
         if self.controller is not None and self.broker_epoch > 0:
@@ -277,6 +303,8 @@ class BrokerServer:
             await kafka_listener.stop()
         if self.controller is not None:
             await self.controller.shutdown()
+        if self.transactions is not None:
+            await self.transactions.shutdown()
         await self.group_coordinator.shutdown()
         await self.config_listener.close()
         if self.authorizer is not None:

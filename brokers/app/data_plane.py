@@ -5,7 +5,8 @@ ServerContext (Kafka's ``SocketServer`` data-plane acceptors and ``KafkaApis``, 
 Each ``listeners`` endpoint gets its own context: Metadata answers with that listener's advertised
 endpoints, and its security protocol decides TLS (``ssl.*``, per-listener overrides), the principal
 mapping rules and SASL (``listener.name.<l>.<mechanism>.sasl.jaas.config``). The group coordinator's
-handlers (consumer_group) join the broker's here, in the composition root.
+handlers (consumer_group) and the transaction coordinator's (transactions) join the broker's here, in the
+composition root, with the coordinators and KIP-890's verification in the context.
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from brokers.server.apis import KafkaApis
 from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
 from consumer_group.coordinator.handlers import HANDLERS as GROUP_HANDLERS
+from transactions.coordinator.handlers import HANDLERS as TRANSACTION_HANDLERS
+
+COORDINATOR_HANDLERS = {**GROUP_HANDLERS, **TRANSACTION_HANDLERS}  # InitProducerId: the transaction coordinator's
 
 if TYPE_CHECKING:
     from brokers.app.broker_server import BrokerServer
@@ -26,14 +30,18 @@ if TYPE_CHECKING:
 def kafka_listener(broker: BrokerServer, endpoint: EndPoint) -> KafkaListener:
     """The KafkaListener of one ``listeners`` endpoint, not started yet."""
     b = broker
+    txn = b.transactions
     context = ServerContext(b.broker_id, b.config, b.metadata_cache, b.replica_manager,
                             lambda: b.cluster_id, b.admin, endpoint.listener,
                             coordinator_partition=b.group_coordinator.partition_for,
-                            group_coordinator=b.group_coordinator, stats=b.stats,
+                            group_coordinator=b.group_coordinator,
+                            transaction_partition=txn.coordinator.partition_for if txn else None,
+                            transaction_coordinator=txn.coordinator if txn else None,
+                            verify_transaction=txn.verify_transaction if txn else None, stats=b.stats,
                             reassignments=b.control_plane,
                             elect_leaders=b.control_plane.elect_leaders, authorizer=b.authorizer,
                             sasl=_sasl_listener_config(b, endpoint), user_configs=b)
-    return KafkaListener(KafkaApis(context, GROUP_HANDLERS).handle, endpoint.host, endpoint.port,
+    return KafkaListener(KafkaApis(context, COORDINATOR_HANDLERS).handle, endpoint.host, endpoint.port,
                          b.config["socket.request.max.bytes"], listener_name=endpoint.listener,
                          security_protocol=endpoint.security_protocol,
                          ssl_context=b.tls_contexts.get(endpoint.listener),

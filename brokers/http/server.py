@@ -4,12 +4,12 @@ REST proxy (``rest_proxy``) and the dashboard at ``/`` (``dashboard``).
 
 Control endpoints take and return msgpack (``application/msgpack``), one per ``brokers.control``
 API: ``POST /control/v1/leader-and-isr``, ``/update-metadata``, ``/stop-replica``,
-``/controlled-shutdown``. The body is decoded into the request dataclass and handed to the
-matching ``ControlRequestHandler`` method; fencing (controller and broker epochs) is the handler's
-job, answered inside the response's ``error_code`` as Kafka does. A body that does not decode is a
-400 with a text message; a handler that raises is a 500. Either way the server keeps serving. Only
-another broker's signed request reaches a control handler (``brokers.http.auth.broker_only``): anyone
-else gets a 401.
+``/controlled-shutdown``, ``/verify-txn`` (a partition leader asking the transaction coordinator,
+KIP-890). The body is decoded into the request dataclass and handed to the matching
+``ControlRequestHandler`` method; fencing (controller and broker epochs) is the handler's job, answered
+inside the response's ``error_code`` as Kafka does. A body that does not decode is a 400 with a text
+message; a handler that raises is a 500. Either way the server keeps serving. Only another broker's
+signed request reaches a control handler (``brokers.http.auth.broker_only``): anyone else gets a 401.
 """
 from __future__ import annotations
 

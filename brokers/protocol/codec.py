@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import (  # private, but the only way to read kio's field kinds
     EntityField,
@@ -194,7 +195,8 @@ def _legacy_writer(layout) -> Callable:
 def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
     """The framed request (size prefix, request header v1/v2, body), for clients and tests."""
     cls = _check_class(body, api_key, api_version)
-    header_cls = cls.__header_schema__  # legacy versions are below every API's first flexible version: v1 too
+    # legacy versions are never flexible: request header v1 (even where kio's base version is flexible)
+    header_cls = RequestHeaderV1 if is_legacy(api_key, api_version) else cls.__header_schema__
     header = io.BytesIO()
     entity_writer(header_cls)(
         header,

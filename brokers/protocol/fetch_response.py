@@ -16,7 +16,8 @@ Wire layout (big-endian; size prefix and response header v0 first)::
             int32 partition_index, int16 error_code, int64 high_watermark
             int64 last_stable_offset
             v5+: int64 log_start_offset
-            int32 aborted_transactions count: always -1 (null; we have no transactions)
+            int32 aborted_transactions count (-1: null), per aborted transaction:
+                int64 producer_id, int64 first_offset
             v11: int32 preferred_read_replica
             int32 records length, then the records bytes      <- the records segment
 
@@ -41,7 +42,8 @@ each topic and each partition::
         uvarint partition count + 1, per partition:
             int32 partition_index, int16 error_code, int64 high_watermark
             int64 last_stable_offset, int64 log_start_offset
-            uvarint aborted_transactions count + 1: always 0 (null)
+            uvarint aborted_transactions count + 1 (0: null), per aborted transaction:
+                int64 producer_id, int64 first_offset, tagged fields (0x00)
             int32 preferred_read_replica
             uvarint records length + 1, then the records bytes  <- the records segment
             tagged fields: count, then per tag present (in tag order) uvarint tag, uvarint size, value:
@@ -57,8 +59,9 @@ partition without divergence and without a leader hint ends in one 0x00.
 Records ``None`` is written as an empty records field (length 0; in v12 uvarint 1), not as null (-1;
 in v12 uvarint 0): Kafka itself sends empty records, and librdkafka rejects a negative MessageSetSize
 as a parse failure (in v12 too: it reads the compact length as a count and fails on -1). A null
-aborted_transactions (-1) is what Kafka sends for non-transactional reads; every client accepts it
-(librdkafka reads the transactions only when the count is > 0). kio encodes the same fields the same
+aborted_transactions (-1) is what Kafka sends for READ_UNCOMMITTED reads; every client accepts it
+(librdkafka reads the transactions only when the count is > 0). READ_COMMITTED reads carry a list,
+possibly empty: the (producer id, first offset) of every aborted transaction overlapping the read. kio encodes the same fields the same
 way, and the tests compare against it byte for byte.
 """
 from __future__ import annotations
@@ -78,9 +81,9 @@ _INT32 = struct.Struct(">i")
 _TOP_V4 = struct.Struct(">iii")  # correlation_id, throttle_time_ms, topic count
 _TOP_V7 = struct.Struct(">iihii")  # correlation_id, throttle_time_ms, error_code, session_id, topic count
 _TOPIC = struct.Struct(">h")
-_PARTITION_V4 = struct.Struct(">ihqqii")  # index, error, high watermark, LSO, aborted (-1), records length
-_PARTITION_V5 = struct.Struct(">ihqqqii")  # ... + log_start_offset before aborted
-_PARTITION_V11 = struct.Struct(">ihqqqiii")  # ... + preferred_read_replica before the records length
+_PARTITION_V4 = struct.Struct(">ihqq")  # index, error, high watermark, LSO
+_PARTITION_V5 = struct.Struct(">ihqqq")  # ... + log_start_offset
+_ABORTED = struct.Struct(">qq")  # producer_id, first_offset
 LEGACY_MAX_VERSION = 3
 _TOP_V0 = struct.Struct(">ii")  # correlation_id, topic count
 _PARTITION_V0 = struct.Struct(">ihqi")  # index, error, high watermark, records length
@@ -102,6 +105,7 @@ class FetchPartitionData(NamedTuple):
     preferred_read_replica: int = -1
     diverging_epoch: tuple[int, int] | None = None  # v12 (KIP-320): (epoch, end_offset)
     current_leader: tuple[int, int] | None = None  # v12: (leader_id, leader_epoch)
+    aborted_transactions: list[tuple[int, int]] | None = None  # v4+: (producer_id, first_offset); None is null
 
 
 def records_size(records: Any) -> int:
@@ -129,18 +133,28 @@ def _topic_name(name: str) -> bytes:
     return _TOPIC.pack(len(encoded)) + encoded
 
 
+def _aborted(aborted: list[tuple[int, int]] | None) -> bytes:
+    if aborted is None:
+        return _INT32.pack(NULL_ARRAY)
+    return _INT32.pack(len(aborted)) + b"".join(_ABORTED.pack(pid, first) for pid, first in aborted)
+
+
+def _compact_aborted(aborted: list[tuple[int, int]] | None) -> bytes:
+    if aborted is None:
+        return b"\x00"
+    return uvarint(len(aborted) + 1) + b"".join(_ABORTED.pack(pid, first) + NO_TAGGED_FIELDS for pid, first in aborted)
+
+
 def _partition(version: int, p: FetchPartitionData, size: int) -> bytes:
-    if version >= 11:
-        return _PARTITION_V11.pack(
-            p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset,
-            NULL_ARRAY, p.preferred_read_replica, size,
-        )
     if version >= 5:
-        return _PARTITION_V5.pack(
-            p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset,
-            NULL_ARRAY, size,
-        )
-    return _PARTITION_V4.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset, NULL_ARRAY, size)
+        fixed = _PARTITION_V5.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                                   p.log_start_offset)
+    else:
+        fixed = _PARTITION_V4.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
+    fixed += _aborted(p.aborted_transactions)
+    if version >= 11:
+        fixed += _INT32.pack(p.preferred_read_replica)
+    return fixed + _INT32.pack(size)
 
 
 def _top(version: int, correlation_id: int, throttle_time_ms: int, error_code: int, session_id: int,
@@ -232,7 +246,7 @@ def encode_legacy_fetch_response(
 
 # -- v12: flexible ---------------------------------------------------------------------------------
 _TOP_V12 = struct.Struct(">ibihi")  # correlation_id, header tags (0), throttle_time_ms, error_code, session_id
-_PARTITION_V12 = struct.Struct(">ihqqqbi")  # index, error, HW, LSO, log start, aborted (null), preferred replica
+_PARTITION_V12 = struct.Struct(">ihqqq")  # index, error, HW, LSO, log start
 _EPOCH_END_OFFSET = struct.Struct(">iqb")  # epoch, end_offset, the struct's own tags (0)
 _LEADER_ID_AND_EPOCH = struct.Struct(">iib")  # leader_id, leader_epoch, the struct's own tags (0)
 NO_TAGGED_FIELDS = b"\x00"
@@ -280,7 +294,9 @@ def _encode_flexible(correlation_id: int, partitions_by_topic: list[tuple[str, l
         for p in partitions:
             size = records_size(p.records)
             fixed += _PARTITION_V12.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
-                                         p.log_start_offset, 0, p.preferred_read_replica)
+                                         p.log_start_offset)
+            fixed += _compact_aborted(p.aborted_transactions)
+            fixed += _INT32.pack(p.preferred_read_replica)
             fixed += uvarint(size + 1)
             if size:
                 total += len(fixed) + size

@@ -2,7 +2,7 @@
 
 kio is generated from Kafka 4's schemas, which dropped the oldest versions (KIP-896): Produce 0-2, Fetch 0-3,
 ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1, DeleteTopics 0, OffsetForLeaderEpoch 0-1,
-the ACL APIs 0 and DescribeConfigs 0. Kafka 2.8.2 still accepts every one of them. Each layout below is the
+WriteTxnMarkers 0, the ACL APIs 0 and DescribeConfigs 0. Kafka 2.8.2 still accepts every one of them. Each layout below is the
 field list of that version in Kafka 2.8.2's message schema (``clients/src/main/resources/common/message``),
 in wire order, with kio's snake_case names for the fields the version shares with kio's lowest version
 (``BASE_VERSION``): a request of a legacy version decodes into kio's entity of the base version, and a
@@ -268,9 +268,25 @@ def _describe_configs_response() -> Struct:
     return _s(_f("throttle_time", INT32), _f("results", Array(result)))
 
 
+# --- WriteTxnMarkers (27) v0: v1's fields, not flexible -------------------------------------------------
+
+def _write_txn_markers_request() -> Struct:
+    topic = _s(_f("name", STRING), _f("partition_indexes", Array(INT32)))
+    marker = _s(_f("producer_id", INT64), _f("producer_epoch", INT16), _f("transaction_result", BOOL),
+                _f("topics", Array(topic)), _f("coordinator_epoch", INT32))
+    return _s(_f("markers", Array(marker)))
+
+
+def _write_txn_markers_response() -> Struct:
+    partition = _s(_f("partition_index", INT32), _f("error_code", INT16))
+    topic = _s(_f("name", STRING), _f("partitions", Array(partition)))
+    return _s(_f("markers", Array(_s(_f("producer_id", INT64), _f("topics", Array(topic))))))
+
+
 # --- the table -----------------------------------------------------------------------------------------
 
-BASE_VERSION: dict[int, int] = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 23: 2, 29: 1, 30: 1, 31: 1, 32: 1}
+BASE_VERSION: dict[int, int] = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 23: 2, 27: 1, 29: 1, 30: 1, 31: 1,
+                                32: 1}
 """Per API key, kio's lowest version: the entity class a legacy version decodes into and encodes from."""
 
 REQUESTS: dict[tuple[int, int], Struct] = {
@@ -282,6 +298,7 @@ REQUESTS: dict[tuple[int, int], Struct] = {
     **{(19, v): _create_topics_request(v) for v in range(2)},
     (20, 0): _delete_topics_request(),
     **{(23, v): _offset_for_leader_epoch_request() for v in range(2)},
+    (27, 0): _write_txn_markers_request(),
     (29, 0): _describe_acls_request(),
     (30, 0): _create_acls_request(),
     (31, 0): _delete_acls_request(),
@@ -297,6 +314,7 @@ RESPONSES: dict[tuple[int, int], Struct] = {
     **{(19, v): _create_topics_response(v) for v in range(2)},
     (20, 0): _delete_topics_response(),
     **{(23, v): _offset_for_leader_epoch_response(v) for v in range(2)},
+    (27, 0): _write_txn_markers_response(),
     (29, 0): _describe_acls_response(),
     (30, 0): _create_acls_response(),
     (31, 0): _delete_acls_response(),

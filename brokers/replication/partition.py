@@ -7,7 +7,9 @@ State, all from the latest accepted LeaderAndIsr plus what this replica learned 
 - as leader: one ``FollowerState`` per other assigned replica, ``leader_epoch_start_offset`` (the log
   end when this epoch began, KAFKA-7128), the ISR write in flight (``pending_isr``) and the acks=all
   purgatory;
-- the high watermark lives in the Log (``log.high_watermark``): consumers read below it.
+- the high watermark lives in the Log (``log.high_watermark``): consumers read below it, READ_COMMITTED
+  consumers below the last stable offset (``log.last_stable_offset``, which moves only with the HW or a
+  marker append, so the HW watchers also serve them).
 
 Every decision is a call into ``isr.py``; this class only applies them. Nothing here awaits: the
 replica manager does the ZooKeeper writes and calls back. While an ISR write is in flight the
@@ -139,15 +141,32 @@ class Partition:
     def append_as_leader(self, buf, acks: int, now_ms: int) -> LogAppendInfo:
         """Append a producer's batch; acks=all first needs ISR >= min.insync.replicas (§3.5)."""
         if acks == -1:
-            error = decide.check_min_isr(len(self.isr), self.min_insync_replicas, decide.BEFORE_APPEND)
-            if error is not None:
-                raise NotEnoughReplicasError(
-                    f"{self.topic_partition}: ISR {list(self.isr)} is smaller than "
-                    f"min.insync.replicas={self.min_insync_replicas}")
+            self._check_min_isr_before_append()
         info = self.log.append_as_leader(buf, self.leader_epoch)
         self.notify_appended()
         self.maybe_increment_high_watermark(now_ms)
         return info
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      now_ms: int) -> LogAppendInfo:
+        """Write a transaction marker (WriteTxnMarkers) as an acks=all append: the ISR must hold
+        min.insync.replicas first; the caller then waits ``wait_for_acks(info.last_offset + 1)``."""
+        self._check_min_isr_before_append()
+        info = self.log.append_marker(producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch)
+        self.notify_appended()
+        self.maybe_increment_high_watermark(now_ms)
+        return info
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.last_stable_offset
+
+    def _check_min_isr_before_append(self) -> None:
+        error = decide.check_min_isr(len(self.isr), self.min_insync_replicas, decide.BEFORE_APPEND)
+        if error is not None:
+            raise NotEnoughReplicasError(
+                f"{self.topic_partition}: ISR {list(self.isr)} is smaller than "
+                f"min.insync.replicas={self.min_insync_replicas}")
 
     def wait_for_acks(self, required_offset: int) -> asyncio.Future:
         """A future of the ErrorCode an acks=all produce ending at ``required_offset - 1`` answers."""
@@ -231,5 +250,5 @@ class Partition:
         return {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
                 "replicas": list(self.replicas), "is_leader": self.is_leader, "zk_version": self.zk_version,
                 "log_start_offset": log.log_start_offset, "log_end_offset": log.log_end_offset,
-                "high_watermark": log.high_watermark,
+                "high_watermark": log.high_watermark, "last_stable_offset": log.last_stable_offset,
                 "followers": {r: s.log_end_offset for r, s in sorted(self.followers.items())}}

@@ -29,7 +29,6 @@ from brokers.server.handlers import (
     elect_leaders,
     fetch,
     find_coordinator,
-    init_producer_id,
     list_offsets,
     metadata,
     offsets_for_leader_epoch,
@@ -37,6 +36,7 @@ from brokers.server.handlers import (
     reassignments,
     scram_credentials,
     topics,
+    write_txn_markers,
 )
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_HANDSHAKE: sasl.handle_illegal_state,  # SASL connections still authenticating: brokers.server.sasl
     ApiKey.CREATE_TOPICS: topics.handle_create_topics,
     ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
-    ApiKey.INIT_PRODUCER_ID: init_producer_id.handle_init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers.handle_write_txn_markers,
     ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
     ApiKey.CREATE_ACLS: acls.handle_create_acls,
     ApiKey.DELETE_ACLS: acls.handle_delete_acls,

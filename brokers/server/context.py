@@ -146,6 +146,7 @@ class ServerContext:
     admin: AdminOps
     listener_name: str = "PLAINTEXT"
     coordinator_partition: Callable[[str], int] | None = None  # group id -> its __consumer_offsets partition
+    transaction_partition: Callable[[str], int] | None = None  # transactional id -> its __transaction_state partition
     group_coordinator: Any = None  # consumer_group's GroupCoordinator: carried for the group API handlers only
     transaction_coordinator: Any = None  # transactions' TransactionCoordinator: for the transaction API handlers only
     # KIP-890 part 1: (transactional id, producer id, epoch, partition) -> the coordinator's ErrorCode (NONE when the

@@ -28,6 +28,7 @@ from brokers.protocol.record import batch_records, build_batch
 from brokers.protocol.record_batch import TIMESTAMP_TYPE_BIT, BatchHeader, read_header
 from brokers.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from brokers.storage.files import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, offset_file_name
+from brokers.storage.transaction_index import TXN_INDEX_SUFFIX
 from brokers.storage.log import Log
 from brokers.storage.log_loader import open_segment
 from brokers.storage.segment import INT32_MAX, LogSegment
@@ -111,7 +112,7 @@ class LogCleaner:
     def _clean_group(self, log_: Log, group: list[LogSegment], latest: dict[bytes, int], horizon: int,
                      stats: CleanerStats) -> LogSegment:
         directory = log_.directory
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             (directory / (offset_file_name(group[0].base_offset, suffix) + CLEANED_SUFFIX)).unlink(missing_ok=True)
         cleaned = open_segment(directory, group[0].base_offset, log_.config, CLEANED_SUFFIX)
         for segment in group:
@@ -121,6 +122,8 @@ class LogCleaner:
                 kept = _clean_batch(data, read_header(data), latest, retain_deletes, stats)
                 if kept is not None:
                     cleaned.append(kept, [read_header(kept)])
+            for aborted in segment.txn_index.entries():  # markers are kept, so are their index entries
+                cleaned.txn_index.append(aborted)
             stats.segments_cleaned += 1
             stats.bytes_before += segment.size
         cleaned.on_roll()

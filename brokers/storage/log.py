@@ -6,7 +6,9 @@ Invariants:
 - ``log_start_offset <= high_watermark <= log_end_offset``; ``recovery_point`` is the first offset
   not yet known to be fsynced;
 - the leader-epoch cache never names an offset at or past the log end;
-- the producer state (producer_state.py) holds exactly the idempotent batches below the log end.
+- the producer state (producer_state.py) holds exactly the idempotent batches below the log end;
+- every aborted transaction whose marker is in the log has one ``.txnindex`` entry, in the segment
+  holding its marker; ``last_stable_offset <= high_watermark`` (transactions.py).
 
 Appends validate batch headers and CRCs, assign offsets by rewriting the producer's batch headers in
 place, and write the bytes unchanged. A leader append from an idempotent producer is checked against
@@ -22,47 +24,26 @@ import logging
 import shutil
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple, Protocol
+from typing import Callable
 
 from brokers.model import TopicPartition
-from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError, RecordValidationError
+from brokers.protocol.errors import InvalidRecordError, OffsetOutOfRangeError, RecordTooLargeError
+from brokers.protocol.control_record import build_marker_batch
 from brokers.protocol.max_timestamp import repair_max_timestamps
 from brokers.protocol.record_batch import BatchSetInfo, assign_offsets, set_log_append_time, validate_batches
+from brokers.storage import transactions
 from brokers.storage.files import DELETED_SUFFIX
 from brokers.storage.leader_epoch_cache import LeaderEpochCache
+from brokers.storage.log_append_info import FetchDataInfo, LogAppendInfo, Scheduler
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_loader import LoadResult, load_segments, open_segment
 from brokers.storage.producer_state import BatchMetadata, ProducerStateManager
-from brokers.storage.segment import INT32_MAX, FileRange, LogSegment
+from brokers.storage.record_reads import first_record_at_or_after, require_keys
+from brokers.storage.segment import INT32_MAX, LogSegment
+from brokers.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
-
-
-class Scheduler(Protocol):
-    def schedule_once(self, name: str, fn: Callable[[], object], delay_ms: int = 0) -> None: ...
-
-
-class LogAppendInfo(NamedTuple):
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    records_count: int
-    valid_bytes: int
-    log_append_time: int = -1
-    duplicate: bool = False  # a retried idempotent batch: nothing written, the original's offsets
-
-
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
-    fetch_offset: int
-    records: FileRange | None
-
-    @property
-    def size(self) -> int:
-        return self.records.size if self.records else 0
 
 
 class Log:
@@ -88,7 +69,9 @@ class Log:
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self.producer_state = ProducerStateManager(self.directory)
-        self.producer_state.load(self._segments, self.log_end_offset)
+        self.producer_state.load(self._segments, self.log_end_offset, self.load_result.recovered_from,
+                                 transactions.record_completed)
+        self.producer_state.on_high_watermark_updated(self.high_watermark)
 
     # -- state ---------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -133,7 +116,23 @@ class Log:
     def update_high_watermark(self, offset: int) -> int:
         with self._lock:
             self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+            self.producer_state.on_high_watermark_updated(self.high_watermark)
             return self.high_watermark
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The producer state's, never below the log start (retention may have removed its start)."""
+        first = self.producer_state.first_unstable_offset()
+        return None if first is None else max(first, self.log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """What READ_COMMITTED consumers may read below (KIP-98, KAFKA-5121)."""
+        return transactions.last_stable_offset(self.first_unstable_offset, self.high_watermark)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        segments, bases, _ = self._snapshot
+        return transactions.collect_aborted(segments, bases, start_offset, upper_bound_offset)
 
     # -- appending -----------------------------------------------------------------------------
     def append_as_leader(self, buf, leader_epoch: int) -> LogAppendInfo:
@@ -150,7 +149,7 @@ class Log:
         if not self.config.log_append_time:
             info = repair_max_timestamps(buf, info)
         if self.config.compact:
-            _require_keys(buf, info, self.topic_partition)
+            require_keys(buf, info, self.topic_partition)
         with self._lock:
             producers = None
             for header in info.headers:
@@ -184,8 +183,29 @@ class Log:
             self._append(buf, info.headers, info)
             for header in info.headers:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            self.producer_state.update(info.headers)  # unchecked: the leader validated them
+            self._update_producers(buf, info.headers)  # unchecked: the leader validated them
             return self._append_info(info.headers[0].base_offset, info.headers, info, -1)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      leader_epoch: int) -> LogAppendInfo:
+        """Write a transaction marker (WriteTxnMarkers) at the log end; an ABORT is indexed in the
+        active segment's ``.txnindex``. Raises InvalidProducerEpochError /
+        TransactionCoordinatorFencedError (producer_state.check_marker) before writing anything."""
+        buf = build_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, self.now_ms())
+        info = validate_batches(buf, producer=False)
+        with self._lock:
+            self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+            first = self.log_end_offset
+            headers = assign_offsets(buf, info, first, leader_epoch)
+            self._append(buf, headers, info)
+            self.leader_epoch_cache.assign(leader_epoch, first)
+            self._update_producers(buf, headers)
+            return self._append_info(first, headers, info, -1)
+
+    def _update_producers(self, buf, headers) -> None:
+        """Apply appended batches to the producer state; index the transactions their markers aborted."""
+        for txn in self.producer_state.update(headers, transactions.buffer_markers(buf)):
+            transactions.record_completed(self.active_segment, txn)
 
     def _append(self, buf, headers, info: BatchSetInfo) -> None:
         self._maybe_roll(info.size, info.max_timestamp, headers[0].base_offset, headers[-1].last_offset)
@@ -284,7 +304,7 @@ class Log:
             if header is None:
                 continue
             batch = segment.read_bytes(header.position, header.size)
-            found = _first_record_at_or_after(batch, timestamp)
+            found = first_record_at_or_after(batch, timestamp)
             if found is not None and found[0] >= self.log_start_offset:
                 return found
         return None
@@ -334,6 +354,7 @@ class Log:
             self._reindex()
             self._after_truncation()
             self.producer_state.truncate(self._segments, self.log_end_offset)
+            self.producer_state.on_high_watermark_updated(self.high_watermark)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -477,26 +498,3 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({self.topic_partition}, start={self.log_start_offset}, hw={self.high_watermark}, "
                 f"end={self.log_end_offset}, segments={len(self._segments)})")
-
-
-def _require_keys(buf, info: BatchSetInfo, tp: TopicPartition) -> None:
-    """Compacted topics reject records without a key (INVALID_RECORD, Kafka 2.4+): each keyless record is a
-    record error at its index in its batch, as Kafka's LogValidator reports them."""
-    from brokers.protocol.record import batch_records
-
-    errors = [(index, f"Compacted topic cannot accept message without key in topic partition {tp}.")
-              for header in info.headers for index, record in enumerate(batch_records(buf, header))
-              if record.key is None]
-    if errors:
-        raise RecordValidationError(errors)
-
-
-def _first_record_at_or_after(batch, timestamp: int) -> tuple[int, int] | None:
-    """Read one batch's record timestamps (the only record-level work on this path)."""
-    from brokers.protocol.record import record_timestamps
-    from brokers.protocol.record_batch import read_header
-
-    for offset, record_timestamp in record_timestamps(batch, read_header(batch)):
-        if record_timestamp >= timestamp:
-            return offset, record_timestamp
-    return None

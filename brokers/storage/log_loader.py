@@ -4,7 +4,8 @@ Order (Kafka's LogLoader): drop temporary files (``.cleaned``, ``.deleted``, ``.
 compaction swaps (a ``.log.swap`` replaces the segments its offset range covers); open every
 ``.log``; rebuild indexes that are missing or fail their sanity check; unless the log was shut down
 cleanly, recover every segment from the one holding the recovery point on: the first segment that
-had to be truncated is the end of the log and every later segment is deleted.
+had to be truncated is the end of the log and every later segment is deleted. A recovered segment's
+``.txnindex`` is emptied: the Log rebuilds it with the producer state from ``recovered_from`` on.
 """
 from __future__ import annotations
 
@@ -28,8 +29,11 @@ from brokers.storage.files import (
 from brokers.storage.index_file import CorruptIndexError
 from brokers.storage.log_config import LogConfig
 from brokers.storage.segment import LogSegment
+from brokers.storage.transaction_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
+
+_KEPT_SWAPS = (LOG_SUFFIX + SWAP_SUFFIX, TXN_INDEX_SUFFIX + SWAP_SUFFIX)  # a .txnindex cannot be rebuilt alone
 
 
 @dataclass
@@ -39,6 +43,13 @@ class LoadResult:
     truncated_bytes: int = 0
     deleted_segments: int = 0
     rebuilt_indexes: list[int] = field(default_factory=list)
+    recovered_from: int | None = None  # base offset of the first recovered segment: state to rebuild from
+
+    def note_recovered(self, segment: LogSegment) -> None:
+        """A recovered segment's ``.txnindex`` is rebuilt from its markers with the producer state."""
+        segment.txn_index.reset()
+        if self.recovered_from is None or segment.base_offset < self.recovered_from:
+            self.recovered_from = segment.base_offset
 
 
 def open_segment(directory: Path, base_offset: int, config: LogConfig, suffix: str = "") -> LogSegment:
@@ -74,8 +85,12 @@ def _remove_temporary_files(directory: Path) -> None:
     for path in directory.iterdir():
         if path.name.endswith((CLEANED_SUFFIX, DELETED_SUFFIX, ".tmp")):
             path.unlink(missing_ok=True)
-        elif path.name.endswith(SWAP_SUFFIX) and not path.name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
-            path.unlink(missing_ok=True)  # index swaps are rebuilt from their log
+        elif path.name.endswith(SWAP_SUFFIX) and not path.name.endswith(_KEPT_SWAPS):
+            path.unlink(missing_ok=True)  # offset and time index swaps are rebuilt from their log
+        elif path.name.endswith(TXN_INDEX_SUFFIX + SWAP_SUFFIX):
+            log_swap = directory / (offset_file_name(base_offset_of(path.name), LOG_SUFFIX) + SWAP_SUFFIX)
+            if not log_swap.exists():
+                path.unlink(missing_ok=True)
 
 
 def _complete_swaps(directory: Path, config: LogConfig) -> None:
@@ -86,7 +101,7 @@ def _complete_swaps(directory: Path, config: LogConfig) -> None:
         for old in directory.glob("*" + LOG_SUFFIX):
             base = base_offset_of(old.name)
             if swap.base_offset <= base < swap.next_offset:
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     (directory / offset_file_name(base, suffix)).unlink(missing_ok=True)
         swap.change_suffix("")
         swap.close()
@@ -104,6 +119,7 @@ def _load_or_rebuild(segment: LogSegment, index_missing: bool, result: LoadResul
             log.warning("%s: %s; rebuilding its indexes", segment.log_path, exc)
     result.truncated_bytes += segment.recover()
     result.rebuilt_indexes.append(segment.base_offset)
+    result.note_recovered(segment)
 
 
 def _recover_from(result: LoadResult, start: int) -> None:
@@ -111,6 +127,7 @@ def _recover_from(result: LoadResult, start: int) -> None:
     segments = result.segments
     for i in range(start, len(segments)):
         cut = segments[i].recover()
+        result.note_recovered(segments[i])
         result.recovered_segments += 1
         result.truncated_bytes += cut
         if cut or (i + 1 < len(segments) and segments[i + 1].base_offset < segments[i].next_offset):

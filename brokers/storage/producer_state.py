@@ -27,6 +27,15 @@ producer can be lost to retention (as in Kafka, that holds for the rest of the a
 known producer, later batches of one append are checked against the earlier ones. Not
 thread-safe: the owning ``Log`` calls it under its lock.
 
+Transactions (KIP-98): a producer's first transactional batch on the partition opens its transaction
+(``current_txn_first_offset``, its first offset); its marker (a control batch, see
+``protocol.control_record``) completes it, records the coordinator epoch and yields a ``CompletedTxn``.
+A completed transaction keeps the partition unstable until its marker is below the high watermark
+(KAFKA-5121): ``first_unstable_offset`` is the smallest first offset over the open transactions and
+the completed ones not yet replicated. Leader checks: a non-transactional batch from a producer with
+an open transaction is INVALID_TXN_STATE; a marker from an older producer epoch is
+INVALID_PRODUCER_EPOCH, from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED.
+
 Snapshots: ``<20-digit offset>.snapshot`` holds the state of every batch below that offset, in
 Kafka's format version 1 (int16 version, uint32 CRC32C of the rest, int32 count, then 46-byte
 entries: producer id, epoch, last sequence, last offset, offset delta, timestamp, coordinator epoch,
@@ -47,14 +56,22 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 
 import crc32c
 
-from brokers.protocol.errors import InvalidProducerEpochError, InvalidRecordError, OutOfOrderSequenceError
-from brokers.protocol.record_batch import CONTROL_BIT, BatchHeader
+from brokers.protocol.control_record import EndTxnMarker, parse_marker
+from brokers.protocol.errors import (
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
+from brokers.protocol.record_batch import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader
 from brokers.storage.files import atomic_write, base_offset_of, offset_file_name
 from brokers.storage.segment import INT32_MAX, LogSegment
 
 log = logging.getLogger(__name__)
 
 NUM_BATCHES_TO_RETAIN = 5
+NO_COORDINATOR_EPOCH = -1
 NO_SEQUENCE = -1
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
@@ -66,6 +83,15 @@ _CRC_FROM = 6  # the CRC covers the count and the entries
 
 class CorruptSnapshotError(Exception):
     pass
+
+
+MarkerReader = Callable[[BatchHeader], EndTxnMarker]
+
+
+def segment_marker(segment: LogSegment, header: BatchHeader) -> EndTxnMarker:
+    """The marker of the control batch ``header`` in ``segment`` (read from the file)."""
+    data = segment.read_bytes(header.position, header.size)
+    return parse_marker(data, header._replace(position=0))
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -93,14 +119,27 @@ class BatchMetadata(NamedTuple):
     timestamp: int
 
 
+class CompletedTxn(NamedTuple):
+    """A transaction its marker ended: first offset, the marker's offset, and the partition's LSO right
+    after the marker (the first offset of another open transaction, else the marker's offset + 1)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+    last_stable_offset: int
+
+
 class ProducerStateEntry:
-    __slots__ = ("batches", "epoch", "last_offset", "producer_id")
+    __slots__ = ("batches", "coordinator_epoch", "current_txn_first_offset", "epoch", "last_offset", "producer_id")
 
     def __init__(self, producer_id: int, epoch: int):
         self.producer_id = producer_id
         self.epoch = epoch
         self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
         self.last_offset = -1  # of the latest batch (data or control) that touched this entry
+        self.current_txn_first_offset: int | None = None  # first offset of the open transaction
+        self.coordinator_epoch = NO_COORDINATOR_EPOCH  # of the latest marker
 
     @property
     def last_seq(self) -> int:
@@ -123,7 +162,8 @@ class ProducerStateEntry:
         self.last_offset = last_offset
 
     def __repr__(self) -> str:
-        return f"ProducerStateEntry(id={self.producer_id}, epoch={self.epoch}, batches={list(self.batches)})"
+        return (f"ProducerStateEntry(id={self.producer_id}, epoch={self.epoch}, batches={list(self.batches)}, "
+                f"txn_first_offset={self.current_txn_first_offset}, coordinator_epoch={self.coordinator_epoch})")
 
 
 def check_sequence(producer_id: int, current: tuple[int, int] | None, epoch: int, first_seq: int) -> None:
@@ -148,6 +188,8 @@ class ProducerStateManager:
     def __init__(self, directory: Path | None = None):
         self.directory = Path(directory) if directory is not None else None
         self._producers: dict[int, ProducerStateEntry] = {}
+        self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self._unreplicated: list[CompletedTxn] = []  # completed, marker not yet below the HW; by marker offset
 
     # -- reading -------------------------------------------------------------------------------
     @property
@@ -156,6 +198,36 @@ class ProducerStateManager:
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of its open transaction."""
+        return dict(self._ongoing)
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of an open transaction or of a completed one whose marker is not yet below
+        the high watermark (KAFKA-5121), whichever is smaller; None when there is none."""
+        if not self._ongoing and not self._unreplicated:
+            return None
+        firsts = list(self._ongoing.values()) + [txn.first_offset for txn in self._unreplicated]
+        return min(firsts)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is now below the HW stop holding the LSO back."""
+        if self._unreplicated and self._unreplicated[0].last_offset < high_watermark:
+            self._unreplicated = [txn for txn in self._unreplicated if txn.last_offset >= high_watermark]
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Kafka's ``appendEndTxnMarker`` checks before a leader writes a marker (raises; changes nothing)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {producer_id} has epoch {producer_epoch}, older than {entry.epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                f"older than {entry.coordinator_epoch}")
 
     # -- appending -----------------------------------------------------------------------------
     def check_append(self, headers: Iterable[BatchHeader]) -> BatchMetadata | None:
@@ -182,16 +254,25 @@ class ProducerStateManager:
                     if duplicate is not None:
                         return duplicate
                     check_sequence(producer_id, current, epoch, first_seq)
+                if entry.current_txn_first_offset is not None and not header.attributes & TRANSACTIONAL_BIT:
+                    raise InvalidTxnStateError(
+                        f"producer {producer_id} sent a non-transactional batch inside its open transaction")
             pending[producer_id] = (epoch, last_seq)
         return None
 
-    def update(self, headers: Iterable[BatchHeader]) -> None:
-        """Apply batches that are now in the log (their headers carry the final offsets); unchecked."""
+    def update(self, headers: Iterable[BatchHeader], markers: MarkerReader | None = None) -> list[CompletedTxn]:
+        """Apply batches that are now in the log (their headers carry the final offsets); unchecked.
+        ``markers`` reads a control batch's marker; the transactions the markers completed are returned."""
+        completed = []
         for header in headers:
             if header.producer_id >= 0:
-                self._apply(header)
+                marker = markers(header) if markers is not None and header.attributes & CONTROL_BIT else None
+                txn = self._apply(header, marker)
+                if txn is not None:
+                    completed.append(txn)
+        return completed
 
-    def _apply(self, header: BatchHeader) -> None:
+    def _apply(self, header: BatchHeader, marker: EndTxnMarker | None = None) -> CompletedTxn | None:
         producer_id, epoch = header.producer_id, header.producer_epoch
         entry = self._producers.get(producer_id)
         if entry is None:
@@ -200,43 +281,73 @@ class ProducerStateManager:
             entry.epoch = epoch
             entry.batches.clear()
         first, delta = header.base_offset, header.last_offset_delta
-        if not header.attributes & CONTROL_BIT:  # a transaction marker only moves the epoch
-            first_seq = header.base_sequence
-            entry.batches.append(BatchMetadata(first_seq, increment_sequence(first_seq, delta), first, first + delta,
-                                               header.max_timestamp))
         entry.last_offset = first + delta
+        if header.attributes & CONTROL_BIT:
+            return None if marker is None else self._complete(entry, first + delta, marker)
+        first_seq = header.base_sequence
+        entry.batches.append(BatchMetadata(first_seq, increment_sequence(first_seq, delta), first, first + delta,
+                                           header.max_timestamp))
+        if header.attributes & TRANSACTIONAL_BIT and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = first
+            self._ongoing[producer_id] = first
+        return None
+
+    def _complete(self, entry: ProducerStateEntry, offset: int, marker: EndTxnMarker) -> CompletedTxn:
+        """A marker at ``offset`` ends the producer's transaction (an empty one starts at the marker)."""
+        producer_id = entry.producer_id
+        first = entry.current_txn_first_offset
+        first = offset if first is None else first
+        entry.current_txn_first_offset = None
+        entry.coordinator_epoch = marker.coordinator_epoch
+        self._ongoing.pop(producer_id, None)
+        stable = min(self._ongoing.values(), default=offset + 1)
+        txn = CompletedTxn(producer_id, first, offset, not marker.commit, stable)
+        self._unreplicated.append(txn)
+        return txn
 
     # -- rebuilding ----------------------------------------------------------------------------
-    def load(self, segments: Sequence[LogSegment], log_end: int) -> None:
-        """Rebuild from the newest usable snapshot at or below ``log_end`` plus the headers after it."""
+    def load(self, segments: Sequence[LogSegment], log_end: int, rebuild_from: int | None = None,
+             on_completed: Callable[[LogSegment, CompletedTxn], None] | None = None) -> None:
+        """Rebuild from the newest usable snapshot at or below ``log_end`` (and ``rebuild_from``, the
+        first offset whose derived state must be rebuilt) plus the headers after it. ``on_completed``
+        sees every transaction a scanned marker completes, with the segment holding the marker."""
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         self._delete_snapshots(lambda offset: offset > log_end)
-        start = self._load_latest_snapshot()
+        start = self._load_latest_snapshot(log_end if rebuild_from is None else min(log_end, rebuild_from))
         bases = [segment.base_offset for segment in segments]
         first = max(0, bisect_right(bases, start) - 1)
         for segment in segments[first:]:
             position = segment.offset_index.lookup(start)[1] if segment.base_offset <= start else 0
             for header in segment.iter_headers(position):
                 if header.producer_id >= 0 and header.last_offset >= start:
-                    self._apply(header)
+                    marker = segment_marker(segment, header) if header.attributes & CONTROL_BIT else None
+                    txn = self._apply(header, marker)
+                    if txn is not None and on_completed is not None:
+                        on_completed(segment, txn)
 
     def truncate(self, segments: Sequence[LogSegment], log_end: int) -> None:
         """The log now ends at ``log_end``: rebuild unless no producer lost a batch."""
         self._delete_snapshots(lambda offset: offset > log_end)
         if any(entry.last_offset >= log_end for entry in self._producers.values()):
             self.load(segments, log_end)
+        self._unreplicated = [txn for txn in self._unreplicated if txn.last_offset < log_end]
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers whose latest batch's timestamp is ``expiration_ms`` old (Kafka's
         ``producer.id.expiration.ms``, default one day); return how many went. Not scheduled yet."""
         doomed = [pid for pid, entry in self._producers.items()
-                  if now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms]
+                  if now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms
+                  and entry.current_txn_first_offset is None]
         for pid in doomed:
             del self._producers[pid]
         return len(doomed)
 
     def truncate_fully(self) -> None:
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         self._delete_snapshots(lambda offset: True)
 
     # -- snapshots -----------------------------------------------------------------------------
@@ -262,20 +373,29 @@ class ProducerStateManager:
         kept = {o for o, _ in files[-(SNAPSHOTS_TO_KEEP - 1):]} | {offset}
         self._delete_snapshots(lambda o: o not in kept)
 
-    def _load_latest_snapshot(self) -> int:
-        """Load the newest readable snapshot (deleting corrupt ones); return its offset, or 0."""
+    def _load_latest_snapshot(self, at_most: int) -> int:
+        """Load the newest readable snapshot at or below ``at_most`` (deleting corrupt ones); return its
+        offset, or 0."""
         for offset, path in reversed(self._snapshot_files()):
+            if offset > at_most:
+                continue
             try:
                 entries = decode_snapshot(path.read_bytes())
             except (OSError, CorruptSnapshotError) as exc:
                 log.warning("ignoring producer snapshot %s: %s", path, exc)
                 path.unlink(missing_ok=True)
                 continue
-            for producer_id, epoch, batch in entries:
+            for producer_id, epoch, batch, coordinator_epoch, txn_first_offset in entries:
                 entry = self._producers.get(producer_id)
                 if entry is None:
                     entry = self._producers[producer_id] = ProducerStateEntry(producer_id, epoch)
-                entry.add(epoch, batch, batch.last_offset if batch else -1)
+                entry.add(epoch, batch, batch.last_offset if batch else entry.last_offset)
+                entry.coordinator_epoch = coordinator_epoch
+                entry.current_txn_first_offset = None if txn_first_offset < 0 else txn_first_offset
+                if txn_first_offset >= 0:
+                    self._ongoing[producer_id] = txn_first_offset
+                else:
+                    self._ongoing.pop(producer_id, None)
             return offset
         return 0
 
@@ -303,18 +423,21 @@ def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
     """Kafka's snapshot format v1, one entry per retained batch (one with offset -1 if none)."""
     pack, body = _SNAPSHOT_ENTRY.pack, []
     for entry in entries:
+        txn_first = -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
         for b in entry.batches or [None]:
             if b is None:
-                body.append(pack(entry.producer_id, entry.epoch, NO_SEQUENCE, -1, 0, -1, -1, -1))
+                body.append(pack(entry.producer_id, entry.epoch, NO_SEQUENCE, -1, 0, -1, entry.coordinator_epoch,
+                                 txn_first))
             else:
                 body.append(pack(entry.producer_id, entry.epoch, b.last_seq, b.last_offset,
-                                 b.last_offset - b.first_offset, b.timestamp, -1, -1))
+                                 b.last_offset - b.first_offset, b.timestamp, entry.coordinator_epoch, txn_first))
     rest = struct.pack(">i", len(body)) + b"".join(body)
     return struct.pack(">hI", SNAPSHOT_VERSION, crc32c.crc32c(rest)) + rest
 
 
-def decode_snapshot(data: bytes) -> list[tuple[int, int, BatchMetadata | None]]:
-    """(producer id, epoch, batch or None) per entry; CorruptSnapshotError if anything is off."""
+def decode_snapshot(data: bytes) -> list[tuple[int, int, BatchMetadata | None, int, int]]:
+    """(producer id, epoch, batch or None, coordinator epoch, current transaction first offset or -1) per
+    entry; CorruptSnapshotError if anything is off."""
     if len(data) < _SNAPSHOT_HEAD.size:
         raise CorruptSnapshotError(f"{len(data)} bytes are too few for a snapshot")
     version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
@@ -325,9 +448,10 @@ def decode_snapshot(data: bytes) -> list[tuple[int, int, BatchMetadata | None]]:
     if count < 0 or len(data) != _SNAPSHOT_HEAD.size + count * _SNAPSHOT_ENTRY.size:
         raise CorruptSnapshotError(f"{len(data)} bytes do not hold {count} entries")
     out = []
-    for pid, epoch, last_seq, last, delta, timestamp, _, _ in _SNAPSHOT_ENTRY.iter_unpack(data[_SNAPSHOT_HEAD.size:]):
+    for pid, epoch, last_seq, last, delta, timestamp, coordinator_epoch, txn_first in _SNAPSHOT_ENTRY.iter_unpack(
+            data[_SNAPSHOT_HEAD.size:]):
         batch = None
         if last >= 0:
             batch = BatchMetadata(decrement_sequence(last_seq, delta), last_seq, last - delta, last, timestamp)
-        out.append((pid, epoch, batch))
+        out.append((pid, epoch, batch, coordinator_epoch, txn_first))
     return out

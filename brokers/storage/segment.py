@@ -1,4 +1,5 @@
-"""LogSegment: one ``<base offset>.log`` with its ``.index`` and ``.timeindex``.
+"""LogSegment: one ``<base offset>.log`` with its ``.index``, ``.timeindex`` and (once it holds an
+aborted transaction's marker) ``.txnindex``.
 
 The ``.log`` is a plain concatenation of RecordBatch v2 batches exactly as on the wire, offsets
 increasing, every offset >= ``base_offset`` and ``last offset - base_offset`` within int32. Bytes are
@@ -28,6 +29,7 @@ from brokers.storage.files import (
 from brokers.storage.index_file import CorruptIndexError
 from brokers.storage.offset_index import OffsetIndex
 from brokers.storage.time_index import TimeIndex
+from brokers.storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 INT32_MAX = 2**31 - 1
 _SCAN_CHUNK = 1 << 20
@@ -66,6 +68,7 @@ class LogSegment:
         self.offset_index, bad_offset_index = _open_index(OffsetIndex, index_path, base_offset, max_index_size)
         self.time_index, bad_time_index = _open_index(TimeIndex, time_path, base_offset, max_index_size)
         self._index_damaged = bad_offset_index or bad_time_index
+        self.txn_index = TransactionIndex(self.directory / (offset_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix))
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
         self.rolling_based_timestamp: int | None = None
@@ -208,6 +211,7 @@ class LogSegment:
             return 0
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.size - header.position
         self._truncate_file(header.position)
         self._reload_after_truncate()
@@ -245,6 +249,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def on_roll(self) -> None:
         """Write a final time-index entry and push pending index entries to their files."""
@@ -256,6 +261,7 @@ class LogSegment:
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self._close_log()
 
     def _close_log(self) -> None:
@@ -264,8 +270,8 @@ class LogSegment:
             self._fd = -1
 
     def change_suffix(self, new_suffix: str) -> None:
-        """Rename all three files from the current suffix ('' / '.cleaned' / '.swap' / '.deleted')."""
-        for index in (self.offset_index, self.time_index):
+        """Rename the segment's files from the current suffix ('' / '.cleaned' / '.swap' / '.deleted')."""
+        for index in (self.offset_index, self.time_index, self.txn_index):
             index.rename_to(Path(str(index.path)[: len(str(index.path)) - len(self.suffix)] + new_suffix))
         new_log = Path(str(self.log_path)[: len(str(self.log_path)) - len(self.suffix)] + new_suffix)
         os.replace(self.log_path, new_log)
@@ -275,6 +281,7 @@ class LogSegment:
     def delete(self) -> None:
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self._close_log()
         self.log_path.unlink(missing_ok=True)
 

@@ -8,23 +8,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from brokers.model import java_hash_partition, java_string_hash
+
+__all__ = ["OFFSETS_TOPIC", "java_string_hash", "partition_for"]
+
 OFFSETS_TOPIC = "__consumer_offsets"
-_INT32_MIN = -(2**31)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: s[0]·31^(n−1) + … + s[n−1] over UTF-16 code units, in int32 arithmetic."""
-    data = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 @lru_cache(maxsize=65536)  # every group request asks; a py-spy profile of offset commits showed 1.7 % here
 def partition_for(group_id: str, num_partitions: int) -> int:
     """The ``__consumer_offsets`` partition of ``group_id`` (Kafka's ``Utils.abs`` maps INT32_MIN to 0)."""
-    if num_partitions <= 0:
-        raise ValueError(f"offsets.topic.num.partitions must be positive, got {num_partitions}")
-    h = java_string_hash(group_id)
-    return (0 if h == _INT32_MIN else abs(h)) % num_partitions
+    return java_hash_partition(group_id, num_partitions)

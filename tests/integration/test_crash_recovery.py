@@ -20,7 +20,14 @@ import pytest
 from brokers.protocol.record import iter_records
 from brokers.protocol.record_batch import iter_batches, read_header
 from brokers.storage.log_manager import LogManager
-from tests.integration.crash_writer import COMPACT_CONFIG, CONFIG, TP, planned_records, planned_values
+from tests.integration.crash_writer import (
+    COMPACT_CONFIG,
+    CONFIG,
+    TP,
+    expected_txn_state,
+    planned_records,
+    planned_values,
+)
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 ROUNDS = int(os.environ.get("ZKAFKA_CRASH_ROUNDS", "24"))
@@ -146,3 +153,38 @@ def test_kill_minus_nine_during_compaction_keeps_every_latest_value(tmp_path, ro
     assert not list((tmp_path / TP.dir_name).glob("*.swap")) and not list((tmp_path / TP.dir_name).glob("*.cleaned"))
     check_indexes(log)
     manager.shutdown()
+
+
+@pytest.mark.parametrize("round_", range(max(4, ROUNDS // 4)))
+def test_kill_minus_nine_with_transactions_rebuilds_producer_state_lso_and_txnindex(tmp_path, round_):
+    """Transactional batches and markers: after kill -9 (and, every other round, a torn tail) the open
+    transactions, the LSO and every segment's .txnindex are those of the surviving prefix."""
+    rng = random.Random(20_000 + round_)
+    seed = 7000 + round_
+    flushed = run_writer_and_kill(tmp_path, seed, rng, "txn")
+    if round_ % 2:
+        power_cut(tmp_path / TP.dir_name, flushed[-1], rng)
+    manager = LogManager([tmp_path], CONFIG)
+    manager.startup()
+    log = manager.get_log(TP)
+    end = log.log_end_offset
+    assert end >= flushed[-1][0], "flushed records were lost"
+    ongoing, aborted = expected_txn_state(seed, end)
+    assert log.producer_state.ongoing_transactions() == ongoing
+    assert [tuple(e) for s in log.segments for e in s.txn_index.entries()] == aborted
+    log.update_high_watermark(end)
+    assert log.last_stable_offset == min(ongoing.values(), default=end)
+    assert [tuple(e) for e in log.collect_aborted_transactions(0, end)] == aborted
+    check_indexes(log)
+    if ongoing:  # the log takes the open transaction's marker, and a clean restart keeps it
+        pid = min(ongoing, key=ongoing.get)
+        log.append_marker(pid, 0, False, 0, 0)
+        manager.shutdown()
+        again = LogManager([tmp_path], CONFIG)
+        again.startup()
+        reopened = again.get_log(TP)
+        assert pid not in reopened.producer_state.ongoing_transactions()
+        assert reopened.active_segment.txn_index.entries()[-1][:3] == (pid, ongoing[pid], end)
+        again.shutdown()
+    else:
+        manager.shutdown()

@@ -19,6 +19,8 @@ from brokers.control import (
     StopReplicaResponse,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
+    VerifyTransactionRequest,
+    VerifyTransactionResponse,
     api_for,
     check_broker_epoch,
     check_controller_epoch,
@@ -47,6 +49,8 @@ MESSAGES = [
     ControlledShutdownRequest(2, 12345678901234),
     ControlledShutdownResponse(int(ErrorCode.NOT_CONTROLLER)),
     ControlledShutdownResponse(0, (("orders", 0), ("orders", 3))),
+    VerifyTransactionRequest("copier-1", 4000, 7, "orders", 3),
+    VerifyTransactionResponse(int(ErrorCode.INVALID_TXN_STATE)),
 ]
 
 
@@ -186,7 +190,8 @@ def test_decode_rejects_non_bytes_and_encode_rejects_non_messages():
 
 def test_control_api_table_covers_every_request_once():
     assert [api.path for api in CONTROL_APIS] == ["/control/v1/leader-and-isr", "/control/v1/update-metadata",
-                                                  "/control/v1/stop-replica", "/control/v1/controlled-shutdown"]
+                                                  "/control/v1/stop-replica", "/control/v1/controlled-shutdown",
+                                                  "/control/v1/verify-txn"]
     for message in MESSAGES:
         if type(message).__name__.endswith("Request"):
             api = api_for(message)

@@ -20,8 +20,12 @@ Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``rea
   fetcher's log diverges: no records, ``diverging_epoch`` = that (epoch, end offset), answered at once,
   and a follower's fetch offset is not recorded (its log end is not ours to count);
 * ``fetch_offset`` outside [log start, log end] is OFFSET_OUT_OF_RANGE (1) (``Log.read`` decides);
-* records are read up to the high watermark (READ_COMMITTED's last stable offset is the same: we have
-  no transactions), at most ``min(partition_max_bytes, what is left of max_bytes)``. KIP-74: the first
+* a consumer reads up to the high watermark; with v4+ ``isolation_level`` 1 (READ_COMMITTED) up to the
+  last stable offset, and the answer lists the aborted transactions (producer id, first offset) that
+  overlap the read (``Log.collect_aborted_transactions``; an empty list when none, null for
+  READ_UNCOMMITTED and followers, as Kafka). Every answer carries the last stable offset. Fetch v0-3
+  have no isolation level: they read as READ_UNCOMMITTED (their down-conversion drops the markers);
+* at most ``min(partition_max_bytes, what is left of max_bytes)``. KIP-74: the first
   batch of the *response* is whole even when it is bigger than either limit, so only the first
   partition that returns data reads with ``min_one_message``; once the response budget is spent the
   remaining partitions return nothing. The last batch of a range may be cut short; clients ignore a
@@ -33,6 +37,8 @@ ISR, returns no records while this broker's throttled replication rate is over
 ``leader.replication.throttled.rate``; what throttled replicas are sent counts towards that rate.
 
 Errored partitions answer -1 for high watermark, last stable offset and log start offset, and no records.
+The last stable offset moves only when the high watermark does (a marker holds it until the marker is
+below the HW), so a parked READ_COMMITTED fetch waits on the same HW watchers.
 ``current_leader`` (v12's tag 1) is never set: Kafka 2.8's ZooKeeper-mode broker leaves it at its
 default (only the KRaft quorum's fetch fills it; brokers fill it on errors from Fetch v16, KIP-951).
 
@@ -70,6 +76,7 @@ from brokers.server.handlers import fetch_down_conversion as legacy
 from brokers.server.handlers import leader_epoch_error, leader_for, timeout_seconds
 
 NO_EPOCH = -1
+READ_COMMITTED = 1
 
 
 def _error(index: int, code: int) -> FetchPartitionData:
@@ -161,16 +168,26 @@ def _now_ms() -> int:
 
 def _diverging(index: int, diverging: Diverging) -> FetchPartitionData:
     log = diverging.partition.log
-    high_watermark = log.high_watermark
-    return FetchPartitionData(index, ErrorCode.NONE, high_watermark, high_watermark, log.log_start_offset, None,
-                              diverging_epoch=diverging.epoch_end)
+    return FetchPartitionData(index, ErrorCode.NONE, log.high_watermark, log.last_stable_offset,
+                              log.log_start_offset, None, diverging_epoch=diverging.epoch_end)
+
+
+def read_committed(version: int, request: Any) -> bool:
+    """A v4+ consumer asking for READ_COMMITTED (v0-3 have no isolation level: READ_UNCOMMITTED)."""
+    return version >= 4 and request.replica_id < 0 and getattr(request, "isolation_level", 0) == READ_COMMITTED
+
+
+def _aborted(log: Any, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+    """The aborted transactions a READ_COMMITTED read of [fetch_offset, upper_bound) must name."""
+    return [(txn.producer_id, txn.first_offset) for txn in log.collect_aborted_transactions(fetch_offset, upper_bound)]
 
 
 def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: LeaderThrottle | None = None,
-              min_one: bool = True) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
+              min_one: bool = True, committed: bool = False
+              ) -> tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]:
     """Read every partition once: (response topics, bytes read, whether a partition must be answered
     now: it errored or diverged). ``min_one``: the first batch of the response is whole past the
-    limits (KIP-74; not for Fetch v0-2)."""
+    limits (KIP-74; not for Fetch v0-2); ``committed``: READ_COMMITTED, up to the LSO."""
     topics: list[tuple[str, list[FetchPartitionData]]] = []
     budget, total, errored, first = max(0, max_bytes), 0, False, True
     if throttle is not None:
@@ -185,15 +202,15 @@ def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: Lea
             errored = True
             continue
         log = partition.log
-        high_watermark = log.high_watermark
+        high_watermark, stable = log.high_watermark, log.last_stable_offset
         if throttle is not None and throttle.withhold(partition):
-            out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, high_watermark,
+            out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, stable,
                                           log.log_start_offset, b""))
             continue
         limit = max(0, min(wanted.partition_max_bytes, budget))
+        max_offset = None if from_follower else stable if committed else high_watermark
         try:
-            info = log.read(wanted.fetch_offset, limit, max_offset=None if from_follower else high_watermark,
-                            min_one_message=first and min_one)
+            info = log.read(wanted.fetch_offset, limit, max_offset=max_offset, min_one_message=first and min_one)
         except KafkaError as exc:
             out.append(_error(wanted.partition, exc.code))
             errored = True
@@ -205,8 +222,11 @@ def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: Lea
             first = False
             total += size
             budget = max(0, budget - size)
-        out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, high_watermark,
-                                      log.log_start_offset, info.records))
+        aborted = None
+        if committed:
+            aborted = _aborted(log, wanted.fetch_offset, stable) if size else []
+        out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, stable,
+                                      log.log_start_offset, info.records, aborted_transactions=aborted))
     return topics, total, errored
 
 
@@ -247,6 +267,7 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     resolved = _resolve(context, request, allowed)
     throttle = None
     max_bytes, min_one = legacy.request_max_bytes(version, request), legacy.min_one_message(version)
+    committed = read_committed(version, request)
     if from_follower:
         _record_follower_fetch(context, replica_id, resolved)
         if context.replica_manager.leader_quota.enabled:
@@ -256,7 +277,7 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         wakeup = loop.create_future()  # registered before reading: what happens after the read wakes us
         for partition in led:  # followers wait for appends, consumers (below the HW only) for the HW
             (partition.watch_appends if from_follower else partition.watch_high_watermark)(wakeup)
-        topics, total, errored = _read_all(resolved, max_bytes, from_follower, throttle, min_one)
+        topics, total, errored = _read_all(resolved, max_bytes, from_follower, throttle, min_one, committed)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or errored or not led or remaining <= 0:
             if legacy.is_legacy(version):

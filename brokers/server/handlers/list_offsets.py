@@ -6,8 +6,8 @@ v1+ answers one offset per partition (``offset_for_target``):
 * -2 (earliest): the log start offset, with the leader epoch of the first epoch-cache entry when that entry
   starts at or before it (else -1);
 * -1 (latest): the last fetchable offset with this leader's epoch: for consumers (``replica_id`` -1) the high
-  watermark, READ_COMMITTED (v2+ ``isolation_level`` 1) the last stable offset (the same here: no
-  transactions); for a replica id the log end offset;
+  watermark, READ_COMMITTED (v2+ ``isolation_level`` 1) the last stable offset (``Log.last_stable_offset``);
+  for a replica id the log end offset;
 * t >= 0: the first offset whose record timestamp is >= t (``Log.offset_for_timestamp``), with that
   record's timestamp and its batch's leader epoch, answered only below the last fetchable offset;
   otherwise, or when no record qualifies, offset -1 and timestamp -1. Other negative targets have no
@@ -49,6 +49,7 @@ CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
 NO_TIMESTAMP = -1
 NO_OFFSET = -1
+READ_COMMITTED = 1
 DEFAULT_MAX_NUM_OFFSETS = 1  # a v0 request built without the field (tests, the codec's base entity)
 
 
@@ -140,9 +141,19 @@ def _offset(context: ServerContext, header: RequestHeader, request: Any, topic: 
     if fenced is not None:
         return _answer(index, fenced)
     log = partition.log
-    last_fetchable = log.high_watermark if request.replica_id == CONSUMER_REPLICA_ID else log.log_end_offset
+    last_fetchable = _last_fetchable(log, header.api_version, request)
     timestamp, offset, epoch = offset_for_target(partition, last_fetchable, wanted.timestamp)
     return _answer(index, ErrorCode.NONE, timestamp, offset, epoch)
+
+
+def _last_fetchable(log: Any, version: int, request: Any) -> int:
+    """Kafka's fetchOffsetForTimestamp bound: the LSO for a READ_COMMITTED consumer, the HW for others,
+    the log end for a replica."""
+    if request.replica_id != CONSUMER_REPLICA_ID:
+        return log.log_end_offset
+    if version >= 2 and getattr(request, "isolation_level", 0) == READ_COMMITTED:
+        return log.last_stable_offset
+    return log.high_watermark
 
 
 async def handle_list_offsets(context: ServerContext, header: RequestHeader, request: Any) -> Any:

@@ -33,6 +33,14 @@ written), NOT_LEADER_OR_FOLLOWER if leadership moved, REQUEST_TIMED_OUT (7) if t
 A duplicate batch of an idempotent producer is answered with its original offsets (and, for
 acks=all, waits for them like any other append).
 
+Transactions (KIP-98): a request holding a transactional batch (attribute bit 0x10) needs Write on
+its v3+ ``transactional_id`` (null counts as refused), else every partition answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53); control batches (markers) come only from WriteTxnMarkers:
+a client's is INVALID_RECORD. KIP-890 part 1: when ``context.verify_transaction`` is set and the
+producer has no open transaction on the partition (its first batch there), the transaction
+coordinator is asked first whether the partition is in the transaction; any answer but NONE refuses
+the partition with that code (INVALID_TXN_STATE when it is not), and nothing is written.
+
 ``acks=0`` gets no response at all (the client registered nothing in flight). As in Kafka, a failed
 acks=0 produce closes the connection instead, so the client notices and refreshes its metadata; the
 handler signals that by raising ProtocolError, which the listener turns into a close.
@@ -44,14 +52,25 @@ import logging
 import time
 from typing import Any
 
-from brokers.model import INTERNAL_TOPICS
-from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.model import INTERNAL_TOPICS, TopicPartition
+from brokers.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from brokers.protocol.format_conversion import up_convert
 from brokers.protocol.framing import ProtocolError, RequestHeader
 from brokers.protocol.produce_response import encode_produce_response
-from brokers.protocol.record_batch import ATTRIBUTES_AT, COMPRESSION_MASK, MAGIC_AT, MAGIC_V2, batch_size_at
+from brokers.protocol.record_batch import (
+    ATTRIBUTES_AT,
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    HEADER_SIZE,
+    MAGIC_AT,
+    MAGIC_V2,
+    TRANSACTIONAL_BIT,
+    BatchHeader,
+    batch_size_at,
+    read_header,
+)
 from brokers.replication.replica_manager import PartitionError
-from brokers.security.acls import WRITE
+from brokers.security.acls import TRANSACTIONAL_ID, WRITE
 from brokers.server.context import ServerContext
 from brokers.server.handlers import ADMIN_CLIENT_ID, leader_for, timeout_seconds
 
@@ -159,21 +178,81 @@ async def _await_acks(waits: list[tuple[dict[str, Any], asyncio.Future]], timeou
                 response.update(base_offset=-1, log_append_time=-1, log_start_offset=-1)
 
 
+def transactional_header(records: bytes | None) -> BatchHeader | None:
+    """The header of a transactional data batch (v2, bit 0x10, not a marker), else None."""
+    if not records or len(records) < HEADER_SIZE or records[MAGIC_AT] != MAGIC_V2:
+        return None
+    attributes = records[ATTRIBUTES_AT + 1]
+    if not attributes & TRANSACTIONAL_BIT or attributes & CONTROL_BIT:
+        return None
+    try:
+        return read_header(records)
+    except CorruptRecordError:
+        return None  # the append answers it
+
+
+def _transactional_id_refused(context: ServerContext, request: Any) -> bool:
+    """Kafka's check of a request with transactional records: Write on its (non-null) transactional id."""
+    if not any(transactional_header(p.records) for t in request.topic_data for p in t.partition_data):
+        return False
+    transactional_id = getattr(request, "transactional_id", None)
+    return transactional_id is None or not context.authorized(WRITE, TRANSACTIONAL_ID, transactional_id)
+
+
+async def _verify(context: ServerContext, request: Any, topic: str, index: int, records: bytes | None) -> int | None:
+    """KIP-890: the coordinator's refusal code for a producer's first transactional batch on the
+    partition, or None (verified, not needed, or left to the append to answer)."""
+    verify, transactional_id = context.verify_transaction, request.transactional_id
+    batch = transactional_header(records)
+    tp = TopicPartition(topic, index)
+    partition = context.replica_manager.partitions.get(tp)
+    if batch is None or partition is None or not partition.is_leader:
+        return None
+    entry = partition.log.producer_state.last_entry(batch.producer_id)
+    if entry is not None and entry.current_txn_first_offset is not None:
+        return None  # already in a transaction here: the coordinator added the partition before
+    code = await verify(transactional_id, batch.producer_id, batch.producer_epoch, tp)
+    return None if code == ErrorCode.NONE else code
+
+
+async def _verifications(context: ServerContext, request: Any, topics: list) -> dict[tuple[str, int], int]:
+    """KIP-890's refusals for the partitions of ``topics``, the coordinator asked for all at once."""
+    if context.verify_transaction is None or getattr(request, "transactional_id", None) is None:
+        return {}
+    wanted = [(topic.name, p.index, p.records) for topic in topics for p in topic.partition_data]
+    codes = await asyncio.gather(*(_verify(context, request, name, index, records) for name, index, records in wanted))
+    return {(name, index): code for (name, index, _), code in zip(wanted, codes) if code is not None}
+
+
 async def handle_produce(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     acks = request.acks
     known = context.metadata_cache.topics()
     writable = context.authorized_topics(WRITE, {t.name for t in request.topic_data})
+    txn_refused = _transactional_id_refused(context, request)
+
+    def topic_error(name: str) -> int | None:
+        if acks not in VALID_ACKS:
+            return ErrorCode.INVALID_REQUIRED_ACKS
+        if txn_refused:
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if name not in writable:
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return None if name in known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    errors = {topic.name: topic_error(topic.name) for topic in request.topic_data}
+    refused = await _verifications(context, request, [t for t in request.topic_data if errors[t.name] is None])
     responses, waits = [], []
     for topic in request.topic_data:
-        if acks not in VALID_ACKS:
-            partitions = [_failed(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
-        elif topic.name not in writable:
-            partitions = [_failed(p.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partition_data]
-        elif topic.name not in known:
-            partitions = [_failed(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in topic.partition_data]
+        error = errors[topic.name]
+        if error is not None:
+            partitions = [_failed(p.index, error) for p in topic.partition_data]
         else:
             partitions = []
             for p in topic.partition_data:
+                code = refused.get((topic.name, p.index))
+                if code is not None:
+                    partitions.append(_failed(p.index, code))
+                    continue
                 response, wait = _append(context, header, acks, topic.name, p.index, p.records)
                 partitions.append(response)
                 if wait is not None:

@@ -57,7 +57,9 @@ def kio_encoding(version, correlation_id, topics, throttle_time_ms=0, error_code
         response_class(1, version), throttle_time=throttle_time_ms, error_code=error_code, session_id=session_id,
         responses=[dict(topic=name, partitions=[dict(
             partition_index=p.partition_index, error_code=p.error_code, high_watermark=p.high_watermark,
-            last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset, aborted_transactions=None,
+            last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
+            aborted_transactions=None if p.aborted_transactions is None else [
+                dict(producer_id=pid, first_offset=first) for pid, first in p.aborted_transactions],
             preferred_read_replica=p.preferred_read_replica, records=wire_bytes(p.records), **tagged(version, p),
         ) for p in partitions]) for name, partitions in topics],
     )
@@ -76,8 +78,9 @@ records = st.one_of(
 )
 epoch_pairs = st.one_of(st.none(), st.tuples(int32, int64))
 leader_pairs = st.one_of(st.none(), st.tuples(int32, int32))
+aborted = st.one_of(st.none(), st.lists(st.tuples(int64, int64), max_size=3))
 partitions = st.builds(
-    FetchPartitionData, int32, errors, int64, int64, int64, records, int32, epoch_pairs, leader_pairs,
+    FetchPartitionData, int32, errors, int64, int64, int64, records, int32, epoch_pairs, leader_pairs, aborted,
 )
 topics = st.lists(st.tuples(st.text(max_size=20), st.lists(partitions, max_size=4)), max_size=4)
 
@@ -241,3 +244,25 @@ def test_legacy_v1_to_v3_match_kafka_python(version):
 def test_legacy_encoder_takes_only_v0_to_v3(version):
     with pytest.raises(ValueError):
         encode_legacy_fetch_response(version, 1, [])
+
+
+@pytest.mark.parametrize("version", [4, 5, 11, 12])
+def test_aborted_transactions_decode_with_kio(version):
+    """READ_COMMITTED answers a list (here two, and an empty one); READ_UNCOMMITTED null."""
+    by_topic = [("t", [FetchPartitionData(0, 0, 10, 6, 0, FakeRange(b"R" * 20), aborted_transactions=[(7, 1), (9, 4)]),
+                       FetchPartitionData(1, 0, 3, 3, 0, None, aborted_transactions=[]),
+                       FetchPartitionData(2, 0, 3, 3, 0, None)])]
+    raw = joined(encode_fetch_response(version, 5, by_topic))
+    assert raw == kio_encoding(version, 5, by_topic)
+    _, body = decode_response(1, version, raw[4:])
+    first, empty, null = body.responses[0].partitions
+    assert [(a.producer_id, a.first_offset) for a in first.aborted_transactions] == [(7, 1), (9, 4)]
+    assert first.last_stable_offset == 6 and first.records == b"R" * 20
+    assert list(empty.aborted_transactions) == [] and null.aborted_transactions is None
+
+
+def test_aborted_transactions_v4_bytes():
+    p = FetchPartitionData(0, 0, 10, 6, 0, None, aborted_transactions=[(7, 1)])
+    raw = joined(encode_fetch_response(4, 5, [("t", [p])]))
+    # ... LSO 6, one aborted transaction: producer 7 from offset 1, then an empty records field
+    assert raw.endswith(struct.pack(">qiqqi", 6, 1, 7, 1, 0))

@@ -257,3 +257,39 @@ def test_fetch_watchers_wake_everything_once_and_prune_what_finished_elsewhere()
         assert watchers.wake() == 1 and live.done()
 
     run(scenario())
+
+
+def txn_batch(pid: int, seq: int = 0) -> bytearray:
+    return bytearray(build_batch([Record(0, 0, None, b"t")], base_timestamp=T0, producer_id=pid, producer_epoch=0,
+                                 base_sequence=seq, transactional=True))
+
+
+def test_append_marker_is_an_acks_all_append_and_the_lso_follows_the_hw(partition):
+    async def scenario():
+        lead(partition)
+        partition.append_as_leader(txn_batch(7), -1, T0)  # 0
+        partition.update_follower_fetch(2, 1, T0)
+        partition.update_follower_fetch(3, 1, T0)
+        assert partition.log.high_watermark == 1
+        assert partition.last_stable_offset == 0  # the transaction is open
+        woken = watched(partition.watch_high_watermark)
+        info = partition.append_marker(7, 0, True, 0, T0)  # 1
+        assert (info.first_offset, info.last_offset) == (1, 1)
+        assert partition.log.read(1, 1000).records.read()[21:23] == b"\x00\x30"  # transactional | control
+        assert partition.log.leader_epoch_cache.epoch_for_offset(1) == 5
+        acks = partition.wait_for_acks(info.last_offset + 1)
+        assert partition.last_stable_offset == 0  # marker not replicated yet (KAFKA-5121)
+        assert not woken.done()
+        partition.update_follower_fetch(2, 2, T0)
+        partition.update_follower_fetch(3, 2, T0)
+        assert await acks == ErrorCode.NONE
+        assert woken.done()
+        assert partition.last_stable_offset == 2
+    run(scenario())
+
+
+def test_append_marker_needs_min_isr(partition):
+    lead(partition, isr=(1,))
+    with pytest.raises(NotEnoughReplicasError):
+        partition.append_marker(7, 0, False, 0, T0)
+    assert partition.log.log_end_offset == 0

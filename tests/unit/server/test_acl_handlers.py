@@ -18,7 +18,6 @@ from brokers.security.authorizer import AclAuthorizer
 from brokers.server.context import PRINCIPAL
 from brokers.server.handlers.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from brokers.server.handlers.fetch import handle_fetch
-from brokers.server.handlers.init_producer_id import handle_init_producer_id
 from brokers.server.handlers.list_offsets import handle_list_offsets
 from brokers.server.handlers.metadata import handle_metadata
 from brokers.server.handlers.topics import handle_create_topics, handle_delete_topics
@@ -224,14 +223,6 @@ def test_delete_topics_needs_delete_and_hides_topics_without_describe(world):
     assert world.admin.calls == [("delete", "u")]
 
 
-def test_init_producer_id_needs_idempotent_write_or_write_on_some_topic(world):
-    def init():
-        return call(world, handle_init_producer_id, 22, 0, transactional_id=None, transaction_timeout=1000)
-    assert init().error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    grant(world.context.authorizer, acl.TOPIC, "any-", ace(acl.WRITE), pattern=acl.PREFIXED)
-    assert init().error_code == ErrorCode.NONE
-
-
 # -- group APIs (consumer_group handlers through the same context) ---------------------------------
 class FakeCoordinator:
     def __init__(self):
@@ -402,12 +393,3 @@ def test_offset_fetch_needs_describe_on_the_group_and_the_topics(world):
     assert fetch(named) == (ErrorCode.NONE, {("t", 0): (5, ErrorCode.NONE),
                                              ("u", 0): (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)})
     assert fetch(None) == (ErrorCode.NONE, {("t", 0): (5, ErrorCode.NONE)})  # all offsets: "u" left out
-
-
-def test_init_producer_id_with_a_transactional_id_needs_write_on_it(world):
-    def init(transactional_id):
-        return call(world, handle_init_producer_id, 22, 0, transactional_id=transactional_id,
-                    transaction_timeout=1000).error_code
-    assert init("tx-1") == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    grant(world.context.authorizer, acl.TRANSACTIONAL_ID, "tx-", ace(acl.WRITE), pattern=acl.PREFIXED)
-    assert init("tx-1") == ErrorCode.NOT_COORDINATOR  # authorized; no transaction coordinator here

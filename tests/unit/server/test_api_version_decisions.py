@@ -18,7 +18,6 @@ from brokers.server.handlers import leader_epoch_error
 from brokers.server.handlers.config_types import (
     BOOLEAN, DOUBLE, INT, LIST, LONG, PASSWORD, STRING, broker_config_type, topic_config_documentation, topic_config_type,
 )
-from brokers.server.handlers.init_producer_id import producer_id_and_epoch_valid
 from brokers.server.handlers.list_offsets import consumer_visible, legacy_offsets
 from brokers.server.handlers.metadata import all_topics_requested, partition_answer
 from brokers.storage.log_config import LogConfig
@@ -148,11 +147,6 @@ def test_a_consumer_never_sees_past_the_high_watermark():
     (-1, 5, None), (5, 5, None), (4, 5, ErrorCode.FENCED_LEADER_EPOCH), (6, 5, ErrorCode.UNKNOWN_LEADER_EPOCH)])
 def test_leader_epoch_error(current, leader, error):
     assert leader_epoch_error(current, leader) == error
-
-
-@pytest.mark.parametrize("producer_id, epoch, valid", [(-1, -1, True), (7, 0, True), (-1, 0, False), (7, -1, False)])
-def test_producer_id_and_epoch_come_together(producer_id, epoch, valid):
-    assert producer_id_and_epoch_valid(producer_id, epoch) is valid
 
 
 # -- DescribeConfigs v3 ----------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from brokers.replication.replica_manager import ReplicaManager
 from brokers.server import apis
 from brokers.server.context import ServerContext
 from brokers.server.handlers.describe_configs import handle_describe_configs
-from brokers.server.handlers.init_producer_id import handle_init_producer_id
 from brokers.server.handlers.topics import handle_create_topics, handle_delete_topics
 from brokers.server.handlers.fetch import handle_fetch
 from brokers.server.handlers.list_offsets import handle_list_offsets
@@ -563,19 +562,6 @@ def test_delete_topics_disabled(tmp_path):
         assert delete(w, ["u"]) == [("u", ErrorCode.TOPIC_DELETION_DISABLED)] and w.admin.calls == []
     finally:
         w.log_manager.shutdown()
-
-
-# -- InitProducerId -----------------------------------------------------------------------------------
-def test_init_producer_id(world):
-    def init(transactional_id):
-        r = run(world.call(handle_init_producer_id, INIT_PRODUCER_ID, 0, transactional_id=transactional_id,
-                           transaction_timeout=60000))
-        return r.error_code, r.producer_id, r.producer_epoch
-
-    assert init(None) == (0, 1000, 0)
-    assert init(None) == (0, 1001, 0)
-    assert init("tx") == (16, -1, -1)  # NOT_COORDINATOR: no transaction coordinator here
-    assert init("") == (ErrorCode.INVALID_REQUEST, -1, -1)
 
 
 # -- DescribeConfigs ----------------------------------------------------------------------------------

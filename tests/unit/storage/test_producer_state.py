@@ -264,12 +264,13 @@ def test_snapshot_round_trips_every_retained_batch_in_kafkas_layout():
     data = encode_snapshot(p.state.producers.values())
     assert data[:2] == b"\x00\x01" and len(data) == 10 + 6 * 46
     entries = decode_snapshot(data)
-    assert [(pid, epoch) for pid, epoch, _ in entries] == [(PID, 0)] * 5 + [(8, 4)]
-    assert [b for pid, _, b in entries if pid == PID] == p.batches()
+    assert [(pid, epoch) for pid, epoch, *_ in entries] == [(PID, 0)] * 5 + [(8, 4)]
+    assert [b for pid, _, b, *_ in entries if pid == PID] == p.batches()
+    assert {(coordinator_epoch, txn_first) for *_, coordinator_epoch, txn_first in entries} == {(-1, -1)}
 
 
 def test_an_entry_without_batches_keeps_only_the_epoch():
-    assert decode_snapshot(encode_snapshot([ProducerStateEntry(5, 3)])) == [(5, 3, None)]
+    assert decode_snapshot(encode_snapshot([ProducerStateEntry(5, 3)])) == [(5, 3, None, -1, -1)]
 
 
 def test_load_starts_from_the_snapshot(tmp_path):
