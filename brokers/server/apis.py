@@ -26,6 +26,7 @@ from brokers.server.handlers import (
     alter_configs,
     create_partitions,
     describe_configs,
+    describe_producers,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -68,6 +69,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.handle_alter_user_scram_credentials,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle_describe_producers,
 }
 
 

@@ -1,8 +1,17 @@
 """Read-only dumps of segment files, in the spirit of Kafka's DumpLogSegments.
 
-``dump_path`` takes a partition directory or a single ``.log`` / ``.index`` / ``.timeindex`` file and
-yields printable lines. Files are opened read-only; nothing is created or repaired. A corrupt batch
-is reported and ends that file's dump; index entries are checked against the ``.log`` beside them.
+``dump_path`` takes a partition directory or a single ``.log`` / ``.index`` / ``.timeindex`` /
+``.txnindex`` file and yields printable lines. Files are opened read-only; nothing is created or
+repaired. A corrupt batch is reported and ends that file's dump; index entries are checked against the
+``.log`` beside them.
+
+Record lines (``print_records``) follow kafka-dump-log's deep iteration: ``| offset: N CreateTime: T
+keySize: K valueSize: V sequence: S headerKeys: [...]``, then ``key: ... payload: ...`` for data records
+and, for a transaction marker (a control batch), ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: E``
+instead. A ``.txnindex`` (aborted transactions) prints one ``version: 0 producerId: P firstOffset: F
+lastOffset: L lastStableOffset: S`` line per entry; a producer-state ``.snapshot`` one line per entry with
+the producer's epoch, coordinator epoch and open transaction's first offset (``Some(F)`` / ``None``) and,
+when the entry holds a batch, its sequences, last offset, offset delta and timestamp.
 """
 from __future__ import annotations
 
@@ -10,15 +19,19 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+from brokers.protocol.control_record import ABORT, COMMIT, parse_control_type, parse_marker
 from brokers.protocol.errors import KafkaError
-from brokers.protocol.record import batch_records
+from brokers.protocol.record import Record, batch_records
 from brokers.protocol.record_batch import BatchHeader, check_crc, read_header
 from brokers.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of
 from brokers.storage.offset_index import OffsetIndex
+from brokers.storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshotError, decode_snapshot
 from brokers.storage.segment import scan_batches
 from brokers.storage.time_index import TimeIndex
+from brokers.storage.transaction_index import ENTRY_SIZE, TXN_INDEX_SUFFIX, CorruptTransactionIndexError, decode_entries
 
-SUFFIX_ORDER = {LOG_SUFFIX: 0, INDEX_SUFFIX: 1, TIME_INDEX_SUFFIX: 2}
+SUFFIX_ORDER = {LOG_SUFFIX: 0, INDEX_SUFFIX: 1, TIME_INDEX_SUFFIX: 2, TXN_INDEX_SUFFIX: 3, SNAPSHOT_SUFFIX: 4}
+CONTROL_TYPE_NAMES = {ABORT: "ABORT", COMMIT: "COMMIT", 2: "LEADER_CHANGE"}  # Kafka 2.8's ControlRecordType
 
 
 def dump_path(path: Path, *, print_records: bool = False, max_payload: int = 60) -> Iterator[str]:
@@ -46,6 +59,10 @@ def dump_file(path: Path, *, print_records: bool = False, max_payload: int = 60)
         yield from _dump_log(path, print_records, max_payload)
     elif path.suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         yield from _dump_index(path)
+    elif path.suffix == TXN_INDEX_SUFFIX:
+        yield from _dump_txn_index(path)
+    elif path.suffix == SNAPSHOT_SUFFIX:
+        yield from _dump_producer_snapshot(path)
     else:
         yield f"  not a segment file (expected {', '.join(SUFFIX_ORDER)})"
 
@@ -97,13 +114,32 @@ def _describe_records(data: bytes, header: BatchHeader, max_payload: int) -> Ite
     except KafkaError as exc:
         yield f"| cannot decode records: {exc}"
         return
+    log_append_time = header.timestamp_type == "LogAppendTime"
     for r in records:
-        key = "null" if r.key is None else _printable(r.key, max_payload)
-        value = "null" if r.value is None else _printable(r.value, max_payload)
-        yield (f"| offset: {header.base_offset + r.offset_delta} {header.timestamp_type}: "
-               f"{header.base_timestamp + r.timestamp_delta} keySize: {-1 if r.key is None else len(r.key)} "
-               f"valueSize: {-1 if r.value is None else len(r.value)} headerKeys: [{','.join(k for k, _ in r.headers)}] "
-               f"key: {key} payload: {value}")
+        timestamp = header.max_timestamp if log_append_time else header.base_timestamp + r.timestamp_delta
+        sequence = header.base_sequence + r.offset_delta if header.base_sequence >= 0 else -1
+        line = (f"| offset: {header.base_offset + r.offset_delta} {header.timestamp_type}: {timestamp} "
+                f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)} "
+                f"sequence: {sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]")
+        yield line + " " + (_describe_control(data, header, r) if header.is_control else _describe_data(r, max_payload))
+
+
+def _describe_data(record: Record, max_payload: int) -> str:
+    key = "null" if record.key is None else _printable(record.key, max_payload)
+    value = "null" if record.value is None else _printable(record.value, max_payload)
+    return f"key: {key} payload: {value}"
+
+
+def _describe_control(data: bytes, header: BatchHeader, record: Record) -> str:
+    """Kafka's ``endTxnMarker: COMMIT coordinatorEpoch: 5`` for a marker, ``controlType: NAME(id)`` otherwise."""
+    try:
+        kind = parse_control_type(record.key)
+        if kind not in (ABORT, COMMIT):
+            return f"controlType: {CONTROL_TYPE_NAMES.get(kind, 'UNKNOWN')}({kind})"
+        marker = parse_marker(data, header)
+    except KafkaError as exc:
+        return f"controlType: cannot decode ({exc})"
+    return f"endTxnMarker: {'COMMIT' if marker.commit else 'ABORT'} coordinatorEpoch: {marker.coordinator_epoch}"
 
 
 def _printable(data: bytes, limit: int) -> str:
@@ -148,3 +184,34 @@ def _batch_last_offsets_by_position(log_path: Path) -> dict[int, int] | None:
         return found
     finally:
         os.close(fd)
+
+
+def _dump_txn_index(path: Path) -> Iterator[str]:
+    data = path.read_bytes()
+    try:
+        entries = decode_entries(data)
+    except CorruptTransactionIndexError as exc:
+        yield f"  CORRUPT: {exc}"
+        return
+    for e in entries:
+        yield (f"version: 0 producerId: {e.producer_id} firstOffset: {e.first_offset} lastOffset: {e.last_offset} "
+               f"lastStableOffset: {e.last_stable_offset}")
+    yield f"Entries: {len(entries)}"
+    if len(data) % ENTRY_SIZE:
+        yield f"  CORRUPT: {len(data) % ENTRY_SIZE} trailing bytes are not a whole {ENTRY_SIZE}-byte entry"
+
+
+def _dump_producer_snapshot(path: Path) -> Iterator[str]:
+    try:
+        entries = decode_snapshot(path.read_bytes())
+    except CorruptSnapshotError as exc:
+        yield f"  CORRUPT: {exc}"
+        return
+    for producer_id, epoch, batch, coordinator_epoch, txn_first_offset in entries:
+        txn = f"Some({txn_first_offset})" if txn_first_offset >= 0 else "None"
+        line = (f"producerId: {producer_id} producerEpoch: {epoch} coordinatorEpoch: {coordinator_epoch} "
+                f"currentTxnFirstOffset: {txn}")
+        if batch is not None:
+            line += (f" firstSequence: {batch.first_seq} lastSequence: {batch.last_seq} lastOffset: {batch.last_offset} "
+                     f"offsetDelta: {batch.last_offset - batch.first_offset} timestamp: {batch.timestamp}")
+        yield line

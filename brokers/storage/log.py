@@ -451,6 +451,15 @@ class Log:
             return self.producer_state.remove_expired(now_ms, expiration_ms)
 
     # -- compaction support --------------------------------------------------------------------
+    def cleaning_view(self) -> tuple[int | None, dict]:
+        """The first unstable offset and each active producer's ``cleaned_transactions.LastRecord``, read
+        together under the lock: the cleaner plans a pass on the scheduler's thread while appends go on."""
+        from brokers.storage.cleaned_transactions import last_records_of_active_producers
+
+        with self._lock:
+            state = self.producer_state
+            return state.first_unstable_offset(), last_records_of_active_producers(state.producers)
+
     def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
         """Swap a cleaned ``.cleaned`` segment in for ``old_segments`` crash-safely (see cleaner.py)."""
         from brokers.storage.files import SWAP_SUFFIX, fsync_dir

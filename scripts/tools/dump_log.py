@@ -1,5 +1,5 @@
 """``zkafka log dump``: Kafka's ``kafka-dump-log`` (DumpLogSegments) over a partition directory or one segment
-file: batches, offsets, timestamps, codecs, CRC validity, index entries.
+file: batches, offsets, timestamps, codecs, CRC validity, transaction markers, index and transaction index entries.
 
 Exit codes: 0, or 2 when the path is missing or not a segment file.
 """
@@ -14,7 +14,7 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("dump", help="print batches, offsets, timestamps, codecs, CRC validity, index entries "
                                            "(like Kafka's DumpLogSegments)")
     p.set_defaults(run=run)
-    p.add_argument("path", type=Path, help="a partition directory or a .log/.index/.timeindex file")
+    p.add_argument("path", type=Path, help="a partition directory or a .log/.index/.timeindex/.txnindex/.snapshot file")
     p.add_argument("--print-data-log", "--deep-iteration", dest="print_records", action="store_true",
                    help="also decode and print every record (key, value, headers)")
     p.add_argument("--max-payload", type=int, default=60, help="bytes of key/value to print (default 60)")

@@ -55,7 +55,7 @@ def test_dump_directory_prints_batches_indexes_and_epochs(capsys, partition_dir)
 def test_dump_records(capsys, partition_dir):
     code, out, _ = run(capsys, "log", "dump", str(partition_dir / "00000000000000000000.log"), "--print-data-log")
     assert code == 0
-    assert "| offset: 0 CreateTime: 5000 keySize: 6 valueSize: 7 headerKeys: [] key: user-0 payload: hello-0" in out
+    assert "| offset: 0 CreateTime: 5000 keySize: 6 valueSize: 7 sequence: -1 headerKeys: [] key: user-0 payload: hello-0" in out
     assert "key: null payload: \\xff\\x00binary" in out
 
 
