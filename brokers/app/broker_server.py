@@ -289,8 +289,7 @@ class BrokerServer:
 
     def transaction_view(self) -> dict:
         """The transaction coordinator's ``describe()``, for the admin API and /metrics."""
-        coordinator = getattr(self, "transaction_coordinator", None)
-        return coordinator.describe() if coordinator is not None else {}
+        return self.transactions.coordinator.describe() if self.transactions is not None else {}
 
     # -- shutdown ------------------------------------------------------------------------------
     async def shutdown(self) -> None:
