@@ -66,7 +66,8 @@ def wait_page(driver, condition, timeout: float, what: str) -> dict:
 
 
 def test_open_transaction_and_lso_on_the_dashboard(cluster, browser):
-    AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # must outlive the future
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": TXN_ID})
     producer.init_transactions(60)
     producer.begin_transaction()

@@ -51,8 +51,8 @@ def cluster(tmp_path_factory):
                                      "transaction.state.log.min.isr": "1",
                                      "transaction.partition.verification.enable": "false",
                                      "offsets.topic.num.partitions": "1"}) as c:
-        AdminClient({"bootstrap.servers": c.bootstrap_servers}).create_topics(
-            [NewTopic(TOPIC, 2, 1)])[TOPIC].result(30)
+        admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})  # must outlive the future
+        admin.create_topics([NewTopic(TOPIC, 2, 1)])[TOPIC].result(30)
         yield c
 
 
@@ -100,15 +100,21 @@ def orphan_transaction(cluster: Cluster) -> int:
     broker) has the id Empty, with no partitions. Returns the batch's offset."""
     host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
     with RawConnection(host, int(port)) as raw:
+        errors = []
+
         def init():
             response = raw.request(ApiKey.INIT_PRODUCER_ID, 1, transactional_id=ORPHAN_ID,
-                                   transaction_timeout_ms=600000)
+                                   transaction_timeout=600000)
+            errors.append(int(response.error_code))
             return response if response.error_code == 0 else None
-        init_response = wait_for(init, 30, "InitProducerId for the orphan")
+        try:
+            init_response = wait_for(init, 30, "InitProducerId for the orphan")
+        except AssertionError:
+            raise AssertionError(f"InitProducerId answered {sorted(set(errors))}") from None
         pid, epoch = int(init_response.producer_id), int(init_response.producer_epoch)
         batch = build_batch([Record(0, 0, None, b"orphan")], base_timestamp=int(time.time() * 1000),
                             producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
-        response = raw.request(ApiKey.PRODUCE, 3, transactional_id=ORPHAN_ID, acks=-1, timeout_ms=30000,
+        response = raw.request(ApiKey.PRODUCE, 3, transactional_id=ORPHAN_ID, acks=-1, timeout=30000,
                                topic_data=[{"name": TOPIC, "partition_data": [{"index": 1, "records": bytes(batch)}]}])
     partition = response.responses[0].partition_responses[0]
     assert partition.error_code == 0, partition
@@ -178,7 +184,8 @@ def test_http_api_and_metrics_show_the_open_transaction_and_the_lso(cluster):
     from prometheus_client.parser import text_string_to_metric_families
 
     topic, base = "txn-http", f"http://127.0.0.1:{cluster.http_port(1)}"
-    AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # must outlive the future
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     plain = Producer({"bootstrap.servers": cluster.bootstrap_servers})
     plain.produce(topic, b"before")
     assert plain.flush(30) == 0

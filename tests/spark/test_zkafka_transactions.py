@@ -44,8 +44,8 @@ def spark():
 
 
 def create_topic(cluster: Cluster, topic: str, partitions: int = 1) -> None:
-    AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).create_topics(
-        [NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # must outlive the future
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
 
 
 def transactional(cluster: Cluster, transactional_id: str) -> Producer:
