@@ -77,11 +77,22 @@ class TransactionsAdmin:
         return sorted(int(b.node_id) for b in (await self.admin.metadata([])).brokers)
 
     async def list_transactions(self, producer_ids: set[int] | None = None) -> dict[int, list[TransactionListing]]:
+        """Every broker's listing; a broker still loading its coordinator state is asked again (Kafka's
+        ``ListTransactionsHandler``), one whose coordinator is shutting down fails the listing."""
         out = {}
+        deadline = asyncio.get_running_loop().time() + self.retry_deadline_s
         for broker_id in await self.broker_ids():
-            response = await self._request_broker(broker_id, ApiKey.LIST_TRANSACTIONS, 0, state_filters=[],
-                                                  producer_id_filters=sorted(producer_ids or ()))
-            _check(response.error_code)
+            while True:
+                response = await self._request_broker(broker_id, ApiKey.LIST_TRANSACTIONS, 0, state_filters=[],
+                                                      producer_id_filters=sorted(producer_ids or ()))
+                code = ErrorCode(int(response.error_code))
+                if code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            if code == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+                raise TransactionsAdminError(f"ListTransactions request sent to broker {broker_id} failed because "
+                                             "the coordinator is shutting down")
+            _check(code)
             out[broker_id] = [TransactionListing(t.transactional_id, int(t.producer_id), t.transaction_state)
                               for t in response.transaction_states]
         return out

@@ -321,3 +321,38 @@ def test_describe_retries_while_the_coordinator_loads(capsys):
     cluster.coordinator = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1)
     with pytest.raises(TransactionsAdminError, match="COORDINATOR_LOAD_IN_PROGRESS"):
         asyncio.run(TransactionsAdmin(cluster, retry_deadline_s=0.3).describe_transaction("tx"))
+
+
+class Answers:
+    """Each call answers the next of ``answers`` (the last one again once they run out)."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+
+    def next(self):
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def test_list_asks_a_loading_coordinator_again_and_fails_on_one_shutting_down(capsys):
+    loading = response(ApiKey.LIST_TRANSACTIONS, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                       unknown_state_filters=[], transaction_states=[])
+    cluster = FakeCluster()
+    answers = Answers(loading, listing(("a", 4, "Ongoing")))
+    cluster.answers[(2, ApiKey.LIST_TRANSACTIONS)] = listing()
+
+    async def request_broker(broker_id, api_key, version, body):
+        cluster.sent.append((broker_id, ApiKey(api_key), body))
+        return answers.next() if broker_id == 1 else cluster.answers[(broker_id, ApiKey(api_key))]
+    cluster.request_broker = request_broker
+    code, lines, _ = run(cluster, ["list"], capsys)
+    assert code == 0 and [line.split() for line in lines[1:]] == [["a", "1", "4", "Ongoing"]]
+    assert [b for b, _, _ in cluster.sent].count(1) == 2
+
+    cluster.answers[(2, ApiKey.LIST_TRANSACTIONS)] = response(
+        ApiKey.LIST_TRANSACTIONS, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, unknown_state_filters=[],
+        transaction_states=[])
+    answers = Answers(listing())
+    code, lines, _ = run(cluster, ["list"], capsys)
+    assert code == 1 and lines == ["Failed to list transactions: ListTransactions request sent to broker 2 failed "
+                                   "because the coordinator is shutting down. Enable debug logging for additional "
+                                   "detail."]
