@@ -14,7 +14,7 @@ A refused request raises ``TransactionsAdminError`` carrying Kafka's exception m
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Awaitable
 
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
@@ -66,15 +66,23 @@ class TransactionsAdmin:
     def __init__(self, admin: ClusterAdmin, retry_deadline_s: float = 30.0):
         self.admin, self.retry_deadline_s = admin, retry_deadline_s
 
-    async def _request_broker(self, broker_id: int, api_key: ApiKey, version: int, **fields: Any) -> Any:
-        body = codec.build(codec.request_class(api_key, version), **fields)
+    @staticmethod
+    async def _call(call: Awaitable) -> Any:
+        """``call`` to the cluster; unreachable brokers and timeouts as TransactionsAdminError."""
         try:
-            return await self.admin.request_broker(broker_id, api_key, version, body)
+            return await call
         except (ClusterAdminError, ConnectionError, OSError, asyncio.TimeoutError) as exc:
             raise TransactionsAdminError(str(exc) or type(exc).__name__) from None
 
+    async def _request_broker(self, broker_id: int, api_key: ApiKey, version: int, **fields: Any) -> Any:
+        body = codec.build(codec.request_class(api_key, version), **fields)
+        return await self._call(self.admin.request_broker(broker_id, api_key, version, body))
+
+    async def _metadata(self, topics: list[str] | None) -> Any:
+        return await self._call(self.admin.metadata(topics))
+
     async def broker_ids(self) -> list[int]:
-        return sorted(int(b.node_id) for b in (await self.admin.metadata([])).brokers)
+        return sorted(int(b.node_id) for b in (await self._metadata([])).brokers)
 
     async def list_transactions(self, producer_ids: set[int] | None = None) -> dict[int, list[TransactionListing]]:
         """Every broker's listing; a broker still loading its coordinator state is asked again (Kafka's
@@ -101,7 +109,7 @@ class TransactionsAdmin:
         """TransactionsAdminError (TRANSACTIONAL_ID_NOT_FOUND's message among others) if it cannot."""
         deadline = asyncio.get_running_loop().time() + self.retry_deadline_s
         while True:
-            code, coordinator = await self.admin.find_coordinator(transactional_id, TXN_KEY_TYPE)
+            code, coordinator = await self._call(self.admin.find_coordinator(transactional_id, TXN_KEY_TYPE))
             if code == ErrorCode.NONE:
                 response = await self._request_broker(coordinator, ApiKey.DESCRIBE_TRANSACTIONS, 0,
                                                       transactional_ids=[transactional_id])
@@ -115,7 +123,7 @@ class TransactionsAdmin:
 
     async def leaders(self, topics: list[str] | None) -> dict[TP, tuple[int, tuple[int, ...]]]:
         """Each partition's leader and replicas (``topics`` None: every topic, internal ones too)."""
-        metadata = await self.admin.metadata(topics)
+        metadata = await self._metadata(topics)
         for t in metadata.topics:
             if t.error_code != ErrorCode.NONE:
                 raise TransactionsAdminError(f"{t.name}: {error_message(ErrorCode(int(t.error_code)))}")

@@ -356,3 +356,10 @@ def test_list_asks_a_loading_coordinator_again_and_fails_on_one_shutting_down(ca
     assert code == 1 and lines == ["Failed to list transactions: ListTransactions request sent to broker 2 failed "
                                    "because the coordinator is shutting down. Enable debug logging for additional "
                                    "detail."]
+
+
+def test_an_unreachable_cluster_is_kafkas_error_line(capsys):
+    assert command.main(["--bootstrap-server", "127.0.0.1:1", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Failed to list transactions: no broker answered") and "Traceback" not in err
+    assert err.rstrip().endswith("Enable debug logging for additional detail.")
