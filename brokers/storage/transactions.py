@@ -7,7 +7,8 @@
   its marker (``TransactionIndex``: the marker offsets increase, so a rebuilt entry already there is
   skipped, which makes rebuilding after a crash idempotent).
 - ``collect_aborted``: the entries overlapping a READ_COMMITTED read, from the segment holding the start
-  offset on, until an entry's marker reaches the upper bound (Kafka's ``collectAbortedTransactions``).
+  offset on, until an entry's marker reaches the upper bound (Kafka's ``collectAbortedTransactions``);
+  ``fetch_upper_bound`` is that bound for a read: the offset after its bytes.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Sequence
 from brokers.protocol.control_record import parse_marker
 from brokers.protocol.record_batch import BatchHeader
 from brokers.storage.producer_state import CompletedTxn, MarkerReader
-from brokers.storage.segment import LogSegment
+from brokers.storage.segment import FileRange, LogSegment
 from brokers.storage.transaction_index import AbortedTxn
 
 
@@ -51,8 +52,20 @@ def collect_aborted(segments: Sequence[LogSegment], bases: Sequence[int], start_
     found: list[AbortedTxn] = []
     first = max(0, bisect_right(bases, start_offset) - 1)
     for segment in segments[first:]:
-        entries = segment.txn_index.entries()
-        found.extend(e for e in entries if e.last_offset >= start_offset and e.first_offset < upper_bound_offset)
-        if entries and entries[-1].last_offset >= upper_bound_offset:
+        index = segment.txn_index
+        found.extend(index.collect(start_offset, upper_bound_offset))
+        last = index.last_offset
+        if last is not None and last >= upper_bound_offset:
             break
     return found
+
+
+def fetch_upper_bound(records: FileRange, limit: int) -> int:
+    """The offset after a read's bytes (the first batch starting at or after their end), at most
+    ``limit``: a READ_COMMITTED answer names only the aborted transactions starting below it."""
+    end = records.position + records.size
+    segment = records.segment
+    for header in segment.iter_headers(records.position):
+        if header.position >= end:
+            return min(header.base_offset, limit)
+    return min(segment.next_offset, limit)

@@ -22,7 +22,8 @@ Per requested partition, as Kafka 2.8's ``ReplicaManager.fetchMessages`` / ``rea
 * ``fetch_offset`` outside [log start, log end] is OFFSET_OUT_OF_RANGE (1) (``Log.read`` decides);
 * a consumer reads up to the high watermark; with v4+ ``isolation_level`` 1 (READ_COMMITTED) up to the
   last stable offset, and the answer lists the aborted transactions (producer id, first offset) that
-  overlap the read (``Log.collect_aborted_transactions``; an empty list when none, null for
+  overlap the read (``Log.collect_aborted_transactions`` up to the offset after the bytes read, as
+  Kafka's ``fetchUpperBoundOffset``; an empty list when none, null for
   READ_UNCOMMITTED and followers, as Kafka). Every answer carries the last stable offset. Fetch v0-3
   have no isolation level: they read as READ_UNCOMMITTED (their down-conversion drops the markers);
 * at most ``min(partition_max_bytes, what is left of max_bytes)``. KIP-74: the first
@@ -74,6 +75,7 @@ from brokers.security.acls import CLUSTER_ACTION, READ
 from brokers.server.context import ServerContext
 from brokers.server.handlers import fetch_down_conversion as legacy
 from brokers.server.handlers import leader_epoch_error, leader_for, timeout_seconds
+from brokers.storage.transactions import fetch_upper_bound
 
 NO_EPOCH = -1
 READ_COMMITTED = 1
@@ -177,9 +179,14 @@ def read_committed(version: int, request: Any) -> bool:
     return version >= 4 and request.replica_id < 0 and getattr(request, "isolation_level", 0) == READ_COMMITTED
 
 
-def _aborted(log: Any, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
-    """The aborted transactions a READ_COMMITTED read of [fetch_offset, upper_bound) must name."""
-    return [(txn.producer_id, txn.first_offset) for txn in log.collect_aborted_transactions(fetch_offset, upper_bound)]
+def _aborted(log: Any, fetch_offset: int, records: Any, stable: int) -> list[tuple[int, int]]:
+    """The aborted transactions a READ_COMMITTED read must name: marker at or after the fetch offset,
+    first offset before the offset after the bytes read (found only when there are candidates)."""
+    found = log.collect_aborted_transactions(fetch_offset, stable)
+    if found:
+        upper = fetch_upper_bound(records, stable)
+        found = [txn for txn in found if txn.first_offset < upper]
+    return [(txn.producer_id, txn.first_offset) for txn in found]
 
 
 def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: LeaderThrottle | None = None,
@@ -224,7 +231,7 @@ def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: Lea
             budget = max(0, budget - size)
         aborted = None
         if committed:
-            aborted = _aborted(log, wanted.fetch_offset, stable) if size else []
+            aborted = _aborted(log, wanted.fetch_offset, info.records, stable) if size else []
         out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, stable,
                                       log.log_start_offset, info.records, aborted_transactions=aborted))
     return topics, total, errored

@@ -61,8 +61,13 @@ async def _complete_offsets(context: ServerContext, marker: Any, index: int) -> 
     coordinator = context.group_coordinator
     if coordinator is None:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return await coordinator.complete_transaction(index, marker.producer_id, marker.producer_epoch,
-                                                  marker.transaction_result)
+    try:
+        return await coordinator.complete_transaction(index, marker.producer_id, marker.producer_epoch,
+                                                      marker.transaction_result)
+    except Exception:  # noqa: BLE001 - a coordinator bug answers this partition, not the connection
+        log.exception("completing producer %d's offsets on %s-%d failed", marker.producer_id,
+                      GROUP_METADATA_TOPIC, index)
+        return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 async def _wait(waits: list[tuple[dict[str, Any], asyncio.Future]], timeout: float) -> None:
@@ -95,8 +100,10 @@ async def handle_write_txn_markers(context: ServerContext, header: RequestHeader
                 partitions.append(answer)
             topics.append(dict(name=topic.name, partitions=partitions))
         markers.append(dict(producer_id=marker.producer_id, topics=topics))
-    for answer, completion in offsets:
-        answer["error_code"] = await completion
+    if offsets:
+        codes = await asyncio.gather(*(completion for _, completion in offsets))
+        for (answer, _), code in zip(offsets, codes):
+            answer["error_code"] = code
     if waits:
         await _wait(waits, context.config["request.timeout.ms"] / 1000)
     return response(header, markers=markers)

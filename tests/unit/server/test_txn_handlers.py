@@ -70,13 +70,13 @@ def world(tmp_path):
     w.log_manager.shutdown()
 
 
-async def fetch(world, version, isolation_level, fetch_offset=0):
+async def fetch(world, version, isolation_level, fetch_offset=0, partition_max_bytes=1 << 20):
     segments = await world.call(
         handle_fetch, FETCH, version, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20,
         isolation_level=isolation_level, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
         topics=[dict(topic="t", partitions=[dict(
             partition=0, current_leader_epoch=-1, fetch_offset=fetch_offset, last_fetched_epoch=-1,
-            log_start_offset=-1, partition_max_bytes=1 << 20)])])
+            log_start_offset=-1, partition_max_bytes=partition_max_bytes)])])
     frame = b"".join(s if isinstance(s, (bytes, bytearray)) else s.read() for s in segments)
     correlation_id, body = codec.decode_response(FETCH, version, frame[4:])
     (topic,) = body.responses
@@ -282,3 +282,28 @@ async def fetch_parked(world, fetch_offset):
     frame = b"".join(s if isinstance(s, (bytes, bytearray)) else s.read() for s in segments)
     _, body = codec.decode_response(FETCH, 11, frame[4:])
     return body.responses[0].partitions[0]
+
+
+def test_a_failing_group_coordinator_answers_unknown_server_error(world, monkeypatch):
+    import brokers.server.handlers.write_txn_markers as module
+
+    class Broken:
+        async def complete_transaction(self, *args):
+            raise RuntimeError("boom")
+
+    world.context.group_coordinator = Broken()
+    original = module.leader_for
+    monkeypatch.setattr(module, "leader_for", lambda context, topic, index: (
+        None if topic == "__consumer_offsets" else original(context, topic, index)))
+    errors = run(write_markers(world, 9, True, partitions=(("__consumer_offsets", 3), ("t", 0))))
+    assert errors == {("__consumer_offsets", 3): ErrorCode.UNKNOWN_SERVER_ERROR, ("t", 0): ErrorCode.NONE}
+
+
+def test_aborted_transactions_are_bounded_by_the_bytes_read(world):
+    """Only transactions starting before the offset after the read's bytes are named (Kafka's upper bound)."""
+    first_batch = run(fetch(world, 11, 1, partition_max_bytes=1))  # the one whole batch at offset 0
+    assert [b.base_offset for b in iter_batches(first_batch.records)] == [0]
+    assert list(first_batch.aborted_transactions) == []
+    two = len(first_batch.records) + 1  # reaches into pid 7's batch: it is sent (partly) and named
+    p = run(fetch(world, 11, 1, partition_max_bytes=two))
+    assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(7, 1)]
