@@ -91,11 +91,17 @@ class BrokerTransactions:
             return
         partition = self.replica_manager.partitions.get(tp)
         if is_leader and partition is not None and partition.is_leader:
-            self._spawn(self.coordinator.on_elected(tp.partition, partition.leader_epoch))
+            self._spawn(self._elect(tp.partition, partition.leader_epoch))
         else:
             resigned = self.coordinator.on_resigned(tp.partition)
             if inspect.isawaitable(resigned):
                 self._spawn(resigned)
+
+    async def _elect(self, partition: int, leader_epoch: int) -> None:
+        """``on_elected`` unless the partition moved on before this task ran (a resignation or a newer epoch
+        already handled): the check and the election's start happen without an await between them."""
+        if self.log.leader_epoch(partition) == leader_epoch:
+            await self.coordinator.on_elected(partition, leader_epoch)
 
     # -- KIP-890 part 1 ---------------------------------------------------------------------------
     @property

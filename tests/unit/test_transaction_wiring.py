@@ -130,6 +130,13 @@ def test_the_coordinator_follows_transaction_state_leadership_with_the_leader_ep
         await state(TRANSACTION_STATE_TOPIC, 2, 9)
         await state(TRANSACTION_STATE_TOPIC, 1, 11)
         assert txn.coordinator.calls == [("startup",), ("elected", 2, 7), ("resigned", 2), ("elected", 2, 11)]
+        del txn.coordinator.calls[:]
+        item = PartitionState(TRANSACTION_STATE_TOPIC, 2, 1, 1, 12, (1, 2), 0, (1, 2))
+        await rm.become_leader_or_follower(LeaderAndIsrRequest(9, 1, 100, (item,), BROKERS))
+        item = PartitionState(TRANSACTION_STATE_TOPIC, 2, 1, 2, 13, (1, 2), 0, (1, 2))
+        await rm.become_leader_or_follower(LeaderAndIsrRequest(9, 1, 100, (item,), BROKERS))
+        await asyncio.gather(*txn.tasks)  # elected at 12, resigned before the election ran: no stale load
+        assert txn.coordinator.calls == [("resigned", 2)]
         await txn.shutdown()
         assert txn.coordinator.calls[-1] == ("shutdown",)
         await rm.shutdown()
