@@ -149,6 +149,11 @@ def test_find_and_abort_hanging_transactions(cluster):
 
     orphan_offset = orphan_transaction(cluster)
     assert last_stable_offset(cluster, 1) == orphan_offset
+    idle = tool(cluster, "describe", "--transactional-id", ORPHAN_ID)  # Empty: no start time (Kafka's -1)
+    assert idle.returncode == 0, idle.stderr
+    fields = dict(zip(*rows(idle.stdout)))
+    assert (fields["TransactionState"], fields["CurrentTransactionStartTimeMs"], fields["TransactionDurationMs"],
+            fields["TopicPartitions"]) == ("Empty", "None", "None", "")
     time.sleep(0.01)  # find-hanging wants transactions strictly older than the timeout (0 minutes here)
     hanging = tool(cluster, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0")
     assert hanging.returncode == 0, hanging.stderr

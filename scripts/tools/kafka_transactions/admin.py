@@ -172,7 +172,7 @@ class TransactionsAdmin:
 
 
 def _description(coordinator: int, state: Any) -> TransactionDescription:
-    start = _ms(state.transaction_start_time)
+    start = -1 if state.transaction_start_time is None else _ms(state.transaction_start_time)  # None: Kafka's -1
     partitions = tuple(sorted((t.topic, int(p)) for t in state.topics for p in t.partitions))
     return TransactionDescription(coordinator, state.transactional_id, int(state.producer_id),
                                   int(state.producer_epoch), state.transaction_state,

@@ -208,7 +208,7 @@ def description(tid: str, pid: int, state: str = "Ongoing", partitions=(("t", 0)
     return response(ApiKey.DESCRIBE_TRANSACTIONS, transaction_states=[{
         "error_code": error, "transactional_id": tid, "transaction_state": state,
         "transaction_timeout": timedelta(milliseconds=60000),
-        "transaction_start_time": datetime.fromtimestamp(start_ms / 1000, timezone.utc),
+        "transaction_start_time": start_ms if start_ms < 0 else datetime.fromtimestamp(start_ms / 1000, timezone.utc),
         "producer_id": pid, "producer_epoch": 1,
         "topics": [{"topic": t, "partitions": [p]} for t, p in partitions]}])
 
@@ -363,3 +363,15 @@ def test_an_unreachable_cluster_is_kafkas_error_line(capsys):
     err = capsys.readouterr().err
     assert err.startswith("Failed to list transactions: no broker answered") and "Traceback" not in err
     assert err.rstrip().endswith("Enable debug logging for additional detail.")
+
+
+def test_describe_an_id_without_a_transaction_shows_none_through_the_wire(capsys):
+    """Kafka's -1 start time survives the codec (kio alone refuses negative timestamps)."""
+    answer = description("idle", 3, "Empty", partitions=(), start_ms=-1)
+    frame = codec.encode_response(ApiKey.DESCRIBE_TRANSACTIONS, 0, 1, answer)
+    _, decoded = codec.decode_response(ApiKey.DESCRIBE_TRANSACTIONS, 0, frame[4:])
+    cluster = FakeCluster()
+    cluster.answers[(2, ApiKey.DESCRIBE_TRANSACTIONS)] = decoded
+    code, lines, _ = run(cluster, ["describe", "--transactional-id", "idle"], capsys)
+    assert code == 0 and lines[1].split("\t")[4:8] == ["Empty           ", "60000               ",
+                                                       "None                         ", "None                 "]
