@@ -35,7 +35,8 @@ import io
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, field, fields, is_dataclass, make_dataclass
+import dataclasses
+from dataclasses import MISSING, fields, is_dataclass, make_dataclass
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -88,7 +89,8 @@ def request_class(api_key: int, api_version: int) -> type:
 
 # Declared with make_dataclass: kio reads field types as objects, and this module's annotations are strings.
 _DescribedTransactionState = make_dataclass(
-    "TransactionState", [("transaction_start_time", TZAware | None, field(metadata={"kafka_type": "datetime_i64"}))],
+    "TransactionState", [("transaction_start_time", TZAware | None,
+                          dataclasses.field(metadata={"kafka_type": "datetime_i64"}))],
     bases=(describe_transactions_v0.TransactionState,), frozen=True, slots=True, kw_only=True)
 _DescribeTransactionsResponse = make_dataclass(
     "DescribeTransactionsResponse", [("transaction_states", tuple[_DescribedTransactionState, ...])],
