@@ -5,7 +5,9 @@ on timeout), so find-hanging leaves it out. A transaction the coordinator never 
 Produce with no AddPartitionsToTxn, verification off) is hanging: find-hanging lists it, ``abort
 --start-offset`` ends it and the partition's last stable offset (ListOffsets read_committed) reaches the high
 watermark; the killed producer's transaction is then aborted with the older brokers' form (producer id,
-epoch, coordinator epoch) and its partition's LSO advances too."""
+epoch, coordinator epoch) and its partition's LSO advances too. A killed producer with a short timeout is
+aborted by its coordinator's scan and counted in /metrics; the admin API and /metrics show an open
+transaction and the LSO held below the HW until it commits."""
 from __future__ import annotations
 
 import signal
@@ -32,11 +34,11 @@ ORPHAN_ID = "orphan-producer"
 KILLED_PRODUCER = """
 import sys, time
 from confluent_kafka import Producer
-p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2], "transaction.timeout.ms": 600000})
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2], "transaction.timeout.ms": int(sys.argv[4])})
 p.init_transactions(60)
 p.begin_transaction()
 for i in range(3):
-    p.produce(sys.argv[3], value=b"open-%d" % i, partition=0)
+    p.produce(sys.argv[3], value=b"open-%d" % i, partition=int(sys.argv[5]))
 assert p.flush(60) == 0
 print("ready", flush=True)
 time.sleep(600)
@@ -50,6 +52,7 @@ def cluster(tmp_path_factory):
                                      "transaction.state.log.replication.factor": "1",
                                      "transaction.state.log.min.isr": "1",
                                      "transaction.partition.verification.enable": "false",
+                                     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
                                      "offsets.topic.num.partitions": "1"}) as c:
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})  # must outlive the future
         admin.create_topics([NewTopic(TOPIC, 2, 1)])[TOPIC].result(30)
@@ -85,9 +88,10 @@ def high_watermark(cluster: Cluster, partition: int) -> int:
         consumer.close()
 
 
-def kill_mid_transaction(cluster: Cluster) -> None:
-    process = subprocess.Popen([sys.executable, "-c", KILLED_PRODUCER, cluster.bootstrap_servers, KILLED_ID, TOPIC],
-                               stdout=subprocess.PIPE, text=True, cwd=REPO)
+def kill_mid_transaction(cluster: Cluster, transactional_id: str = KILLED_ID, timeout_ms: int = 600000,
+                         topic: str = TOPIC, partition: int = 0) -> None:
+    process = subprocess.Popen([sys.executable, "-c", KILLED_PRODUCER, cluster.bootstrap_servers, transactional_id,
+                                topic, str(timeout_ms), str(partition)], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         assert process.stdout.readline().strip() == "ready"
     finally:
@@ -230,3 +234,41 @@ def test_http_api_and_metrics_show_the_open_transaction_and_the_lso(cluster):
     assert samples()[("kafka_coordinator_transaction_markers_written_total", ())] >= markers_before + 1
     assert all(t["transactional_id"] != "http-txn"
                for t in requests.get(f"{base}/api/v1/transactions", timeout=10).json()["transactions"])
+
+
+def test_a_killed_producers_transaction_is_aborted_on_timeout_and_counted(cluster):
+    """Not hanging: the coordinator aborts it once transaction.timeout.ms passes (its scan every 500 ms here);
+    /metrics counts the abort by timeout and the partition's LSO reaches the HW."""
+    import requests
+    from prometheus_client.parser import text_string_to_metric_families
+
+    topic = "txn-timeout"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # must outlive the future
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+
+    def aborts() -> float:
+        text = requests.get(f"http://127.0.0.1:{cluster.http_port(1)}/metrics", timeout=10).text
+        return next(s.value for family in text_string_to_metric_families(text) for s in family.samples
+                    if s.name == "kafka_coordinator_transaction_aborts_by_timeout_total")
+
+    def stable(partition: int) -> tuple[int, int]:
+        """(LSO, HW): ListOffsets read_committed and read_uncommitted."""
+        ends = []
+        for level in ("read_committed", "read_uncommitted"):
+            consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "probe",
+                                 "isolation.level": level})
+            try:
+                ends.append(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30,
+                                                           cached=False)[1])
+            finally:
+                consumer.close()
+        return ends[0], ends[1]
+
+    before = aborts()
+    kill_mid_transaction(cluster, "timed-out-producer", 2000, topic, 0)
+    lso, hw = stable(0)
+    assert (lso, hw) == (0, 3)
+    wait_for(lambda: aborts() >= before + 1, 30, "the coordinator to abort the transaction on timeout")
+    wait_for(lambda: stable(0) == (4, 4), 30, "the abort marker and the LSO at the HW")
+    hanging = tool(cluster, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
+    assert hanging.returncode == 0 and rows(hanging.stdout)[1:] == []
