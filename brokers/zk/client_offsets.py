@@ -2,6 +2,8 @@
 ``ZkUtils`` consumer-offset paths, which its old ZooKeeper-based consumers committed to.
 
 A commit is one multi-op over the whole set of partitions, so a group's offsets never land half-written.
+A transactional producer's offsets wait in ``/consumers/<group>/txn_offsets/<producer id>`` until its
+transaction ends; committing them is one multi-op too, which writes the offsets and deletes that znode.
 """
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from typing import Any
 from brokers.model import TopicPartition
 from brokers.zk.client_base import ZkClientBase, log
 from brokers.zk.errors import NoNodeError
-from brokers.zk.gateway import CreateOp, SetDataOp
-from brokers.zk.paths import ConsumerGroupsZNode, ConsumerOffsetZNode
+from brokers.zk.gateway import CreateOp, DeleteOp, SetDataOp
+from brokers.zk.paths import ConsumerGroupsZNode, ConsumerOffsetZNode, ConsumerTxnOffsetsZNode
+
+TxnOffsets = dict[TopicPartition, tuple[int, str, int]]  # partition -> (offset, metadata, leader epoch)
 
 
 class ConsumerOffsetsZkMixin(ZkClientBase):
@@ -40,6 +44,10 @@ class ConsumerOffsetsZkMixin(ZkClientBase):
                                    existing: set[TopicPartition]) -> None:
         """One multi-op for the whole commit: set the znodes in ``existing``, create the others (and the
         topic znodes they need). MultiOpError if ``existing`` was wrong; the caller re-reads and retries."""
+        await self.zk.multi(await self._offset_ops(group, offsets, existing))
+
+    async def _offset_ops(self, group: str, offsets: dict[TopicPartition, int],
+                          existing: set[TopicPartition]) -> list[Any]:
         ops: list[Any] = []
         base = ConsumerOffsetZNode.group_path(group)
         known_topics = {tp.topic for tp in existing}
@@ -52,7 +60,59 @@ class ConsumerOffsetsZkMixin(ZkClientBase):
         for tp, offset in sorted(offsets.items()):
             path, data = ConsumerOffsetZNode.path(group, tp), ConsumerOffsetZNode.encode(offset)
             ops.append(SetDataOp(path, data) if tp in existing else CreateOp(path, data))
+        return ops
+
+    # -- transactional offsets (TxnOffsetCommit, pending until the transaction's marker) ------------
+    async def set_txn_offsets(self, group: str, producer_id: int, producer_epoch: int, offsets: TxnOffsets) -> None:
+        """Write (create or replace) the producer's pending offsets of ``group``."""
+        path, data = ConsumerTxnOffsetsZNode.path(group, producer_id), ConsumerTxnOffsetsZNode.encode(
+            producer_epoch, offsets)
+        try:
+            await self.zk.set(path, data)
+        except NoNodeError:
+            await self.zk.ensure_path(ConsumerTxnOffsetsZNode.group_path(group))
+            await self.zk.create(path, data)
+
+    async def get_txn_offsets(self, group: str) -> dict[int, tuple[int, TxnOffsets]]:
+        """Every producer's pending offsets of ``group``: producer id -> (producer epoch, offsets); unparseable
+        znodes are skipped with a warning."""
+        pending: dict[int, tuple[int, TxnOffsets]] = {}
+        for child in await self._children_or_empty(ConsumerTxnOffsetsZNode.group_path(group)):
+            path = f"{ConsumerTxnOffsetsZNode.group_path(group)}/{child}"
+            try:
+                data, _ = await self.zk.get(path)
+                pending[int(child)] = ConsumerTxnOffsetsZNode.decode(data, path)
+            except NoNodeError:
+                continue
+            except ValueError as exc:
+                log.warning("skipping the bad transactional offsets znode %s: %s", path, exc)
+        return pending
+
+    async def get_groups_txn_offsets(self, groups: list[str]) -> dict[str, dict[int, tuple[int, TxnOffsets]]]:
+        """The pending offsets of each of ``groups`` that has some (the groups of one offsets partition)."""
+        found = {}
+        for group in groups:
+            pending = await self.get_txn_offsets(group)
+            if pending:
+                found[group] = pending
+        return found
+
+    async def commit_txn_offsets(self, group: str, producer_id: int, offsets: dict[TopicPartition, int],
+                                 existing: set[TopicPartition]) -> None:
+        """The transaction committed: ONE multi-op writes ``offsets`` as the group's committed offsets (set
+        the znodes in ``existing``, create the others) and deletes the producer's pending znode, so the
+        offsets appear and stop being pending at once. MultiOpError (nothing written) if ``existing`` was
+        wrong or the pending znode is gone."""
+        ops = await self._offset_ops(group, offsets, existing)
+        ops.append(DeleteOp(ConsumerTxnOffsetsZNode.path(group, producer_id)))
         await self.zk.multi(ops)
+
+    async def delete_txn_offsets(self, group: str, producer_id: int) -> None:
+        """The transaction aborted: drop the producer's pending offsets (absent already is fine)."""
+        try:
+            await self.zk.delete(ConsumerTxnOffsetsZNode.path(group, producer_id))
+        except NoNodeError:
+            pass
 
     async def delete_consumer_offsets(self, group: str, partitions: list[TopicPartition]) -> None:
         for tp in partitions:

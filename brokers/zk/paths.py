@@ -448,6 +448,38 @@ class ConsumerOffsetZNode:
         return int(data.decode())
 
 
+class ConsumerTxnOffsetsZNode:
+    """``/consumers/<group>/txn_offsets/<producer id>``: the offsets a transactional producer committed for the
+    group (TxnOffsetCommit), pending until its transaction's marker commits or aborts them:
+    ``{"version":1,"producer_epoch":<e>,"offsets":{<topic>:{<partition>:[<offset>,<metadata>,<leader epoch>]}}}``."""
+
+    @staticmethod
+    def group_path(group: str) -> str:
+        return f"/consumers/{group}/txn_offsets"
+
+    @staticmethod
+    def path(group: str, producer_id: int) -> str:
+        return f"/consumers/{group}/txn_offsets/{producer_id}"
+
+    @staticmethod
+    def encode(producer_epoch: int, offsets: dict[TopicPartition, tuple[int, str, int]]) -> bytes:
+        topics: dict[str, dict[str, list]] = {}
+        for tp, (offset, metadata, leader_epoch) in sorted(offsets.items()):
+            topics.setdefault(tp.topic, {})[str(tp.partition)] = [offset, metadata, leader_epoch]
+        return _json({"version": 1, "producer_epoch": producer_epoch, "offsets": topics})
+
+    @staticmethod
+    def decode(data: bytes, path: str = "txn_offsets") -> tuple[int, dict[TopicPartition, tuple[int, str, int]]]:
+        value = _load(data, path)
+        try:
+            offsets = {TopicPartition(topic, int(partition)): (int(o), str(md), int(epoch))
+                       for topic, partitions in value["offsets"].items()
+                       for partition, (o, md, epoch) in partitions.items()}
+            return int(value["producer_epoch"]), offsets
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{path}: not pending transactional offsets: {exc!r}") from None
+
+
 class ProducerIdBlockZNode:
     """``/latest_producer_id_block``: the last block of producer ids handed to a broker (written with CAS)."""
 

@@ -1,4 +1,4 @@
-"""GroupCoordinator: ``GroupMembership`` plus committed offsets and the admin APIs (Kafka 2.8's
+"""GroupCoordinator: ``GroupMembership`` and ``TransactionalOffsets`` plus committed offsets and the admin APIs (Kafka 2.8's
 ``GroupCoordinator`` / ``GroupMetadataManager``, reference §5.7).
 
 OffsetCommit is validated against the group's membership (generation -1 only for groups without
@@ -11,6 +11,13 @@ Offsets of Empty groups expire after ``offsets.retention.minutes`` (KIP-211), th
 consumer group no longer subscribes to that long after their commit (KIP-496); an Empty group left with
 no offsets becomes Dead and is dropped. DeleteGroups removes Empty groups only (NON_EMPTY_GROUP);
 OffsetDelete refuses partitions of topics the members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC).
+
+Transactional offsets (``txn_offset_commits``): as Kafka 2.8's ``hasOffsets``, an Empty group with
+pending transactional offsets is not dropped by retention, and pending offsets never expire (their
+transaction ends them: the transaction coordinator aborts it when it times out). DeleteGroups deletes an
+Empty group with its pending transactional offsets, as Kafka 2.8 does (a later marker of those producers
+finds nothing to complete and answers NONE); it logs which producers' offsets it dropped. OffsetDelete
+removes its partitions from the pending transactional offsets too (Kafka 2.8's ``removeOffsets``).
 """
 from __future__ import annotations
 
@@ -20,9 +27,10 @@ import logging
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from consumer_group.coordinator.group import GroupMetadata, OffsetAndMetadata
-from consumer_group.coordinator.membership import GroupMembership, JoinRequest
+from consumer_group.coordinator.membership import JoinRequest
 from consumer_group.coordinator.offsets import expired_offsets
 from consumer_group.coordinator.state import GroupState
+from consumer_group.coordinator.txn_offset_commits import TransactionalOffsets
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +42,7 @@ def in_states(group: GroupMetadata, states: frozenset[str]) -> bool:
 __all__ = ["GroupCoordinator", "JoinRequest"]
 
 
-class GroupCoordinator(GroupMembership):
+class GroupCoordinator(TransactionalOffsets):
     async def startup(self) -> None:
         self._spawn(self._expire_offsets_periodically())
 
@@ -160,7 +168,11 @@ class GroupCoordinator(GroupMembership):
             results[group_id] = self._delete_group_error(group_id)
         deleted = [g for g, error in results.items() if error is None]
         for group_id in deleted:
-            self._drop(self.groups.pop(group_id))
+            group = self.groups.pop(group_id)
+            if group.pending_txn_offsets:
+                log.warning("group %s deleted with the pending transactional offsets of producers %s", group_id,
+                            sorted(group.pending_txn_offsets))
+            self._drop(group)
         for group_id in deleted:
             try:
                 await self.writer.delete_group(group_id)
@@ -202,6 +214,7 @@ class GroupCoordinator(GroupMembership):
             group.offsets.pop(tp, None)
         try:
             await self.writer.delete_offsets(group_id, deletable)
+            await self.forget_pending_partitions(group_id, deletable)
         except Exception:  # noqa: BLE001 - the writer logged it
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, {}
         return ErrorCode.NONE, results
@@ -227,7 +240,8 @@ class GroupCoordinator(GroupMembership):
                 log.info("group %s: %d offsets expired", group.group_id, len(expired))
             if self.groups.get(group.group_id) is not group:
                 continue  # unloaded or deleted while an earlier group's write was in flight
-            if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members:
+            if (group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members
+                    and not group.pending_txn_offsets):
                 self._drop(self.groups.pop(group.group_id))
                 await self.writer.delete_group(group.group_id)
             elif expired:

@@ -18,11 +18,14 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from consumer_group.coordinator.state import GroupState, can_rebalance, check_transition
+
+if TYPE_CHECKING:
+    from consumer_group.coordinator.txn_offsets import PendingTxnOffsets
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -112,6 +115,7 @@ class GroupMetadata:
     new_member_added: bool = False
     subscribed_topics: set[str] | None = field(default_factory=set)  # this generation's (None: unknown)
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    pending_txn_offsets: dict[int, PendingTxnOffsets] = field(default_factory=dict)  # producer id -> offsets
 
     # -- state ---------------------------------------------------------------------------------
     def is_(self, state: GroupState) -> bool:

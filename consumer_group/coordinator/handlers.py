@@ -13,8 +13,12 @@ have); what each version means is decided in ``versions`` (pure), the handlers a
   principal may Describe.
 * OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata does not
   know, and ask the coordinator only about the partitions left.
-* OffsetFetch never answers UNSTABLE_OFFSET_COMMIT, whatever v7's ``require_stable`` says: zkafka has no
-  transactions yet, so no offset commit is ever pending.
+* TxnOffsetCommit (KIP-98): Write on the TransactionalId (else every partition is
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Read on the group (GROUP_AUTHORIZATION_FAILED), then Read on each
+  topic and the partition's existence as OffsetCommit; v0-1 are answered COORDINATOR_NOT_AVAILABLE where
+  the coordinator is still loading (KAFKA-7296). The offsets stay pending until the transaction's marker.
+* OffsetFetch v7 with ``require_stable`` (KIP-447) answers UNSTABLE_OFFSET_COMMIT (offset -1) for each
+  partition with transactional offsets pending; without it the last committed offset is answered.
 """
 from __future__ import annotations
 
@@ -25,11 +29,12 @@ from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
-from brokers.security.acls import DELETE, DESCRIBE, GROUP, READ
+from brokers.security.acls import DELETE, DESCRIBE, GROUP, READ, TRANSACTIONAL_ID, WRITE
 from consumer_group.coordinator import versions
 from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
 from consumer_group.coordinator.group import GroupMetadata, JoinResult
 from consumer_group.coordinator.state import GroupState
+from consumer_group.coordinator.txn_offsets import NO_GENERATION, UNKNOWN_MEMBER_ID
 
 
 class PartitionMetadata(Protocol):
@@ -178,7 +183,26 @@ async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, 
     return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 
 
+async def handle_txn_offset_commit(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
+    offsets = {TopicPartition(t.name, p.partition_index): (
+        p.committed_offset, p.committed_metadata, getattr(p, "committed_leader_epoch", -1))  # v2+
+        for t in request.topics for p in t.partitions}
+    if not context.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        results: dict[TopicPartition, Any] = dict.fromkeys(offsets, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    else:
+        results = _commit_rejected(context, request.group_id, offsets)
+        allowed = {tp: v for tp, v in offsets.items() if tp not in results}
+        if allowed:
+            results.update(await context.group_coordinator.commit_txn_offsets(
+                request.group_id, request.producer_id, request.producer_epoch,
+                getattr(request, "member_id", UNKNOWN_MEMBER_ID), getattr(request, "group_instance_id", None),
+                getattr(request, "generation_id", NO_GENERATION), allowed))  # v3 (KIP-447)
+    results = {tp: versions.txn_offset_commit_error(header.api_version, e) for tp, e in results.items()}
+    return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
+
+
 _DENIED = object()  # an OffsetFetch partition of a topic the principal may not describe
+_UNSTABLE = object()  # an OffsetFetch v7 ``require_stable`` partition with transactional offsets pending
 
 
 def _fetch_visible(context: GroupApiContext, offsets: dict, all_offsets: bool) -> dict:
@@ -192,8 +216,8 @@ def _fetch_visible(context: GroupApiContext, offsets: dict, all_offsets: bool) -
 
 
 async def handle_offset_fetch(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
-    """OffsetFetch; v7's ``require_stable`` changes nothing here: without transactions no offset commit
-    is ever pending, so UNSTABLE_OFFSET_COMMIT is never the answer."""
+    """OffsetFetch; with v7's ``require_stable`` a partition with transactional offsets pending answers
+    UNSTABLE_OFFSET_COMMIT (Kafka 2.8's ``GroupMetadataManager.getOffsets``)."""
     version = header.api_version
     partitions = None if request.topics is None else [
         TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
@@ -208,11 +232,16 @@ async def handle_offset_fetch(context: GroupApiContext, header: RequestHeader, r
         offsets = dict.fromkeys(partitions or []) if listed else {}
     else:
         offsets = _fetch_visible(context, offsets, partitions is None)
+        if getattr(request, "require_stable", False):
+            unstable = context.group_coordinator.unstable_offsets(request.group_id)
+            offsets = {tp: _UNSTABLE if tp in unstable and v is not _DENIED else v for tp, v in offsets.items()}
     partition_error = versions.offset_fetch_partition_error(version, error)
 
     def entry(partition: int, committed: Any) -> dict:
         if committed is _DENIED:
             return _fetched(partition, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        if committed is _UNSTABLE:
+            return _fetched(partition, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
         if committed is None:
             return _fetched(partition, -1, "", partition_error)
         return _fetched(partition, committed.offset, committed.metadata, partition_error, committed.leader_epoch)
@@ -317,4 +346,5 @@ HANDLERS = {
     ApiKey.LIST_GROUPS: handle_list_groups,
     ApiKey.DELETE_GROUPS: handle_delete_groups,
     ApiKey.OFFSET_DELETE: handle_offset_delete,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
 }

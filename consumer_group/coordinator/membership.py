@@ -125,15 +125,20 @@ class GroupMembership:
                 for group_id in await self.store.groups():
                     if self.partition_for(group_id) == partition:
                         loaded[group_id] = await self.store.load(group_id)
+                extras = await self._load_extras(list(loaded))
             except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: retry while we still lead
                 log.warning("loading groups of partition %d failed (%r); retrying", partition, exc)
                 await asyncio.sleep(LOAD_RETRY_MS / 1000)
                 continue
             if self._loading.get(partition) is not token:
                 return
-            self._install(partition, loaded)
+            self._install(partition, loaded, extras)
 
-    def _install(self, partition: int, loaded: dict[str, dict]) -> None:
+    async def _load_extras(self, group_ids: list[str]) -> object:
+        """What a subclass loads besides the committed offsets of the partition's groups (handed to ``_install``)."""
+        return None
+
+    def _install(self, partition: int, loaded: dict[str, dict], extras: object = None) -> None:
         now = self.now_ms()
         for group_id, offsets in loaded.items():
             group = self.groups.setdefault(group_id, GroupMetadata(group_id, state_timestamp_ms=now))

@@ -8,6 +8,11 @@ written, and the commit is retried once after re-reading the group: never a half
 Metadata strings are not stored (the ZK layout has no place for them); the coordinator keeps them
 in memory.
 
+Transactional offsets (TxnOffsetCommit) are stored per producer, pending, in
+``/consumers/<group>/txn_offsets/<producer id>`` (with their metadata and leader epochs) until the
+transaction's marker: ``commit_txn_offsets`` moves them into the committed offsets and deletes the pending
+znode in one multi-op, ``delete_txn_offsets`` drops them.
+
 ``MemoryOffsetStore`` is the same contract in memory, for unit tests of the coordinator.
 """
 from __future__ import annotations
@@ -18,6 +23,9 @@ from typing import Protocol
 from brokers.model import TopicPartition
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
+
+TxnOffsets = dict[TopicPartition, tuple[int, str, int]]  # partition -> (offset, metadata, leader epoch)
+PendingByProducer = dict[int, tuple[int, TxnOffsets]]  # producer id -> (producer epoch, offsets)
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +40,15 @@ class OffsetStore(Protocol):
     async def delete_group(self, group_id: str) -> None: ...
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> None: ...
+
+    async def write_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                offsets: TxnOffsets) -> None: ...
+
+    async def load_txn_offsets(self, group_ids: list[str]) -> dict[str, PendingByProducer]: ...
+
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int]) -> None: ...
+
+    async def delete_txn_offsets(self, group_id: str, producer_id: int) -> None: ...
 
 
 class ZkOffsetStore:
@@ -69,12 +86,35 @@ class ZkOffsetStore:
         await self.kzc.delete_consumer_offsets(group_id, partitions)
         self._existing.get(group_id, set()).difference_update(partitions)
 
+    async def write_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                offsets: TxnOffsets) -> None:
+        await self.kzc.set_txn_offsets(group_id, producer_id, producer_epoch, offsets)
+
+    async def load_txn_offsets(self, group_ids: list[str]) -> dict[str, PendingByProducer]:
+        return await self.kzc.get_groups_txn_offsets(group_ids)
+
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int]) -> None:
+        existing = self._existing.get(group_id)
+        if existing is None:
+            existing = set(await self.kzc.get_consumer_offsets(group_id))
+        try:
+            await self.kzc.commit_txn_offsets(group_id, producer_id, offsets, existing)
+        except ZkError as exc:  # stale idea of the offset znodes: re-read, try once more
+            log.info("transactional offset commit for group %s raced (%s); re-reading and retrying", group_id, exc)
+            existing = set(await self.kzc.get_consumer_offsets(group_id))
+            await self.kzc.commit_txn_offsets(group_id, producer_id, offsets, existing)
+        self._existing[group_id] = existing | set(offsets)
+
+    async def delete_txn_offsets(self, group_id: str, producer_id: int) -> None:
+        await self.kzc.delete_txn_offsets(group_id, producer_id)
+
 
 class MemoryOffsetStore:
     """The OffsetStore contract in a dict; ``fail`` makes the next commits raise (store outage)."""
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
+        self.txn_offsets: dict[str, PendingByProducer] = {}
         self.commits: list[tuple[str, dict[TopicPartition, int]]] = []
         self.fail: Exception | None = None
 
@@ -88,11 +128,39 @@ class MemoryOffsetStore:
         return dict(self.offsets.get(group_id, {}))
 
     async def groups(self) -> list[str]:
-        return sorted(self.offsets)
+        return sorted(set(self.offsets) | set(self.txn_offsets))
 
     async def delete_group(self, group_id: str) -> None:
         self.offsets.pop(group_id, None)
+        self.txn_offsets.pop(group_id, None)
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.offsets.get(group_id, {}).pop(tp, None)
+
+    async def write_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                offsets: TxnOffsets) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self.txn_offsets.setdefault(group_id, {})[producer_id] = (producer_epoch, dict(offsets))
+
+    async def load_txn_offsets(self, group_ids: list[str]) -> dict[str, PendingByProducer]:
+        return {g: dict(self.txn_offsets[g]) for g in group_ids if self.txn_offsets.get(g)}
+
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int]) -> None:
+        if self.fail is not None:
+            raise self.fail
+        if producer_id not in self.txn_offsets.get(group_id, {}):
+            raise KeyError(f"no pending offsets of producer {producer_id} in group {group_id}")  # a failed multi
+        self.commits.append((group_id, dict(offsets)))
+        self.offsets.setdefault(group_id, {}).update(offsets)
+        self._drop_txn(group_id, producer_id)
+
+    async def delete_txn_offsets(self, group_id: str, producer_id: int) -> None:
+        self._drop_txn(group_id, producer_id)
+
+    def _drop_txn(self, group_id: str, producer_id: int) -> None:
+        pending = self.txn_offsets.get(group_id, {})
+        pending.pop(producer_id, None)
+        if not pending:
+            self.txn_offsets.pop(group_id, None)

@@ -3,8 +3,9 @@
 ``OffsetWriter`` keeps one queue per group. While a group's write is in flight, further commits of that
 group wait in its queue; the next write merges every waiting commit into one multi-op (later offsets
 win per partition), so a coordinator's commit rate is bounded by ZooKeeper round trips per group, not
-per request. Deletions (OffsetDelete, DeleteGroups, retention) go through the same queue, so writes to
-one group reach ZooKeeper in the order the coordinator accepted them.
+per request. Deletions (OffsetDelete, DeleteGroups, retention) and the transactional offsets' operations
+(``submit``) go through the same queue, so writes to one group reach ZooKeeper in the order the
+coordinator accepted them.
 
 ``expired_offsets`` is Kafka 2.8's retention rule (KIP-211, KIP-496; reference §5.7), pure.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from brokers.model import TopicPartition
 from consumer_group.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, OffsetAndMetadata
@@ -25,10 +26,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Write:
-    kind: str  # "commit" | "delete_offsets" | "delete_group"
+    kind: str  # "commit" | "delete_offsets" | "delete_group" | "call"
     offsets: dict[TopicPartition, int] = field(default_factory=dict)
     partitions: list[TopicPartition] = field(default_factory=list)
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    operation: Callable[[], Awaitable[Any]] | None = None  # "call": run in the group's turn
+    result: Any = None
 
 
 class OffsetWriter:
@@ -58,6 +61,14 @@ class OffsetWriter:
         self._queues.setdefault(group_id, []).append(write)
         await self._enqueue(group_id, write)
 
+    async def submit(self, group_id: str, operation: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``operation`` in the group's turn (after every write queued before it, before any queued
+        after it) and return its result; it reads and changes the coordinator's state itself, in that turn."""
+        write = _Write("call", operation=operation)
+        self._queues.setdefault(group_id, []).append(write)
+        await self._enqueue(group_id, write)
+        return write.result
+
     async def _enqueue(self, group_id: str, write: _Write) -> None:
         waiter = asyncio.get_running_loop().create_future()
         write.waiters.append(waiter)
@@ -83,6 +94,8 @@ class OffsetWriter:
         try:
             if write.kind == "commit":
                 await self.store.commit(group_id, write.offsets)
+            elif write.kind == "call":
+                write.result = await write.operation()
             elif write.kind == "delete_offsets":
                 await self.store.delete_offsets(group_id, write.partitions)
             else:

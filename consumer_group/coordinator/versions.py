@@ -17,12 +17,16 @@ OffsetCommit 0-8       v0 is the ZooKeeper commit (no generation, any broker); v
 OffsetFetch 0-7        v0 reads ZooKeeper (a partition without an offset is UNKNOWN_TOPIC_OR_PARTITION);
                        v0-1 carry errors per partition only; v2+ a top-level error (then no partitions)
                        and null topics meaning all; v5+ the committed leader epoch; v7 ``require_stable``
+                       (KIP-447: UNSTABLE_OFFSET_COMMIT where transactional offsets are pending)
+TxnOffsetCommit 0-3    v0-1 are answered COORDINATOR_NOT_AVAILABLE where v2+ get
+                       COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296); v2 adds the committed leader epoch;
+                       v3 generation, member id and ``group.instance.id`` (KIP-447 fencing)
 DescribeGroups 0-5     v3+ ``authorized_operations`` on request; v4 ``group_instance_id`` per member
 ListGroups 0-4         v4 ``states_filter`` (KIP-518) and each group's state
 ====================== ======================================================================================
 
 Flexible versions (JoinGroup 6+, SyncGroup 4+, Heartbeat 4+, LeaveGroup 4+, DescribeGroups 5+,
-ListGroups 3+, OffsetCommit 8+, OffsetFetch 6+, DeleteGroups 2+) change only the
+ListGroups 3+, OffsetCommit 8+, OffsetFetch 6+, DeleteGroups 2+, TxnOffsetCommit 3+) change only the
 encoding (compact fields, tagged fields), which the codec handles.
 """
 from __future__ import annotations
@@ -97,3 +101,11 @@ def states_filter(version: int, states: Iterable[str] | None) -> frozenset[str]:
     """ListGroups v4's filter (KIP-518); null and empty both mean every state."""
     return frozenset(states or ()) if version >= 4 else frozenset()
 
+
+
+def txn_offset_commit_error(version: int, error: ErrorCode) -> ErrorCode:
+    """TxnOffsetCommit v0-1 clients (0.11 to 2.0) may not know COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296):
+    Kafka answers them COORDINATOR_NOT_AVAILABLE instead."""
+    if version < 2 and error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return error

@@ -210,12 +210,14 @@ def test_collect_spans_segments_until_a_marker_passes_the_upper_bound(make_log):
 
 
 def test_retention_and_the_cleaner_keep_the_index_with_its_segment(make_log, tmp_path):
-    log = make_log("t-0", retention_ms=0)
+    now = [NOW / 1000]
+    log = make_log("t-0", clock=lambda: now[0], retention_ms=1000)
     log.append_as_leader(txn(1, 0), 0)
     log.append_marker(1, 0, False, 0, 0)
     log.roll()
     hw_at_end(log)
     assert (tmp_path / "t-0" / "00000000000000000000.txnindex").exists()
+    now[0] += 2  # past retention.ms for the marker stamped with this clock
     assert log.delete_old_segments() == 1
     assert not list((tmp_path / "t-0").glob("*.txnindex*"))
 
