@@ -11,9 +11,10 @@ Verification (``verify``, the ServerContext's ``verify_transaction``, only with
 ``transaction.partition.verification.enable``): the transactional id's coordinator is the leader of its
 ``__transaction_state`` partition; on this broker it is asked directly, on another over the control plane
 (``POST /control/v1/verify-txn``, signed like the controller's requests; ``serve_verify`` answers it there).
-The answer becomes the Produce error by ``produce_error`` (pure): a coordinator that cannot be reached or is
-moving is NOT_ENOUGH_REPLICAS, which producers retry (Kafka's AddPartitionsToTxnManager does the same), and a
-fenced producer INVALID_PRODUCER_EPOCH, the code every Produce version knows.
+The answer becomes the Produce error by ``produce_error`` (pure): a coordinator that cannot be reached, is
+moving or loading, or is still ending the producer's previous transaction is NOT_ENOUGH_REPLICAS, which
+producers retry (as Kafka's ReplicaManager answers verification errors), and a fenced producer
+INVALID_PRODUCER_EPOCH, the code every Produce version knows.
 """
 from __future__ import annotations
 
@@ -39,15 +40,16 @@ from transactions.coordinator.ports import TRANSACTION_STATE_TOPIC, ProducerIdAl
 log = logging.getLogger(__name__)
 
 VERIFY_TIMEOUT_S = 10.0
-_COORDINATOR_MOVING = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                 ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NETWORK_EXCEPTION,
-                                 ErrorCode.REQUEST_TIMED_OUT})
+# a coordinator that is moving, loading, unreachable or finishing the previous transaction: retry the produce
+_RETRIABLE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
+                        ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
 
 
 def produce_error(code: int) -> ErrorCode:
     """The Produce error for a partition whose verification answered ``code``."""
     code = ErrorCode(code)
-    if code in _COORDINATOR_MOVING:
+    if code in _RETRIABLE:
         return ErrorCode.NOT_ENOUGH_REPLICAS
     if code == ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH

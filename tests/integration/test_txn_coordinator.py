@@ -13,6 +13,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.record import Record, build_batch
 from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.raw_client import RawConnection
@@ -20,7 +22,7 @@ from transactions.coordinator.placement import partition_for
 
 TXN_PARTITIONS = 3
 TOPIC_PARTITIONS = 2
-FIND_COORDINATOR = 10
+PRODUCE, FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN = 0, 10, 22, 24
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +119,25 @@ def find_coordinator(cluster: Cluster, broker: int, transactional_id: str):
         return raw.request(FIND_COORDINATOR, 3, key=transactional_id, key_type=1)
 
 
+def partition_leader(cluster: Cluster, topic: str, partition: int) -> int:
+    health = next(h for h in map(cluster.health, cluster.broker_ids) if h)
+    return health["metadata"]["partitions"][f"{topic}-{partition}"]["leader"]
+
+
+def raw_call(cluster: Cluster, broker: int, api_key: int, version: int, **fields):
+    with RawConnection("127.0.0.1", cluster.kafka_port(broker)) as raw:
+        return raw.request(api_key, version, **fields)
+
+
+def transactional_produce(cluster: Cluster, broker: int, transactional_id: str, topic: str, partition: int,
+                          producer_id: int, producer_epoch: int, sequence: int) -> int:
+    batch = build_batch([Record(0, 0, None, b"raw")], base_timestamp=int(time.time() * 1000), producer_id=producer_id,
+                        producer_epoch=producer_epoch, base_sequence=sequence, transactional=True)
+    answer = raw_call(cluster, broker, PRODUCE, 8, transactional_id=transactional_id, acks=-1, timeout=10000,
+                      topic_data=[dict(name=topic, partition_data=[dict(index=partition, records=bytes(batch))])])
+    return int(answer.responses[0].partition_responses[0].error_code)
+
+
 def test_committed_records_are_visible_to_read_committed_and_aborted_ones_only_to_read_uncommitted(cluster):
     topic = "txn-out"
     create_topic(cluster, topic)
@@ -137,6 +158,34 @@ def test_find_coordinator_names_the_leader_of_the_ids_transaction_state_partitio
     for broker in cluster.broker_ids:
         answer = find_coordinator(cluster, broker, "copier-1")
         assert (int(answer.error_code), answer.node_id, answer.port) == (0, leader, cluster.kafka_port(leader))
+
+
+def test_a_leader_asks_the_coordinator_on_another_broker_before_a_transactions_first_batch(cluster):
+    """KIP-890 part 1 over the control plane: the leader of a partition refuses a transactional batch the
+    coordinator (another broker) says is outside the transaction, and takes it once it has been added."""
+    topic, transactional_id = "txn-verify", "verify-1"
+    create_topic(cluster, topic)
+
+    def found():
+        answer = find_coordinator(cluster, cluster.broker_ids[0], transactional_id)
+        return answer.node_id if int(answer.error_code) == 0 else None
+    coordinator = wait_for(found, 30, "the transaction coordinator")
+
+    def initialized():
+        answer = raw_call(cluster, coordinator, INIT_PRODUCER_ID, 1, transactional_id=transactional_id,
+                          transaction_timeout=30000)
+        return answer if int(answer.error_code) == 0 else None
+    init = wait_for(initialized, 30, "InitProducerId")
+    pid, epoch = init.producer_id, init.producer_epoch
+    partition = next(p for p in range(TOPIC_PARTITIONS) if partition_leader(cluster, topic, p) != coordinator)
+    leader = partition_leader(cluster, topic, partition)
+    refused = transactional_produce(cluster, leader, transactional_id, topic, partition, pid, epoch, 0)
+    assert refused == ErrorCode.INVALID_TXN_STATE
+    added = raw_call(cluster, coordinator, ADD_PARTITIONS_TO_TXN, 1, v3_and_below_transactional_id=transactional_id,
+                     v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                     v3_and_below_topics=[dict(name=topic, partitions=[partition])])
+    assert int(added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code) == 0
+    assert transactional_produce(cluster, leader, transactional_id, topic, partition, pid, epoch, 0) == 0
 
 
 def test_the_producer_carries_on_after_its_coordinator_is_killed(cluster):
