@@ -24,10 +24,11 @@ Any broker answers for the whole cluster (``ClusterReader``). The answer is msgp
 ``Accept`` names ``application/x-msgpack`` (or ``application/msgpack``), JSON otherwise. Errors are
 ``{"error_code": <HTTP status>, "message": ...}``.
 
-Who may see what (``brokers.http.auth``): with an authorizer, lists and the overview leave out the topics
-and groups (and transactional ids) the caller may not Describe (and a group's offsets for such topics), as
-Kafka's Metadata, ListGroups and ListTransactions do; asking for one by name is 403 with ``kafka_error`` TOPIC_/GROUP_AUTHORIZATION_FAILED. The
-cluster and its brokers are shown to anyone authenticated (Metadata shows them too). ``/api/v1/local/*``
+Who may see what (``brokers.http.auth``): with an authorizer, lists and the overview leave out the topics,
+groups and transactional ids the caller may not Describe (and a group's offsets for such topics), as Kafka's
+Metadata, ListGroups and ListTransactions do; asking for one by name is 403 with ``kafka_error``
+TOPIC_/GROUP_AUTHORIZATION_FAILED. The cluster and its brokers are shown to anyone authenticated (Metadata
+shows them too). ``/api/v1/local/*``
 needs Describe on the cluster (the brokers' own fan-out is signed and always allowed).
 """
 from __future__ import annotations
@@ -207,5 +208,6 @@ def add_admin_routes(app: web.Application, broker: HttpBroker) -> None:
     router.add_get("/readyz", readyz)
     for path, handler in (("cluster", cluster), ("brokers", brokers), ("topics", topics),
                           ("topics/{topic}", topic), ("partitions", partitions), ("groups", groups),
-                          ("groups/{group}", group), ("transactions", transactions), ("overview", overview), ("local/{what}", local)):
+                          ("groups/{group}", group), ("transactions", transactions), ("overview", overview),
+                          ("local/{what}", local)):
         router.add_get(f"/api/v1/{path}", handler)

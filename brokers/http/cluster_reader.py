@@ -88,7 +88,8 @@ class ClusterReader:
             return None
 
     async def gather(self, what: str) -> dict[int, list[dict] | None]:
-        """``what`` ("partitions", "groups" or "transactions") of every live broker; None for one that did not answer."""
+        """``what`` ("partitions", "groups" or "transactions") of every live broker; None for one that did not
+        answer."""
         own = self.broker.broker_id
         others = [info for broker_id, info in sorted(self.broker.metadata_cache.live_brokers.items())
                   if broker_id != own]
