@@ -1,5 +1,5 @@
 """Recipes of the records, offsets and metadata APIs: Produce, Fetch, ListOffsets, Metadata, OffsetCommit,
-OffsetFetch, FindCoordinator, OffsetForLeaderEpoch, InitProducerId, ApiVersions."""
+OffsetFetch, FindCoordinator, OffsetForLeaderEpoch, ApiVersions."""
 from __future__ import annotations
 
 import struct
@@ -287,24 +287,6 @@ def offset_for_leader_epoch(broker: WindowBroker, version: int) -> Recipe:
         partition = dict(partition=0, leader_epoch=0, current_leader_epoch=current_leader_epoch)
         return dict(replica_id=-1, topics=[dict(topic=topic, partitions=[partition])])  # v3: replica_id
     return Recipe(fields(0 if version >= 2 else -1), check)  # v2: the caller's leader epoch, fenced
-
-
-@recipe(ApiKey.INIT_PRODUCER_ID)
-def init_producer_id(broker: WindowBroker, version: int) -> Recipe:
-    fields = dict(transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1)
-    previous = None
-    if version >= 3:  # v3: the caller's current producer id and epoch (KIP-360), both or neither
-        previous = broker.call(ApiKey.INIT_PRODUCER_ID, version, **fields)
-        fields.update(producer_id=previous.producer_id, producer_epoch=previous.producer_epoch)
-
-    def check(response) -> None:
-        expect(response.error_code, ErrorCode.NONE, response)
-        assert response.producer_id >= 0 and response.producer_epoch == 0
-        if previous is not None:  # an idempotent producer (no transactional id) gets a fresh id
-            assert response.producer_id != previous.producer_id
-            half = broker.call(ApiKey.INIT_PRODUCER_ID, version, **{**fields, "producer_epoch": -1})
-            expect(half.error_code, ErrorCode.INVALID_REQUEST, half)
-    return Recipe(fields, check)
 
 
 @recipe(ApiKey.API_VERSIONS)
