@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
+from brokers.app.transaction_log import ReplicaTransactionLog
 from brokers.config import BrokerConfig
 from brokers.control import LeaderAndIsrRequest, PartitionState, UpdateMetadataRequest
 from brokers.model import BrokerInfo, EndPoint
@@ -29,6 +30,10 @@ from brokers.server.context import ServerContext
 from brokers.server.listener import KafkaListener
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
+from transactions.coordinator.config import TransactionConfig
+from transactions.coordinator.coordinator import TransactionCoordinator
+from transactions.coordinator.handlers import HANDLERS as TRANSACTION_HANDLERS
+from transactions.coordinator.marker_channel import TransactionMarkerChannelManager
 
 ME = 1
 TOPIC = "codecs"
@@ -66,9 +71,12 @@ class Broker:
             return LogConfig.from_properties(self.overrides.get(topic, {}))
 
         self.replica_manager = ReplicaManager(ME, self.log_manager, topic_config, lambda: 100)
+        coordinator = TransactionCoordinator(  # InitProducerId (idempotent producers) is the coordinator's API
+            ME, TransactionConfig.from_broker(self.config), ReplicaTransactionLog(self.replica_manager, self.config),
+            TransactionMarkerChannelManager(ME, self.cache, "PLAINTEXT"), producer_ids=self)
         context = self.context = ServerContext(ME, self.config, self.cache, self.replica_manager,
-                                               lambda: "zkafka-local", self)
-        self.listener = KafkaListener(KafkaApis(context).handle, "127.0.0.1", 0)
+                                               lambda: "zkafka-local", self, transaction_coordinator=coordinator)
+        self.listener = KafkaListener(KafkaApis(context, TRANSACTION_HANDLERS).handle, "127.0.0.1", 0)
         await self.listener.start()
         self.info = BrokerInfo(ME, (EndPoint("PLAINTEXT", "127.0.0.1", self.listener.port),), None, 100)
         await self._lead(TOPIC, len(SCENARIOS))

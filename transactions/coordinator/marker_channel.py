@@ -274,12 +274,12 @@ class TransactionMarkerChannelManager:
                     send.remaining.discard(tp)
                 elif outcome is Outcome.GIVE_UP:
                     log.warning("%s: broker %d refused the marker for %s with %s; giving it up",
-                                send.marker.transactional_id, broker_id, tp, ErrorCode(code).name)
+                                send.marker.transactional_id, broker_id, tp, _error_name(code))
                     self.markers_given_up += 1
                     send.remaining.discard(tp)
                 else:
                     log.info("%s: broker %d answered %s for %s; retrying", send.marker.transactional_id,
-                             broker_id, ErrorCode(code).name, tp)
+                             broker_id, _error_name(code), tp)
                     retry.add(tp)
             if retry:
                 self._retry_later(send, frozenset(retry))
@@ -318,6 +318,13 @@ class TransactionMarkerChannelManager:
         return {"markers_written": self.markers_written, "markers_given_up": self.markers_given_up,
                 "retries": self.retries,
                 "queued": {broker: sum(len(p) for _, p in q.entries) for broker, q in sorted(self._queues.items())}}
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
 
 
 def _endpoint(leader: BrokerInfo, listener: str | None) -> EndPoint | None:

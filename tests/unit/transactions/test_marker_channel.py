@@ -232,6 +232,17 @@ def test_sending_stops_once_the_transaction_is_no_longer_current(setup):
     run(scenario())
 
 
+def test_an_unexpected_error_is_retried(setup):
+    cluster, _, manager = setup
+    answers = [{(2, A0): ErrorCode.CLUSTER_AUTHORIZATION_FAILED}]  # an ACL added later fixes it
+    cluster.answer = lambda port, body: answers.pop(0) if answers else {}
+
+    async def scenario():
+        await manager.send_markers(marker(2, A0), lambda: True)
+        assert len(cluster.requests) == 2 and manager.markers_written == 1
+    run(scenario())
+
+
 def test_a_fenced_marker_is_given_up(setup):
     cluster, _, manager = setup
     cluster.answer = lambda port, body: {(2, A0): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
