@@ -8,6 +8,7 @@
 //
 //	produce  -topic T -codec none|gzip|snappy|lz4   records as a JSON array on stdin
 //	consume  -topic T -group G -count N              N records, their offsets committed for G
+//	         [-isolation read_committed]             Fetch v4+ isolation: aborted transactions dropped
 //	offsets  -topic T                                each partition's earliest and latest offset
 //	create   -topic T -partitions P -replication R   ClusterAdmin.CreateTopic (2.2.0 only)
 //	delete   -topic T                                ClusterAdmin.DeleteTopic (2.2.0 only)
@@ -43,6 +44,7 @@ type options struct {
 	count       int
 	partitions  int
 	replication int
+	isolation   string
 	timeout     time.Duration
 }
 
@@ -58,6 +60,9 @@ func main() {
 		log.Fatal(err)
 	}
 	command, opts := flag.Arg(0), parseCommand(flag.Args()[1:])
+	if err := isolate(config, opts.isolation); err != nil {
+		log.Fatal(err)
+	}
 	out, err := run(command, strings.Split(*brokers, ","), config, opts)
 	if err != nil {
 		log.Fatalf("%s: %v", command, err)
@@ -76,6 +81,7 @@ func parseCommand(args []string) options {
 	fs.IntVar(&opts.count, "count", 0, "records to consume")
 	fs.IntVar(&opts.partitions, "partitions", 1, "partitions of a created topic")
 	fs.IntVar(&opts.replication, "replication", 1, "replication factor of a created topic")
+	fs.StringVar(&opts.isolation, "isolation", "read_uncommitted", "read_uncommitted or read_committed")
 	fs.DurationVar(&opts.timeout, "timeout", 60*time.Second, "how long to wait for the records")
 	_ = fs.Parse(args)
 	return opts
@@ -98,6 +104,19 @@ func newConfig(version string) (*sarama.Config, error) {
 	config.Consumer.Return.Errors = true
 	config.Admin.Timeout = 30 * time.Second
 	return config, config.Validate()
+}
+
+// isolate sets the consumer's isolation level; read_committed needs a version of 0.11 or later.
+func isolate(config *sarama.Config, isolation string) error {
+	switch isolation {
+	case "read_uncommitted":
+		config.Consumer.IsolationLevel = sarama.ReadUncommitted
+	case "read_committed":
+		config.Consumer.IsolationLevel = sarama.ReadCommitted
+	default:
+		return fmt.Errorf("unknown isolation level %q", isolation)
+	}
+	return config.Validate()
 }
 
 func run(command string, brokers []string, config *sarama.Config, opts options) (interface{}, error) {
