@@ -8,9 +8,12 @@
   transaction's first offset (the last stable offset). kafkajs' consumer (read_committed by default) then sees
   exactly the committed records; a read_uncommitted one sees the aborted records too.
 - Sarama 1.22 (Debian's) has no transactional producer (``Config.Producer.Transaction`` and ``BeginTxn`` came
-  with 1.37), so confluent-kafka writes the transactions and Sarama's consumer reads them with
+  with 1.37), so confluent-kafka writes transactions and Sarama's consumer reads them with
   ``Consumer.IsolationLevel = ReadCommitted`` (Fetch v4's isolation level; it drops the records the fetch
-  response's aborted transactions name and skips the markers).
+  response's aborted transactions name and skips the markers). Sarama 1.22 does have the transaction APIs'
+  request types: tests/clients/sarama/txn.go drives a transaction with them (FindCoordinator v1 key type 1,
+  InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn at v0, Produce v3), which
+  confluent-kafka and Sarama's consumer read back.
 """
 from __future__ import annotations
 
@@ -26,10 +29,12 @@ from kazoo.exceptions import NoNodeError
 from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.external_clients import (  # versions_served: an autouse fixture
-    KAFKAJS, TIMEOUT, committed, create_topic, kafkajs, sarama, versions_served)
+    KAFKAJS, TIMEOUT, committed, create_topic, kafkajs, read_all, sarama, versions_served)
+from tests.integration.stored import stored_batches
 from tests.integration.znodes import connected_zk
 
 PARTITIONS = 2
+TRANSACTIONAL, CONTROL = 0x10, 0x20
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +114,12 @@ def transaction(tag: str, per_partition: int, offsets: tuple[int, int], commit: 
             "offsets": [{"partition": p, "offset": o} for p, o in enumerate(offsets)]}
 
 
+def offsets_before(txns: list[dict]) -> list[dict[int, int]]:
+    """Each partition's offsets before each transaction: the records and one marker of every transaction before it."""
+    return [{p: sum(len([r for r in t["records"] if r["partition"] == p]) + 1 for t in txns[:i])
+             for p in range(PARTITIONS)} for i in range(len(txns))]
+
+
 def test_kafkajs_transactions_commit_and_abort_records_and_group_offsets(cluster):
     topic, source, group = "kafkajs-txn", "kafkajs-txn-source", "kafkajs-txn-sink"
     for t in (topic, source):
@@ -117,9 +128,7 @@ def test_kafkajs_transactions_commit_and_abort_records_and_group_offsets(cluster
             transaction("third", 2, (9, 8), commit=True)]
     args = {"topic": topic, "transactionalId": "kafkajs-txn-1", "group": group, "offsetsTopic": source,
             "transactions": txns, "pause": True}
-    # each partition's offsets before each transaction: the records and one marker of every transaction before it
-    before = [{p: sum(len([r for r in t["records"] if r["partition"] == p]) + 1 for t in txns[:i])
-               for p in range(PARTITIONS)} for i in range(len(txns))]
+    before = offsets_before(txns)
     client = PausedClient(["node", str(KAFKAJS / "client.js"), cluster.bootstrap_servers, "transactions",
                            json.dumps(args)])
     landed: dict[int, int] = {}
@@ -201,3 +210,36 @@ def test_sarama_read_committed_consumer_skips_aborted_transactions(cluster):
     spans = {(p, o) for p in range(PARTITIONS) for o in range(max(o for q, o in offsets if q == p) + 1)}
     markers = spans - offsets
     assert len(markers) == 2 * PARTITIONS  # the first and the aborted transaction's (the third's is past the last)
+
+
+def test_sarama_transaction_requests_commit_and_abort(cluster):
+    topic, source, group = "sarama-txn-out", "sarama-txn-source", "sarama-txn-sink"
+    for t in (topic, source):
+        create_topic(cluster, t, partitions=PARTITIONS)
+    txns = [transaction("first", 3, (3, 2), commit=True), transaction("aborted", 2, (7, 5), commit=False),
+            transaction("third", 2, (9, 8), commit=True)]
+    sent = [{"records": t["records"], "commit": t["commit"],
+             "offsets": {str(o["partition"]): o["offset"] for o in t["offsets"]}} for t in txns]
+    result = sarama(cluster, "2.2.0", "transact", "-topic", topic, "-txn-id", "sarama-txn-1", "-group", group,
+                    "-source", source, records=sent)
+    assert [(r["commit"], {int(p): o for p, o in r["baseOffsets"].items()}) for r in result] == \
+        [(t["commit"], before) for t, before in zip(txns, offsets_before(txns))]
+
+    landed = {o["partition"]: o["offset"] for o in txns[-1]["offsets"]}
+    wait_for(lambda: zk_offsets(cluster, group, source) == (landed, 0), TIMEOUT,
+             f"{group}'s offsets {landed} in ZooKeeper, none pending")
+    assert committed(cluster, group, source, PARTITIONS) == landed
+
+    committed_values = sorted(r["value"] for t in txns if t["commit"] for r in t["records"])
+    # the reference client, read_committed (librdkafka's default), then Sarama's ReadCommitted consumer
+    assert sorted(r["value"] for r in read_all(cluster, topic, PARTITIONS, len(committed_values))) == \
+        committed_values
+    read = sarama(cluster, "2.2.0", "consume", "-topic", topic, "-group", "sarama-txn-out-reader",
+                  "-count", str(len(committed_values)), "-isolation", "read_committed")
+    assert sorted(r["value"] for r in read) == committed_values
+    stored = stored_batches(cluster, topic)
+    # per partition: records, COMMIT, records, ABORT, records, COMMIT; all of them transactional
+    assert {p: [(h.attributes & (TRANSACTIONAL | CONTROL), h.records_count) for h in headers]
+            for p, headers in stored.items()} == \
+        {p: [(TRANSACTIONAL, 3), (TRANSACTIONAL | CONTROL, 1), (TRANSACTIONAL, 2), (TRANSACTIONAL | CONTROL, 1),
+             (TRANSACTIONAL, 2), (TRANSACTIONAL | CONTROL, 1)] for p in range(PARTITIONS)}

@@ -9,6 +9,8 @@
 //	produce  -topic T -codec none|gzip|snappy|lz4   records as a JSON array on stdin
 //	consume  -topic T -group G -count N              N records, their offsets committed for G
 //	         [-isolation read_committed]             Fetch v4+ isolation: aborted transactions dropped
+//	transact -topic T -txn-id ID -group G -source S  transactions as a JSON array on stdin, each its records'
+//	                                                 partitions' base offsets; G's offsets are those of S
 //	offsets  -topic T                                each partition's earliest and latest offset
 //	create   -topic T -partitions P -replication R   ClusterAdmin.CreateTopic (2.2.0 only)
 //	delete   -topic T                                ClusterAdmin.DeleteTopic (2.2.0 only)
@@ -45,6 +47,8 @@ type options struct {
 	partitions  int
 	replication int
 	isolation   string
+	txnID       string
+	source      string
 	timeout     time.Duration
 }
 
@@ -81,6 +85,8 @@ func parseCommand(args []string) options {
 	fs.IntVar(&opts.count, "count", 0, "records to consume")
 	fs.IntVar(&opts.partitions, "partitions", 1, "partitions of a created topic")
 	fs.IntVar(&opts.replication, "replication", 1, "replication factor of a created topic")
+	fs.StringVar(&opts.txnID, "txn-id", "", "transactional id")
+	fs.StringVar(&opts.source, "source", "", "the topic of the offsets a transaction commits for the group")
 	fs.StringVar(&opts.isolation, "isolation", "read_uncommitted", "read_uncommitted or read_committed")
 	fs.DurationVar(&opts.timeout, "timeout", 60*time.Second, "how long to wait for the records")
 	_ = fs.Parse(args)
@@ -128,6 +134,12 @@ func run(command string, brokers []string, config *sarama.Config, opts options) 
 			return consumeGroup(brokers, config, opts)
 		}
 		return consumePartitions(brokers, config, opts)
+	case "transact":
+		var txns []Transaction
+		if err := json.NewDecoder(os.Stdin).Decode(&txns); err != nil {
+			return nil, fmt.Errorf("transactions on stdin: %w", err)
+		}
+		return transact(brokers, config, opts, txns)
 	case "offsets":
 		return offsets(brokers, config, opts)
 	case "create", "delete", "topics":
