@@ -73,16 +73,16 @@ def test_pending_offsets_commit_in_one_multi_abort_and_survive_a_coordinator_fai
         assert new.unstable_offsets("g") == {T0, T1}
         assert await new.commit_txn_offsets("g", PID, 1, "", None, -1, {T0: (1, "", -1)}) == {
             T0: ErrorCode.INVALID_PRODUCER_EPOCH}
-        assert await new.complete_transaction(0, PID, 2, True) == ErrorCode.NONE
+        assert await new.complete_transaction(0, PID, 2, True, 0) == ErrorCode.NONE
         assert await kzc.get_consumer_offsets("g") == {T0: 5, T1: 6}
         assert await children(kzc, "/consumers/g/txn_offsets") == []
         assert new.fetch_offsets("g", [T0])[1][T0].metadata == "md"
-        assert await new.complete_transaction(0, PID, 2, True) == ErrorCode.NONE  # retried marker
+        assert await new.complete_transaction(0, PID, 2, True, 0) == ErrorCode.NONE  # retried marker
 
         assert await new.commit_txn_offsets("g", PID + 1, 0, "", None, -1, {T0: (50, "", -1)}) == {
             T0: ErrorCode.NONE}
         assert await children(kzc, "/consumers/g/txn_offsets") == ["7001"]
-        assert await new.complete_transaction(0, PID + 1, 0, False) == ErrorCode.NONE
+        assert await new.complete_transaction(0, PID + 1, 0, False, 0) == ErrorCode.NONE
         assert await children(kzc, "/consumers/g/txn_offsets") == []
         assert await kzc.get_consumer_offsets("g") == {T0: 5, T1: 6}
         await new.shutdown()

@@ -206,9 +206,9 @@ class FakeGroupCoordinator:
     def __init__(self):
         self.calls = []
 
-    async def complete_transaction(self, offsets_partition, producer_id, producer_epoch, commit):
-        self.calls.append((offsets_partition, producer_id, producer_epoch, commit))
-        return ErrorCode.NONE
+    async def complete_transaction(self, offsets_partition, producer_id, producer_epoch, commit, coordinator_epoch):
+        self.calls.append((offsets_partition, producer_id, producer_epoch, commit, coordinator_epoch))
+        return ErrorCode.TRANSACTION_COORDINATOR_FENCED if coordinator_epoch < 4 else ErrorCode.NONE
 
 
 def test_consumer_offsets_partitions_go_to_the_group_coordinator(world, monkeypatch):
@@ -216,9 +216,11 @@ def test_consumer_offsets_partitions_go_to_the_group_coordinator(world, monkeypa
 
     world.context.group_coordinator = FakeGroupCoordinator()
     monkeypatch.setattr(module, "leader_for", lambda context, topic, index: None)
-    errors = run(write_markers(world, 9, True, partitions=(("__consumer_offsets", 3),), epoch=2))
+    errors = run(write_markers(world, 9, True, partitions=(("__consumer_offsets", 3),), epoch=2, coordinator_epoch=4))
     assert errors == {("__consumer_offsets", 3): ErrorCode.NONE}
-    assert world.context.group_coordinator.calls == [(3, 9, 2, True)]
+    errors = run(write_markers(world, 9, True, partitions=(("__consumer_offsets", 3),), epoch=2, coordinator_epoch=3))
+    assert errors == {("__consumer_offsets", 3): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+    assert world.context.group_coordinator.calls == [(3, 9, 2, True, 4), (3, 9, 2, True, 3)]
 
 
 # -- Produce ----------------------------------------------------------------------------------------------
