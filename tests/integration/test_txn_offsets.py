@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.zk.client import KafkaZkClient
+from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
 from consumer_group.coordinator.coordinator import GroupCoordinator
 from consumer_group.coordinator.group_config import GroupConfig
@@ -97,9 +98,35 @@ def test_the_commit_multi_writes_nothing_when_the_pending_znode_is_gone(zookeepe
         await kzc.set_txn_offsets("g", PID, 0, {T0: (9, "", -1)})
         await kzc.delete_txn_offsets("g", PID)
         await kzc.delete_txn_offsets("g", PID)  # absent already: fine
-        with pytest.raises(Exception):
-            await kzc.commit_txn_offsets("g", PID, {T0: 9}, set())
+        with pytest.raises(ZkError):
+            await kzc.commit_txn_offsets("g", PID, {T0: 9}, set(), (0, 0))
         assert await kzc.get_consumer_offsets("g") == {}  # all or nothing
+        assert await children(kzc, "/consumers/g/txn_producers") == []
+        await kzc.zk.close()
+
+    asyncio.run(main())
+
+
+def test_completing_records_the_producer_epochs_and_a_landed_commit_retried_succeeds(zookeeper):
+    async def main():
+        kzc = await zk_client(zookeeper, "/txn-idempotent")
+        store = ZkOffsetStore(kzc)
+        await kzc.set_txn_offsets("g", PID, 3, {T0: (9, "", -1)})
+        await kzc.commit_txn_offsets("g", PID, {T0: 9}, set(), (3, 7))  # landed; its answer was lost
+        await store.commit_txn_offsets("g", PID, {T0: 9}, (3, 7))  # the retry: no error, nothing written twice
+        assert await kzc.get_consumer_offsets("g") == {T0: 9}
+        data, _ = await kzc.zk.get("/consumers/g/txn_producers/7000")
+        assert json.loads(data) == {"version": 1, "producer_epoch": 3, "coordinator_epoch": 7}
+
+        await kzc.set_txn_offsets("g", PID + 1, 0, {T1: (4, "", -1)})
+        await store.abort_txn_offsets("g", PID + 1, (1, 7))
+        await store.abort_txn_offsets("g", PID + 1, (1, 7))  # a retried ABORT: the pending znode is gone
+        assert await children(kzc, "/consumers/g/txn_offsets") == []
+        assert await store.load_txn_producers(["g", "other"]) == {"g": {PID: (3, 7), PID + 1: (1, 7)}}
+        assert await kzc.get_consumer_offsets("g") == {T0: 9}
+
+        await store.delete_group("g")  # the records go with the group
+        assert await store.load_txn_producers(["g"]) == {}
         await kzc.zk.close()
 
     asyncio.run(main())
