@@ -66,7 +66,10 @@ class PendingTxnOffsets:
 
 def pending_merge(current: PendingTxnOffsets | None, producer_epoch: int,
                   offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> PendingTxnOffsets:
-    if current is None:
+    """The producer's pending offsets after a TxnOffsetCommit (already checked against the epoch fence).
+    Offsets pending at a lower producer epoch are left over from a transaction the epoch bump aborted (a
+    bump waits for that abort), so a commit at a higher epoch starts afresh instead of merging them."""
+    if current is None or current.producer_epoch < producer_epoch:
         return PendingTxnOffsets(producer_epoch, dict(offsets))
     return current.merged(producer_epoch, offsets)
 

@@ -47,12 +47,16 @@ def om(offset: int, metadata: str = "", leader_epoch: int = -1) -> OffsetAndMeta
 def test_a_later_txn_offset_commit_merges_into_the_pending_offsets_and_wins_per_partition():
     first = pending_merge(None, 3, {TP0: om(1), TP1: om(2)})
     assert first == PendingTxnOffsets(3, {TP0: om(1), TP1: om(2)})
-    second = pending_merge(first, 4, {TP0: om(9), TP2: om(5)})
-    assert second == PendingTxnOffsets(4, {TP0: om(9), TP1: om(2), TP2: om(5)})
-    assert pending_merge(second, 2, {}).producer_epoch == 4  # the epoch only goes up
+    second = pending_merge(first, 3, {TP0: om(9), TP2: om(5)})
+    assert second == PendingTxnOffsets(3, {TP0: om(9), TP1: om(2), TP2: om(5)})
     assert first.offsets == {TP0: om(1), TP1: om(2)}  # merging never changes the earlier value
-    assert second.without({TP0, TP1}) == PendingTxnOffsets(4, {TP2: om(5)})
+    assert second.without({TP0, TP1}) == PendingTxnOffsets(3, {TP2: om(5)})
     assert second.without(set()) == second
+
+
+def test_offsets_left_pending_at_a_lower_epoch_never_merge_into_a_higher_epochs_transaction():
+    leftover = PendingTxnOffsets(3, {TP0: om(1), TP1: om(2)})
+    assert pending_merge(leftover, 4, {TP0: om(9)}) == PendingTxnOffsets(4, {TP0: om(9)})
 
 
 def test_only_a_lower_epoch_than_the_highest_seen_is_fenced():
