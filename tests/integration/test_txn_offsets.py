@@ -166,11 +166,12 @@ def txn_offset_commit(cluster: Cluster, broker: int, group: str, epoch: int, off
     return {TopicPartition(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
 
 
-def write_txn_marker(cluster: Cluster, broker: int, group: str, pid: int, epoch: int, commit: bool) -> int:
+def write_txn_marker(cluster: Cluster, broker: int, group: str, pid: int, epoch: int, commit: bool,
+                     coordinator_epoch: int = 0) -> int:
     """WriteTxnMarkers v1 to the group's ``__consumer_offsets`` partition, as the transaction coordinator
     sends it: that partition's error code."""
     response = call(cluster, broker, WRITE_TXN_MARKERS, 1, markers=[dict(
-        producer_id=pid, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=0,
+        producer_id=pid, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=coordinator_epoch,
         topics=[dict(name="__consumer_offsets", partition_indexes=[partition_for(group, OFFSETS_PARTITIONS)])])])
     (marker,) = response.markers
     return marker.topics[0].partitions[0].error_code
@@ -209,9 +210,11 @@ def test_txn_offset_commit_is_pending_in_zookeeper_unstable_and_survives_the_coo
     other = PID + 1  # another transaction, aborted: its offsets vanish, the first one's stay pending
     assert txn_offset_commit(cluster, coordinator, group, 0, {T1: 7}, pid=other) == {T1: ErrorCode.NONE}
     assert zk.exists(f"/consumers/{group}/txn_offsets/{other}")
-    assert write_txn_marker(cluster, coordinator, group, other, 0, False) == ErrorCode.NONE
+    assert write_txn_marker(cluster, coordinator, group, other, 0, False, coordinator_epoch=5) == ErrorCode.NONE
+    assert json.loads(zk.get(f"/consumers/{group}/txn_producers/{other}")[0]) == {
+        "version": 1, "producer_epoch": 0, "coordinator_epoch": 5}
     assert not zk.exists(f"/consumers/{group}/txn_offsets/{other}") and committed_in_zk(zk, group) == {}
-    assert write_txn_marker(cluster, coordinator, group, other, 0, False) == ErrorCode.NONE  # a retried marker
+    assert write_txn_marker(cluster, coordinator, group, other, 0, False, 5) == ErrorCode.NONE  # a retried marker
     assert offset_fetch(cluster, coordinator, group, True)[1][1] == (ErrorCode.NONE, -1)
 
     cluster.signal_broker(coordinator, signal.SIGKILL)
@@ -223,6 +226,8 @@ def test_txn_offset_commit_is_pending_in_zookeeper_unstable_and_survives_the_coo
     assert stable == (ErrorCode.NONE, {0: (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1), 1: (ErrorCode.NONE, -1)})
     assert txn_offset_commit(cluster, successor, group, 2, {T1: 1}) == {T1: ErrorCode.INVALID_PRODUCER_EPOCH}
     assert zk.exists(f"/consumers/{group}/txn_offsets/{PID}") and not zk.exists(f"/consumers/{group}/offsets/paid")
+    assert write_txn_marker(cluster, successor, group, other, 0, True, coordinator_epoch=4) == \
+        ErrorCode.TRANSACTION_COORDINATOR_FENCED  # a deposed transaction coordinator, fenced after the failover
 
     assert write_txn_marker(cluster, successor, group, PID, 2, True) == ErrorCode.INVALID_PRODUCER_EPOCH
     assert committed_in_zk(zk, group) == {}
