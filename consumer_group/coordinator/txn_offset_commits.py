@@ -6,8 +6,13 @@ Pending offsets are durable: each TxnOffsetCommit rewrites the producer's pendin
 (``OffsetStore.write_txn_offsets``, the merged offsets of the whole transaction so far) before it is
 answered, and the group keeps them in memory (``GroupMetadata.pending_txn_offsets``). A COMMIT marker
 moves them into the committed offsets with one ZooKeeper multi (``commit_txn_offsets``), an ABORT marker
-deletes the znode. Electing this broker for an offsets partition loads its groups' pending offsets with
-their committed ones, so a marker reaching the new coordinator after a failover completes them.
+deletes the znode (``abort_txn_offsets``); both record the marker's producer and coordinator epochs for the
+group in that multi. Electing this broker for an offsets partition loads its groups' pending offsets and
+recorded epochs with their committed ones, so a marker reaching the new coordinator after a failover
+completes them and the epoch fences hold there too. A TxnOffsetCommit whose partition moved away while its
+write was in flight answers NOT_COORDINATOR (the producer retries at the new coordinator), and a marker that
+finds nothing in memory for its producer re-reads the pending znodes, in case such a write landed after
+the new coordinator's load.
 
 Every operation on a group's pending offsets runs in the group's turn of the ``OffsetWriter`` queue (after
 the commits and deletions accepted before it), and reads the group's state in that turn, so a marker never
