@@ -26,7 +26,10 @@ class TransactionLog(Protocol):
 
     async def read(self, partition: int) -> list[tuple[bytes, bytes | None]]:
         """Every record's (key, value) of the local replica from its log start to its log end, in offset order
-        (for loading a partition on election; the reading happens off the event loop)."""
+        (for loading a partition on election; the reading happens off the event loop). A batch that cannot be
+        decoded ends the read: the records before it are returned (Kafka keeps such a partial load and logs
+        it). Raises (``KafkaError`` NOT_LEADER_OR_FOLLOWER when the partition is not hosted here, ``OSError``)
+        when the log cannot be read at all; the coordinator then reads again later, it never loads nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,8 @@ class FakeLog:
         self.appends: list[tuple[int, int]] = []  # (partition, coordinator epoch) of every append attempted
         self.gate: asyncio.Event | None = None  # when set, appends wait for it
         self.read_gate: asyncio.Event | None = None
+        self.read_failures: list[Exception] = []  # raised by the next reads, in order
+        self.reads = 0
 
     def leader_epoch(self, partition: int) -> int | None:
         return self.epochs.get(partition)
@@ -39,8 +41,11 @@ class FakeLog:
         self.records.setdefault(partition, []).extend((r.key, r.value) for r in iter_records(records))
 
     async def read(self, partition: int) -> list[tuple[bytes, bytes | None]]:
+        self.reads += 1
         if self.read_gate is not None:
             await self.read_gate.wait()
+        if self.read_failures:
+            raise self.read_failures.pop(0)
         return list(self.records.get(partition, []))
 
     def decoded(self, partition: int) -> list[tuple[str, object]]:

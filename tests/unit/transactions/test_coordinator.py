@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from brokers.model import TopicPartition
-from brokers.protocol.errors import ErrorCode
+from brokers.protocol.errors import ErrorCode, KafkaError
 from tests.unit.transactions.fakes import PARTITIONS, FakeLog, World, run, wait_for
 from transactions.coordinator.metadata import SHORT_MAX
 from transactions.coordinator.placement import partition_for
@@ -379,6 +379,45 @@ def test_failover_completes_a_prepared_abort_and_keeps_ongoing_ones():
             w.markers.gate.set()
             await successor.coordinator.shutdown()
     run(scenario)
+
+
+def test_a_failed_load_is_retried_and_never_installs_an_empty_cache():
+    async def scenario(w):
+        pid, epoch = await begin(w, partitions=(T0, T1))
+        w.markers.gate = asyncio.Event()  # the first coordinator dies before its markers leave
+        await w.coordinator.handle_end_transaction(TX, pid, epoch, True)
+        successor = World(log=w.log, load_retry_backoff_ms=1)
+        try:
+            w.log.read_failures = [OSError(5, "Input/output error"),
+                                   KafkaError("not hosted yet", ErrorCode.NOT_LEADER_OR_FOLLOWER)]
+            reads = w.log.reads
+            loading = asyncio.create_task(successor.coordinator.on_elected(P, 6))
+            await wait_for(lambda: w.log.reads >= reads + 2)
+            # still loading, never "no such transactional id": no new producer id, no lost PrepareCommit
+            assert (await successor.coordinator.handle_init_producer_id(TX, 60000)).error == \
+                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            await loading
+            assert w.log.reads == reads + 3 and successor.producer_ids.next == 1000
+            await wait_for(completed(successor))
+            assert successor.markers.sent[0].partitions == {T0, T1} and w.log.states(TX)[-1] == "CompleteCommit"
+        finally:
+            w.markers.gate.set()
+            await successor.coordinator.shutdown()
+    run(scenario)
+
+
+def test_a_load_retrying_after_errors_stops_when_the_partition_is_resigned():
+    async def scenario(w):
+        w.coordinator.on_resigned(P)
+        w.log.read_failures = [OSError(5, "Input/output error")] * 1000
+        reads = w.log.reads
+        loading = asyncio.create_task(w.coordinator.on_elected(P, 6))
+        await wait_for(lambda: w.log.reads == reads + 1)  # failed once, now waiting out its 10 s backoff
+        w.coordinator.on_resigned(P)
+        await asyncio.wait_for(loading, 1)
+        assert P not in w.coordinator.state.loading and P not in w.coordinator.state.cache
+        assert (await w.coordinator.handle_init_producer_id(TX, 60000)).error == ErrorCode.NOT_COORDINATOR
+    run(scenario, load_retry_backoff_ms=10_000)
 
 
 def test_load_applies_tombstones_and_the_last_record_wins():
