@@ -12,7 +12,9 @@
 * **Outcomes** (``marker_outcome``, pure): NONE done; a fenced producer or coordinator epoch and the
   leader's fatal answers (corrupt or oversized batch) give the partition up; everything else (not the leader
   any more, not enough replicas, timed out, unknown partition, storage errors) is routed again after the
-  backoff, as is every partition of a request whose connection failed or timed out.
+  backoff, as is every partition of a request whose connection failed or timed out, or that failed in any
+  other way (a request the codec cannot build, an answer it cannot read): a broker's sender never dies of one
+  request.
 * **Currency**: a transaction stops being sent the moment ``is_current()`` (asked before each request and
   each retry) says its coordinator no longer owns it at that coordinator epoch; ``send_markers`` then
   returns, as it does once every partition is done or given up.
@@ -117,6 +119,17 @@ def request_body(entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> tupl
         list(merged)
 
 
+def _answers(sends: list[_Send], response: Any) -> dict[_Send, dict[TopicPartition, int]]:
+    """Each send's partitions' error codes in a WriteTxnMarkers response (its markers in the request's order);
+    raises on a response of another shape, before anything is applied."""
+    answered: dict[_Send, dict[TopicPartition, int]] = {send: {} for send in sends}
+    for send, result in zip(sends, response.markers):
+        for topic in result.topics:
+            for p in topic.partitions:
+                answered[send][TopicPartition(topic.name, p.partition_index)] = int(p.error_code)
+    return answered
+
+
 @dataclass(eq=False)
 class _BrokerQueue:
     """The entries waiting for one destination broker, its connection and its sender task."""
@@ -170,7 +183,7 @@ class TransactionMarkerChannelManager:
         """Queue ``partitions`` of ``send`` for their leaders now; the leaderless ones retry later."""
         if send.done.done() or self._closed:
             return
-        if not send.is_current():
+        if not self._current(send):
             send.finish()
             return
         by_leader: dict[int, tuple[EndPoint, set[TopicPartition]]] = {}
@@ -213,7 +226,12 @@ class TransactionMarkerChannelManager:
 
         def fire() -> None:
             self._retries.discard(handle)
-            self._route(send, partitions)
+            try:
+                self._route(send, partitions)
+            except Exception:  # e.g. the metadata cache failing: keep the partitions, try again later
+                log.exception("%s: routing its markers failed; retrying in %d ms", send.marker.transactional_id,
+                              self.retry_backoff_ms)
+                self._retry_later(send, partitions)
         handle = asyncio.get_running_loop().call_later(self.retry_backoff_ms / 1000, fire)
         self._retries.add(handle)
 
@@ -225,45 +243,64 @@ class TransactionMarkerChannelManager:
                 await queue.wakeup.wait()
                 continue
             entries, queue.entries = queue.entries, []
-            entries = [e for e in entries if self._still_wanted(e[0])]
-            if entries:
-                await self._send(queue, entries)
+            try:
+                entries = [e for e in entries if self._still_wanted(e[0])]
+                if entries:
+                    await self._send(queue, entries)
+            except Exception:  # a bug: the sender lives on and what it dequeued is routed again
+                log.exception("the WriteTxnMarkers sender of broker %d failed; retrying its markers in %d ms",
+                              queue.broker_id, self.retry_backoff_ms)
+                self._request_failed(queue, entries)
 
-    @staticmethod
-    def _still_wanted(send: _Send) -> bool:
+    def _still_wanted(self, send: _Send) -> bool:
         if send.done.done():
             return False
-        if not send.is_current():
+        if not self._current(send):
             send.finish()
             return False
         return True
 
-    async def _send(self, queue: _BrokerQueue, entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> None:
-        body, sends = request_body(entries)
+    @staticmethod
+    def _current(send: _Send) -> bool:
+        """``send.is_current()``; when it raises, the send fails with that error (its caller's own bug)."""
         try:
+            return send.is_current()
+        except Exception as exc:
+            if not send.done.done():
+                send.done.set_exception(exc)
+            return False
+
+    async def _send(self, queue: _BrokerQueue, entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> None:
+        try:
+            body, sends = request_body(entries)
             if queue.connection is None or not queue.connection.connected:
                 queue.connection = None
                 queue.connection = await self._connect(queue.endpoint)
             response = await queue.connection.request(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body,
                                                       self.request_timeout_ms / 1000 + RESPONSE_MARGIN_S)
+            answered = _answers(sends, response)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
             log.warning("WriteTxnMarkers to broker %d (%s) failed: %s; retrying in %d ms", queue.broker_id,
                         queue.endpoint, exc, self.retry_backoff_ms)
-            if queue.connection is not None:
-                queue.connection.close()
-            queue.connection = None
-            for send, partitions in entries:
-                self._retry_later(send, partitions)
+            self._request_failed(queue, entries)
             return
-        self._apply_response(queue.broker_id, entries, sends, response)
+        except Exception:  # a request the codec cannot build, an answer it cannot read: retried all the same
+            log.exception("WriteTxnMarkers to broker %d (%s) failed unexpectedly; retrying in %d ms",
+                          queue.broker_id, queue.endpoint, self.retry_backoff_ms)
+            self._request_failed(queue, entries)
+            return
+        self._apply_response(queue.broker_id, entries, answered)
+
+    def _request_failed(self, queue: _BrokerQueue, entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> None:
+        """The request of ``entries`` got no usable answer: drop the connection, route them again later."""
+        if queue.connection is not None:
+            queue.connection.close()
+        queue.connection = None
+        for send, partitions in entries:
+            self._retry_later(send, partitions)
 
     def _apply_response(self, broker_id: int, entries: list[tuple[_Send, frozenset[TopicPartition]]],
-                        sends: list[_Send], response: Any) -> None:
-        answered: dict[_Send, dict[TopicPartition, int]] = {send: {} for send in sends}
-        for send, result in zip(sends, response.markers):
-            for topic in result.topics:
-                for p in topic.partitions:
-                    answered[send][TopicPartition(topic.name, p.partition_index)] = int(p.error_code)
+                        answered: dict[_Send, dict[TopicPartition, int]]) -> None:
         for send, partitions in entries:
             retry = set()
             for tp in partitions:

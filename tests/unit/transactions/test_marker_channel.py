@@ -55,6 +55,8 @@ class FakeConnection:
         self.cluster.requests.append((self.endpoint.port, body))
         await self.cluster.gate.wait()
         codes = self.cluster.answer(self.endpoint.port, body)
+        if codes == "malformed":
+            return object()  # no markers at all
         if isinstance(codes, Exception):
             self.connected = False
             raise codes
@@ -240,6 +242,50 @@ def test_an_unexpected_error_is_retried(setup):
     async def scenario():
         await manager.send_markers(marker(2, A0), lambda: True)
         assert len(cluster.requests) == 2 and manager.markers_written == 1
+    run(scenario())
+
+
+@pytest.mark.parametrize("failure", [ValueError("a response the codec cannot decode"), "malformed"])
+def test_any_failure_of_a_request_is_logged_and_its_entries_retried(setup, failure):
+    cluster, _, manager = setup
+    failures = [failure]
+    cluster.answer = lambda port, body: failures.pop(0) if failures and port == 9001 else {}
+
+    async def scenario():
+        await manager.send_markers(marker(4, A0, A1, B0), lambda: True)
+        assert [port for port, _ in cluster.requests].count(9001) == 2 and manager.retries == 1
+        assert manager.markers_written == 3
+        await manager.send_markers(marker(5, A0), lambda: True)  # the sender of broker 1 lives on
+        assert manager.markers_written == 4
+    run(scenario())
+
+
+def test_an_unexpected_connect_failure_is_retried(setup):
+    cluster, _, manager = setup
+    failures = [RuntimeError("no TLS client config yet")]
+    connect = cluster.connect
+
+    async def failing_connect(endpoint):
+        if failures:
+            raise failures.pop(0)
+        return await connect(endpoint)
+    manager._connect = failing_connect
+
+    async def scenario():
+        await manager.send_markers(marker(4, A0), lambda: True)
+        assert manager.markers_written == 1 and manager.retries == 1
+    run(scenario())
+
+
+def test_a_failing_currency_check_fails_the_send_instead_of_hanging_it(setup):
+    _, _, manager = setup
+
+    def is_current():
+        raise LookupError("the coordinator's cache is broken")
+
+    async def scenario():
+        with pytest.raises(LookupError):
+            await manager.send_markers(marker(4, A0), is_current)
     run(scenario())
 
 
