@@ -255,8 +255,7 @@ class TransactionCoordinator:
 
         marker = TxnMarker(txn_id, metadata.producer_id, metadata.producer_epoch, commit, coordinator_epoch,
                            frozenset(metadata.topic_partitions))
-        if marker.partitions and not await self._retrying(lambda: self._markers.send_markers(marker, is_current),
-                                                          is_current, f"markers of {txn_id}"):
+        if marker.partitions and not await self._write_markers(marker, is_current):
             return
         self.counters["markers_written"] += len(marker.partitions)
         while is_current():
@@ -269,15 +268,22 @@ class TransactionCoordinator:
                 return
             await asyncio.sleep(self.config.marker_retry_backoff_ms / 1000)
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[Any]], is_current: Callable[[], bool],
-                        what: str) -> bool:
+    async def _write_markers(self, marker: TxnMarker, is_current: Callable[[], bool]) -> bool:
+        """Send the markers, again after any failure, while the transaction is ours; were they written. Not when
+        a leader refused them as fenced (a newer coordinator or producer epoch owns the transaction): as Kafka's
+        ``abortSending``, no Complete* is written then, and the completion stays pending until the partition
+        moves to its new owner."""
         while is_current():
             try:
-                await attempt()
-                return True
+                written = await self._markers.send_markers(marker, is_current)
             except Exception:  # a background task: whatever failed, retry while the transaction is ours
-                log.exception("sending the %s failed, retrying", what)
+                log.exception("sending the markers of %s failed, retrying", marker.transactional_id)
                 await asyncio.sleep(self.config.marker_retry_backoff_ms / 1000)
+                continue
+            if not written and is_current():
+                log.warning("the markers of %s (producer id %d epoch %d) were refused as fenced; not writing its "
+                            "completion", marker.transactional_id, marker.producer_id, marker.producer_epoch)
+            return written
         return False
 
     # -- election -----------------------------------------------------------------------------------------

@@ -9,15 +9,17 @@
 * **Batching per broker**: one queue and one sender per destination broker; the sender sends one
   WriteTxnMarkers carrying every entry queued for that broker, and whatever is queued while it is in flight
   goes in the next request. Entries of one transaction are merged into one marker of the request.
-* **Outcomes** (``marker_outcome``, pure): NONE done; a fenced producer or coordinator epoch and the
-  leader's fatal answers (corrupt or oversized batch) give the partition up; everything else (not the leader
+* **Outcomes** (``marker_outcome``, pure): NONE done; the leader's fatal answers (corrupt or oversized batch)
+  give the partition up; a fenced producer or coordinator epoch (INVALID_PRODUCER_EPOCH,
+  TRANSACTION_COORDINATOR_FENCED: a newer owner exists) aborts the whole transaction's sending, as Kafka's
+  ``abortSending``, and ``send_markers`` answers False so no Complete* is written; everything else (not the leader
   any more, not enough replicas, timed out, unknown partition, storage errors) is routed again after the
   backoff, as is every partition of a request whose connection failed or timed out, or that failed in any
   other way (a request the codec cannot build, an answer it cannot read): a broker's sender never dies of one
   request.
 * **Currency**: a transaction stops being sent the moment ``is_current()`` (asked before each request and
   each retry) says its coordinator no longer owns it at that coordinator epoch; ``send_markers`` then
-  returns, as it does once every partition is done or given up.
+  returns False. It returns True once every partition is done or given up.
 
 Invariants: an entry is in at most one broker queue or in flight or waiting for a retry, never two; a
 ``send_markers`` call returns exactly once. Counters: ``markers_written`` (partitions answered NONE),
@@ -71,10 +73,11 @@ class Outcome(Enum):
     DONE = "done"
     RETRY = "retry"
     GIVE_UP = "give up"
+    FENCED = "fenced"
 
 
+_FENCED = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})  # a newer owner
 _GIVE_UP = frozenset({
-    ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED,  # a newer epoch owns it now
     ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
     ErrorCode.INVALID_REQUIRED_ACKS,  # the leader can never take this marker
 })
@@ -84,21 +87,24 @@ def marker_outcome(code: int) -> Outcome:
     """What a leader's answer for one partition means for its marker."""
     if code == ErrorCode.NONE:
         return Outcome.DONE
+    if code in _FENCED:
+        return Outcome.FENCED
     return Outcome.GIVE_UP if code in _GIVE_UP else Outcome.RETRY
 
 
 @dataclass(eq=False)
 class _Send:
-    """One ``send_markers`` call: the partitions still to be written and the future it waits on."""
+    """One ``send_markers`` call: the partitions still to be written and the future it waits on (its result:
+    were the markers written)."""
 
     marker: TxnMarker
     is_current: Callable[[], bool]
     remaining: set[TopicPartition]
     done: asyncio.Future
 
-    def finish(self) -> None:
+    def finish(self, written: bool) -> None:
         if not self.done.done():
-            self.done.set_result(None)
+            self.done.set_result(written)
 
 
 def request_body(entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> tuple[Any, list[_Send]]:
@@ -167,14 +173,14 @@ class TransactionMarkerChannelManager:
         self.retries = 0
 
     # -- MarkerSender -----------------------------------------------------------------------------
-    async def send_markers(self, marker: TxnMarker, is_current: Callable[[], bool]) -> None:
+    async def send_markers(self, marker: TxnMarker, is_current: Callable[[], bool]) -> bool:
         if self._closed:
             raise RuntimeError("the transaction marker channel is shut down")
         send = _Send(marker, is_current, set(marker.partitions), asyncio.get_running_loop().create_future())
         self._sends.add(send)
         try:
             self._route(send, frozenset(marker.partitions))
-            await send.done
+            return await send.done
         finally:
             self._sends.discard(send)
 
@@ -184,7 +190,7 @@ class TransactionMarkerChannelManager:
         if send.done.done() or self._closed:
             return
         if not self._current(send):
-            send.finish()
+            send.finish(False)
             return
         by_leader: dict[int, tuple[EndPoint, set[TopicPartition]]] = {}
         waiting: set[TopicPartition] = set()
@@ -204,7 +210,7 @@ class TransactionMarkerChannelManager:
         if waiting:
             self._retry_later(send, frozenset(waiting))
         if not send.remaining:
-            send.finish()
+            send.finish(True)
 
     def _enqueue(self, broker_id: int, endpoint: EndPoint, send: _Send, partitions: frozenset[TopicPartition]) -> None:
         queue = self._queues.get(broker_id)
@@ -256,7 +262,7 @@ class TransactionMarkerChannelManager:
         if send.done.done():
             return False
         if not self._current(send):
-            send.finish()
+            send.finish(False)
             return False
         return True
 
@@ -302,10 +308,19 @@ class TransactionMarkerChannelManager:
     def _apply_response(self, broker_id: int, entries: list[tuple[_Send, frozenset[TopicPartition]]],
                         answered: dict[_Send, dict[TopicPartition, int]]) -> None:
         for send, partitions in entries:
+            if send.done.done():  # fenced by an earlier entry of this response
+                continue
             retry = set()
             for tp in partitions:
                 code = answered.get(send, {}).get(tp, int(ErrorCode.NETWORK_EXCEPTION))  # unanswered: retried
                 outcome = marker_outcome(code)
+                if outcome is Outcome.FENCED:
+                    log.warning("%s: broker %d refused the marker for %s with %s: a newer producer or coordinator "
+                                "epoch owns the transaction; no more of its markers are sent",
+                                send.marker.transactional_id, broker_id, tp, _error_name(code))
+                    self.markers_given_up += 1
+                    send.finish(False)
+                    break
                 if outcome is Outcome.DONE:
                     self.markers_written += 1
                     send.remaining.discard(tp)
@@ -318,10 +333,12 @@ class TransactionMarkerChannelManager:
                     log.info("%s: broker %d answered %s for %s; retrying", send.marker.transactional_id,
                              broker_id, _error_name(code), tp)
                     retry.add(tp)
+            if send.done.done():
+                continue
             if retry:
                 self._retry_later(send, frozenset(retry))
             elif not send.remaining:
-                send.finish()
+                send.finish(True)
 
     async def _connect_kafka(self, endpoint: EndPoint) -> KafkaConnection:
         tls = endpoint.security_protocol in ("SSL", "SASL_SSL")

@@ -62,14 +62,18 @@ class FakeMarkers:
         self.sent: list[TxnMarker] = []
         self.gate: asyncio.Event | None = None  # when set, sending waits for it
         self.fail_times = 0
+        self.fenced = False  # when set, a leader refuses the markers as fenced
 
-    async def send_markers(self, marker: TxnMarker, is_current) -> None:
+    async def send_markers(self, marker: TxnMarker, is_current) -> bool:
         if self.gate is not None:
             await self.gate.wait()
         if self.fail_times:
             self.fail_times -= 1
             raise KafkaError("broker unreachable", ErrorCode.REQUEST_TIMED_OUT)
+        if self.fenced:
+            return False
         self.sent.append(marker)
+        return True
 
 
 class FakeProducerIds:

@@ -279,6 +279,19 @@ def test_markers_are_retried_until_sent():
     run(scenario)
 
 
+def test_markers_refused_as_fenced_write_no_completion():
+    async def scenario(w):
+        pid, epoch = await begin(w)
+        w.markers.fenced = True  # a newer coordinator (or producer epoch) owns the transaction now
+        assert await w.coordinator.handle_end_transaction(TX, pid, epoch, True) == ErrorCode.NONE
+        await wait_for(lambda: w.markers.fenced and not w.coordinator._completions.get(P))
+        assert w.log.states(TX)[-1] == "PrepareCommit"
+        assert w.coordinator.counters["markers_written"] == 0 and w.coordinator.counters["transactions_committed"] == 0
+        # as in Kafka, the transaction stays prepared here until the partition moves to its new owner
+        assert await w.coordinator.handle_end_transaction(TX, pid, epoch, True) == ErrorCode.CONCURRENT_TRANSACTIONS
+    run(scenario)
+
+
 # -- failed appends ------------------------------------------------------------------------------------------
 def test_deposed_coordinator_changes_nothing():
     async def scenario(w):
