@@ -44,10 +44,6 @@ def _init_error(error: ErrorCode) -> InitProducerIdResult:
     return InitProducerIdResult(NO_PRODUCER_ID, NO_PRODUCER_EPOCH, error)
 
 
-class _NeedProducerId(Exception):
-    """The epochs of the id's producer are exhausted: allocate a new producer id, then prepare again."""
-
-
 class TransactionCoordinator:
     def __init__(self, broker_id: int, config: TransactionConfig, log: TransactionLog, markers: MarkerSender,
                  producer_ids: ProducerIdAllocator, clock: Callable[[], float] = time.time):
@@ -72,53 +68,77 @@ class TransactionCoordinator:
     async def handle_init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,
                                       expected: tuple[int, int] | None = None) -> InitProducerIdResult:
         """``expected``: KIP-360's (producer id, epoch) of a v3+ request resuming after an error, else None.
-        The errors are the coordinator's (PRODUCER_FENCED at every version: the handler maps it)."""
+        The errors are the coordinator's (PRODUCER_FENCED at every version: the handler maps it). Kafka's steps:
+        validate, prepare the transition (creating the id's metadata), append it, answer. No await between the
+        prepare and the append's start: the pending state is set and consumed on one stretch of the loop."""
         if transactional_id is None:  # an idempotent producer: blindly a new producer id
-            try:
-                return InitProducerIdResult(await self._producer_ids.allocate_producer_id(), 0, ErrorCode.NONE)
-            except KafkaError as exc:
-                return _init_error(exc.code)
+            return await self._init_idempotent_producer()
+        error = self._validate_init(transactional_id, transaction_timeout_ms)
+        if error != ErrorCode.NONE:
+            return _init_error(error)
+        prepared = await self._prepare_init(transactional_id, transaction_timeout_ms, expected)
+        if isinstance(prepared, ErrorCode):
+            return _init_error(prepared)
+        coordinator_epoch, transit = prepared
+        return await self._append_init(transactional_id, coordinator_epoch, transit)
+
+    async def _init_idempotent_producer(self) -> InitProducerIdResult:
+        try:
+            return InitProducerIdResult(await self._producer_ids.allocate_producer_id(), 0, ErrorCode.NONE)
+        except KafkaError as exc:
+            return _init_error(exc.code)
+
+    def _validate_init(self, transactional_id: str, transaction_timeout_ms: int) -> ErrorCode:
         if transactional_id == "":
-            return _init_error(ErrorCode.INVALID_REQUEST)
+            return ErrorCode.INVALID_REQUEST
         if not self.config.valid_timeout(transaction_timeout_ms):
-            return _init_error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT
+        return ErrorCode.NONE
+
+    async def _prepare_init(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None
+                            ) -> tuple[int, TxnTransitMetadata] | ErrorCode:
+        """The id's metadata (created with a new producer id if unknown) and its transition prepared (pending),
+        with the coordinator epoch it was read at. A producer id is allocated (an await) only when one is
+        needed; the metadata is then read and checked again from the start."""
         new_producer_id = None
         while True:
             error, found = self.state.get_transaction_state(transactional_id)
             if error == ErrorCode.NONE and found is None and new_producer_id is not None:
                 error, found = self.state.put_transaction_state_if_not_exists(TransactionMetadata(
-                    transactional_id, new_producer_id, txn_timeout_ms=transaction_timeout_ms,
+                    transactional_id, new_producer_id, txn_timeout_ms=timeout_ms,
                     txn_last_update_timestamp=self._now_ms()))
                 new_producer_id = None
             if error != ErrorCode.NONE:
-                return _init_error(error)
+                return error
+            if found is not None:
+                transit = self._prepare_init_producer_id_transit(found, timeout_ms, expected, new_producer_id)
+                if transit is not None:
+                    return transit if isinstance(transit, ErrorCode) else (found.coordinator_epoch, transit)
             try:
-                if found is None:
-                    raise _NeedProducerId
-                result = self._prepare_init_producer_id_transit(found, transaction_timeout_ms, expected,
-                                                                new_producer_id)
-                break
-            except _NeedProducerId:
-                try:
-                    new_producer_id = await self._producer_ids.allocate_producer_id()
-                except KafkaError as exc:
-                    return _init_error(exc.code)
-        if isinstance(result, ErrorCode):
-            return _init_error(result)
-        if result.txn_state == S.PREPARE_EPOCH_FENCE:  # abort the ongoing transaction; the client retries
-            error = await self._end_transaction(transactional_id, result.producer_id, result.producer_epoch,
+                new_producer_id = await self._producer_ids.allocate_producer_id()
+            except KafkaError as exc:
+                return exc.code
+
+    async def _append_init(self, transactional_id: str, coordinator_epoch: int,
+                           transit: TxnTransitMetadata) -> InitProducerIdResult:
+        """Write the prepared transition and answer; an Ongoing transaction is aborted (its producer fenced)
+        instead, and the client asked to retry."""
+        if transit.txn_state == S.PREPARE_EPOCH_FENCE:
+            error = await self._end_transaction(transactional_id, transit.producer_id, transit.producer_epoch,
                                                 commit=False, from_client=False)
             return _init_error(ErrorCode.CONCURRENT_TRANSACTIONS if error == ErrorCode.NONE else error)
-        error = await self.state.append_transaction_to_log(transactional_id, found.coordinator_epoch, result)
+        error = await self.state.append_transaction_to_log(transactional_id, coordinator_epoch, transit)
         if error != ErrorCode.NONE:
             return _init_error(error)
         log.info("initialized transactional id %s with producer id %d epoch %d", transactional_id,
-                 result.producer_id, result.producer_epoch)
-        return InitProducerIdResult(result.producer_id, result.producer_epoch, ErrorCode.NONE)
+                 transit.producer_id, transit.producer_epoch)
+        return InitProducerIdResult(transit.producer_id, transit.producer_epoch, ErrorCode.NONE)
 
     def _prepare_init_producer_id_transit(self, found: EpochAndMetadata, timeout_ms: int,
                                           expected: tuple[int, int] | None,
-                                          new_producer_id: int | None) -> TxnTransitMetadata | ErrorCode:
+                                          new_producer_id: int | None) -> TxnTransitMetadata | ErrorCode | None:
+        """Kafka's ``prepareInitProducerIdTransit``; None when the producer's epochs are exhausted and no new
+        producer id is at hand yet (the caller allocates one and prepares again)."""
         metadata = found.metadata
         if metadata.pending_transition_in_progress:
             return ErrorCode.CONCURRENT_TRANSACTIONS
@@ -131,7 +151,7 @@ class TransactionCoordinator:
         if metadata.state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
             if metadata.is_producer_epoch_exhausted and (expected is None or expected[1] == metadata.producer_epoch):
                 if new_producer_id is None:
-                    raise _NeedProducerId
+                    return None
                 return metadata.prepare_producer_id_rotation(new_producer_id, timeout_ms, self._now_ms(),
                                                              record_last_epoch=expected is not None)
             return metadata.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1],
