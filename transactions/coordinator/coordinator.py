@@ -333,12 +333,13 @@ class TransactionCoordinator:
     async def abort_timed_out_transactions(self) -> int:
         """Abort (through PrepareEpochFence) every Ongoing transaction older than its timeout; how many."""
         aborted = 0
-        for txn_id, producer_id, _ in self.state.timed_out_transactions(self._now_ms()):
+        for txn_id, producer_id, producer_epoch in self.state.timed_out_transactions(self._now_ms()):
             error, found = self.state.get_transaction_state(txn_id)
             if error != ErrorCode.NONE or found is None:
                 continue
-            metadata = found.metadata
-            if metadata.producer_id != producer_id or metadata.pending_transition_in_progress:
+            metadata = found.metadata  # read again: the previous abort's append was awaited since the scan
+            if (metadata.producer_id, metadata.producer_epoch) != (producer_id, producer_epoch) \
+                    or metadata.pending_transition_in_progress or metadata.state != S.ONGOING:
                 continue
             fence = metadata.prepare_fence_producer_epoch()
             error = await self._end_transaction(txn_id, fence.producer_id, fence.producer_epoch, commit=False,

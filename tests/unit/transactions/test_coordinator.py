@@ -465,6 +465,27 @@ def test_abort_scan_fences_and_aborts_timed_out_transactions():
     run(scenario)
 
 
+def test_abort_scan_skips_a_transaction_its_producer_ended_while_the_scan_awaited():
+    async def scenario(w):
+        producers = {txn_id: await begin(w, txn_id) for txn_id in ("tx-a", "tx-b", "tx-c")}
+        w.clock.advance_ms(60001)
+        first, second, third = [t.transactional_id for t in w.coordinator.state.timed_out_transactions(w.clock.ms())]
+        append, hooked = w.log.append, []
+
+        async def append_ending_the_second(partition, coordinator_epoch, records):
+            if not hooked:  # the scan's first abort: meanwhile the second one's producer commits it
+                hooked.append(True)
+                assert await w.coordinator.handle_end_transaction(second, *producers[second], True) == 0
+                await wait_for(completed(w, second))
+            await append(partition, coordinator_epoch, records)
+        w.log.append = append_ending_the_second
+        assert await w.coordinator.abort_timed_out_transactions() == 2
+        await wait_for(lambda: all(completed(w, t)() for t in producers))
+        assert [w.meta(t).state for t in (first, second, third)] == [S.COMPLETE_ABORT, S.COMPLETE_COMMIT,
+                                                                      S.COMPLETE_ABORT]
+    run(scenario)
+
+
 def test_expiration_writes_tombstones_for_idle_ids_only():
     async def scenario(w):
         await w.coordinator.handle_init_producer_id("idle", 60000)
