@@ -44,6 +44,13 @@ def _init_error(error: ErrorCode) -> InitProducerIdResult:
     return InitProducerIdResult(NO_PRODUCER_ID, NO_PRODUCER_EPOCH, error)
 
 
+def _log_failure(task: asyncio.Task) -> None:
+    """A completion task that died of a bug leaves its transaction pending until the partition moves: say so."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("%s failed; the transaction stays pending until its partition is loaded again",
+                  task.get_name(), exc_info=task.exception())
+
+
 class TransactionCoordinator:
     def __init__(self, broker_id: int, config: TransactionConfig, log: TransactionLog, markers: MarkerSender,
                  producer_ids: ProducerIdAllocator, clock: Callable[[], float] = time.time):
@@ -55,6 +62,7 @@ class TransactionCoordinator:
         self.state = TransactionStateManager(config, log, self._now_ms)
         self._completions: dict[int, set[asyncio.Task]] = {}  # partition -> its marker-and-complete tasks
         self._timers: list[asyncio.Task] = []
+        self._shut_down = False  # no task is started once set
         self.counters = {"markers_written": 0, "aborts_by_timeout": 0, "transactions_committed": 0,
                          "transactions_aborted": 0, "expired_transactional_ids": 0}
 
@@ -258,11 +266,15 @@ class TransactionCoordinator:
 
     def _send_markers(self, coordinator_epoch: int, metadata: TransactionMetadata, transit: TxnTransitMetadata,
                       commit: bool) -> None:
+        if self._shut_down:
+            return
         partition = self.partition_for(metadata.transactional_id)
-        task = asyncio.get_running_loop().create_task(self._complete(coordinator_epoch, metadata, transit, commit))
+        task = asyncio.get_running_loop().create_task(self._complete(coordinator_epoch, metadata, transit, commit),
+                                                      name=f"txn-complete-{metadata.transactional_id}")
         tasks = self._completions.setdefault(partition, set())
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+        task.add_done_callback(_log_failure)
 
     async def _complete(self, coordinator_epoch: int, metadata: TransactionMetadata, transit: TxnTransitMetadata,
                         commit: bool) -> None:
@@ -309,6 +321,8 @@ class TransactionCoordinator:
     # -- election -----------------------------------------------------------------------------------------
     async def on_elected(self, partition: int, coordinator_epoch: int) -> None:
         """Load the partition; transactions it holds prepared get their markers (re)sent and are completed."""
+        if self._shut_down:
+            return
         entry = self.state.cache.get(partition)
         if self.state.loading.get(partition) == coordinator_epoch or (
                 entry is not None and entry.coordinator_epoch == coordinator_epoch):
@@ -358,6 +372,8 @@ class TransactionCoordinator:
         return removed
 
     async def startup(self) -> None:
+        if self._shut_down or self._timers:
+            return
         self._timers = [
             asyncio.get_running_loop().create_task(self._every(self.config.abort_timed_out_transactions_interval_ms,
                                                                self.abort_timed_out_transactions)),
@@ -374,6 +390,7 @@ class TransactionCoordinator:
                 log.exception("transaction coordinator timer failed")
 
     async def shutdown(self) -> None:
+        self._shut_down = True
         tasks = self._timers + [t for ts in self._completions.values() for t in ts]
         for task in tasks:
             task.cancel()

@@ -227,6 +227,8 @@ class TransactionMarkerChannelManager:
             queue.task = asyncio.get_running_loop().create_task(self._run(queue), name=f"txn-markers-{broker_id}")
 
     def _retry_later(self, send: _Send, partitions: frozenset[TopicPartition]) -> None:
+        if self._closed:
+            return
         self.retries += 1
         handle: asyncio.TimerHandle | None = None
 

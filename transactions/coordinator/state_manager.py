@@ -235,7 +235,10 @@ class TransactionStateManager:
         them (Kafka's ``removeExpiredTransactionalIds``); how many were removed."""
         now = self._now_ms()
         removed = 0
-        for partition, entry in list(self.cache.items()):
+        for partition in list(self.cache):
+            entry = self.cache.get(partition)  # read again: the previous partition's appends were awaited
+            if entry is None:
+                continue
             expired = [(m, m.prepare_dead()) for m in list(entry.transactions.values())
                        if m.pending_state is None and m.state.expiration_allowed
                        and m.txn_last_update_timestamp <= now - self.config.transactional_id_expiration_ms]

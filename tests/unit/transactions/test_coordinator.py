@@ -508,6 +508,24 @@ def test_failed_tombstone_append_keeps_the_id():
     run(scenario)
 
 
+def test_an_election_after_shutdown_starts_nothing():
+    async def main():
+        w = World()
+        await w.elect_all()
+        pid, epoch = await begin(w)
+        w.markers.gate = asyncio.Event()
+        await w.coordinator.handle_end_transaction(TX, pid, epoch, True)  # PrepareCommit in the log
+        await w.coordinator.startup()
+        await w.coordinator.shutdown()
+        reads = w.log.reads
+        await w.coordinator.on_elected(P, 6)  # a LeaderAndIsr racing the broker's shutdown
+        assert w.log.reads == reads and w.coordinator.state.cache == {} and w.coordinator.state.loading == {}
+        assert not any(w.coordinator._completions.values()) and w.coordinator._timers == []
+        await w.coordinator.startup()  # and the timers stay stopped
+        assert w.coordinator._timers == []
+    asyncio.run(asyncio.wait_for(main(), 5))
+
+
 def test_timers_run_on_startup():
     async def scenario(w):
         pid, epoch = await begin(w)
