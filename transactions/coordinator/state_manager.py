@@ -148,9 +148,14 @@ class TransactionStateManager:
         self.loading[partition] = coordinator_epoch
         self._load_stopped[partition] = stopped = asyncio.Event()
         self.cache.pop(partition, None)
-        records = await self._read_until_loaded(partition, coordinator_epoch, stopped)
-        if records is None or self.loading.get(partition) != coordinator_epoch:
-            return None
+        try:
+            records = await self._read_until_loaded(partition, coordinator_epoch, stopped)
+        except BaseException:  # cancelled: the partition is not left loading for ever
+            if self._load_stopped.get(partition) is stopped:
+                self._stop_loading(partition)
+            raise
+        if records is None or self._load_stopped.get(partition) is not stopped:
+            return None  # resigned, re-elected or shut down while it read
         loaded = load_transactions(records)
         self.cache[partition] = TxnPartitionCache(coordinator_epoch, loaded)
         now = self._now_ms()
@@ -170,7 +175,7 @@ class TransactionStateManager:
         while not stopped.is_set():
             try:
                 return await self._log.read(partition)
-            except Exception:  # an I/O error, not hosted yet, or a bug: a partial view is never installed
+            except Exception:  # an I/O error, not hosted yet, or a bug: never loaded as empty
                 log.exception("cannot read %s-%d to load it at coordinator epoch %d; retrying in %d ms",
                               TRANSACTION_STATE_TOPIC, partition, coordinator_epoch, backoff_ms)
             with contextlib.suppress(asyncio.TimeoutError):

@@ -433,6 +433,18 @@ def test_a_load_retrying_after_errors_stops_when_the_partition_is_resigned():
     run(scenario, load_retry_backoff_ms=10_000)
 
 
+def test_a_cancelled_load_leaves_the_partition_unknown_not_loading():
+    async def scenario(w):
+        w.coordinator.on_resigned(P)
+        w.log.read_gate = asyncio.Event()
+        loading = asyncio.create_task(w.coordinator.on_elected(P, 6))
+        await wait_for(lambda: P in w.coordinator.state.loading)
+        loading.cancel()
+        await asyncio.gather(loading, return_exceptions=True)
+        assert (await w.coordinator.handle_init_producer_id(TX, 60000)).error == ErrorCode.NOT_COORDINATOR
+    run(scenario)
+
+
 def test_load_applies_tombstones_and_the_last_record_wins():
     async def scenario(w):
         await w.coordinator.handle_init_producer_id("tx-a", 60000)
