@@ -36,25 +36,18 @@ the completed ones not yet replicated. Leader checks: a non-transactional batch 
 an open transaction is INVALID_TXN_STATE; a marker from an older producer epoch is
 INVALID_PRODUCER_EPOCH, from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED.
 
-Snapshots: ``<20-digit offset>.snapshot`` holds the state of every batch below that offset, in
-Kafka's format version 1 (int16 version, uint32 CRC32C of the rest, int32 count, then 46-byte
-entries: producer id, epoch, last sequence, last offset, offset delta, timestamp, coordinator epoch,
-current transaction first offset). Kafka writes one entry per producer (its last batch); this
-writes one per retained batch, oldest first, so Kafka's reader (last entry wins) still reads it.
-Taken on roll and on close; the newest two are kept; loading deletes those past the log end and
-falls back past a corrupt one, then scans the batch headers after the snapshot's offset.
+Snapshots (producer_snapshot.py, Kafka's format version 1): Kafka writes one entry per producer (its
+last batch); this writes one per retained batch, oldest first, so Kafka's reader (last entry wins)
+still reads it. Taken on roll and on close; loading deletes those past the log end and falls back
+past a corrupt one, then scans the batch headers after the snapshot's offset.
 """
 from __future__ import annotations
 
 import logging
-import os
-import struct
 from bisect import bisect_right
 from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple, Sequence
-
-import crc32c
 
 from brokers.protocol.control_record import EndTxnMarker, parse_marker
 from brokers.protocol.errors import (
@@ -65,7 +58,7 @@ from brokers.protocol.errors import (
     TransactionCoordinatorFencedError,
 )
 from brokers.protocol.record_batch import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader
-from brokers.storage.files import atomic_write, base_offset_of, offset_file_name
+from brokers.storage.producer_snapshot import ProducerSnapshotFiles, SnapshotEntry
 from brokers.storage.segment import INT32_MAX, LogSegment
 
 log = logging.getLogger(__name__)
@@ -73,17 +66,6 @@ log = logging.getLogger(__name__)
 NUM_BATCHES_TO_RETAIN = 5
 NO_COORDINATOR_EPOCH = -1
 NO_SEQUENCE = -1
-SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 1
-SNAPSHOTS_TO_KEEP = 2
-_SNAPSHOT_HEAD = struct.Struct(">hIi")  # version, crc, entry count
-_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
-_CRC_FROM = 6  # the CRC covers the count and the entries
-
-
-class CorruptSnapshotError(Exception):
-    pass
-
 
 MarkerReader = Callable[[BatchHeader], EndTxnMarker]
 
@@ -187,6 +169,7 @@ def check_sequence(producer_id: int, current: tuple[int, int] | None, epoch: int
 class ProducerStateManager:
     def __init__(self, directory: Path | None = None):
         self.directory = Path(directory) if directory is not None else None
+        self._snapshots = ProducerSnapshotFiles(self.directory)
         self._producers: dict[int, ProducerStateEntry] = {}
         self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self._unreplicated: list[CompletedTxn] = []  # completed, marker not yet below the HW; by marker offset
@@ -352,106 +335,59 @@ class ProducerStateManager:
 
     # -- snapshots -----------------------------------------------------------------------------
     def snapshot_offsets(self) -> list[int]:
-        return [offset for offset, _ in self._snapshot_files()]
+        return [offset for offset, _ in self._snapshots.files()]
 
     def take_snapshot(self, offset: int, *, durable: bool = False) -> None:
-        """Write ``<offset>.snapshot`` (the state covers every batch below ``offset``) unless the
-        newest snapshot is already there; keep the newest SNAPSHOTS_TO_KEEP. ``durable`` fsyncs."""
-        if self.directory is None:
-            return
-        files = self._snapshot_files()
-        if files and files[-1][0] == offset:
-            return
-        path = self.directory / offset_file_name(offset, SNAPSHOT_SUFFIX)
-        data = encode_snapshot(self._producers.values())
-        if durable:
-            atomic_write(path, data)
-        else:
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        kept = {o for o, _ in files[-(SNAPSHOTS_TO_KEEP - 1):]} | {offset}
-        self._delete_snapshots(lambda o: o not in kept)
+        """Write ``<offset>.snapshot`` (the state covers every batch below ``offset``)."""
+        self._snapshots.write(offset, snapshot_entries(self._producers.values()), durable)
 
     def _load_latest_snapshot(self, at_most: int) -> int:
-        """Load the newest readable snapshot at or below ``at_most`` (deleting corrupt ones); return its
-        offset, or 0."""
-        for offset, path in reversed(self._snapshot_files()):
-            if offset > at_most:
-                continue
-            try:
-                entries = decode_snapshot(path.read_bytes())
-            except (OSError, CorruptSnapshotError) as exc:
-                log.warning("ignoring producer snapshot %s: %s", path, exc)
-                path.unlink(missing_ok=True)
-                continue
-            for producer_id, epoch, batch, coordinator_epoch, txn_first_offset in entries:
-                entry = self._producers.get(producer_id)
-                if entry is None:
-                    entry = self._producers[producer_id] = ProducerStateEntry(producer_id, epoch)
-                entry.add(epoch, batch, batch.last_offset if batch else entry.last_offset)
-                entry.coordinator_epoch = coordinator_epoch
-                entry.current_txn_first_offset = None if txn_first_offset < 0 else txn_first_offset
-                if txn_first_offset >= 0:
-                    self._ongoing[producer_id] = txn_first_offset
-                else:
-                    self._ongoing.pop(producer_id, None)
-            return offset
-        return 0
+        """Load the newest readable snapshot at or below ``at_most``; return its offset, or 0."""
+        def corrupt(path: Path, exc: Exception) -> None:
+            log.warning("ignoring producer snapshot %s: %s", path, exc)
 
-    def _snapshot_files(self) -> list[tuple[int, Path]]:
-        if self.directory is None:
-            return []
-        found = []
-        for path in self.directory.glob("*" + SNAPSHOT_SUFFIX):
-            try:
-                found.append((base_offset_of(path.name), path))
-            except ValueError:
-                continue
-        return sorted(found)
+        offset, rows = self._snapshots.read_latest(at_most, corrupt)
+        for row in rows:
+            producer_id, epoch, batch = row.producer_id, row.epoch, snapshot_batch(row)
+            entry = self._producers.get(producer_id)
+            if entry is None:
+                entry = self._producers[producer_id] = ProducerStateEntry(producer_id, epoch)
+            entry.add(epoch, batch, batch.last_offset if batch else entry.last_offset)
+            entry.coordinator_epoch = row.coordinator_epoch
+            txn_first_offset = row.current_txn_first_offset
+            entry.current_txn_first_offset = None if txn_first_offset < 0 else txn_first_offset
+            if txn_first_offset >= 0:
+                self._ongoing[producer_id] = txn_first_offset
+            else:
+                self._ongoing.pop(producer_id, None)
+        return offset
 
     def _delete_snapshots(self, doomed: Callable[[int], bool]) -> None:
-        for offset, path in self._snapshot_files():
-            if doomed(offset):
-                path.unlink(missing_ok=True)
+        self._snapshots.delete(doomed)
 
     def __repr__(self) -> str:
         return f"ProducerStateManager({len(self._producers)} producers)"
 
 
-def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
-    """Kafka's snapshot format v1, one entry per retained batch (one with offset -1 if none)."""
-    pack, body = _SNAPSHOT_ENTRY.pack, []
+def snapshot_entries(entries: Iterable[ProducerStateEntry]) -> list[SnapshotEntry]:
+    """One snapshot entry per retained batch, oldest first (one with offset -1 if none)."""
+    rows = []
     for entry in entries:
         txn_first = -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
         for b in entry.batches or [None]:
             if b is None:
-                body.append(pack(entry.producer_id, entry.epoch, NO_SEQUENCE, -1, 0, -1, entry.coordinator_epoch,
-                                 txn_first))
+                rows.append(SnapshotEntry(entry.producer_id, entry.epoch, NO_SEQUENCE, -1, 0, -1,
+                                          entry.coordinator_epoch, txn_first))
             else:
-                body.append(pack(entry.producer_id, entry.epoch, b.last_seq, b.last_offset,
-                                 b.last_offset - b.first_offset, b.timestamp, entry.coordinator_epoch, txn_first))
-    rest = struct.pack(">i", len(body)) + b"".join(body)
-    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c.crc32c(rest)) + rest
+                rows.append(SnapshotEntry(entry.producer_id, entry.epoch, b.last_seq, b.last_offset,
+                                          b.last_offset - b.first_offset, b.timestamp, entry.coordinator_epoch,
+                                          txn_first))
+    return rows
 
 
-def decode_snapshot(data: bytes) -> list[tuple[int, int, BatchMetadata | None, int, int]]:
-    """(producer id, epoch, batch or None, coordinator epoch, current transaction first offset or -1) per
-    entry; CorruptSnapshotError if anything is off."""
-    if len(data) < _SNAPSHOT_HEAD.size:
-        raise CorruptSnapshotError(f"{len(data)} bytes are too few for a snapshot")
-    version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
-    if version != SNAPSHOT_VERSION:
-        raise CorruptSnapshotError(f"unknown snapshot version {version}")
-    if crc32c.crc32c(data[_CRC_FROM:]) != crc:
-        raise CorruptSnapshotError("CRC mismatch")
-    if count < 0 or len(data) != _SNAPSHOT_HEAD.size + count * _SNAPSHOT_ENTRY.size:
-        raise CorruptSnapshotError(f"{len(data)} bytes do not hold {count} entries")
-    out = []
-    for pid, epoch, last_seq, last, delta, timestamp, coordinator_epoch, txn_first in _SNAPSHOT_ENTRY.iter_unpack(
-            data[_SNAPSHOT_HEAD.size:]):
-        batch = None
-        if last >= 0:
-            batch = BatchMetadata(decrement_sequence(last_seq, delta), last_seq, last - delta, last, timestamp)
-        out.append((pid, epoch, batch, coordinator_epoch, txn_first))
-    return out
+def snapshot_batch(row: SnapshotEntry) -> BatchMetadata | None:
+    """The retained batch a snapshot entry records, None for an entry without one."""
+    if row.last_offset < 0:
+        return None
+    first_seq = decrement_sequence(row.last_seq, row.offset_delta)
+    return BatchMetadata(first_seq, row.last_seq, row.last_offset - row.offset_delta, row.last_offset, row.timestamp)
