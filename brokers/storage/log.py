@@ -38,7 +38,7 @@ from brokers.storage.leader_epoch_cache import LeaderEpochCache
 from brokers.storage.log_append_info import FetchDataInfo, LogAppendInfo, Scheduler
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_loader import LoadResult, load_segments, open_segment
-from brokers.storage.producer_state import BatchMetadata, ProducerStateManager
+from brokers.storage.producer_state import BatchMetadata, ProducerStateManager, VerificationGuard
 from brokers.storage.record_reads import first_record_at_or_after, require_keys
 from brokers.storage.segment import INT32_MAX, LogSegment
 from brokers.storage.transaction_index import AbortedTxn
@@ -135,14 +135,23 @@ class Log:
         return transactions.collect_aborted(segments, bases, start_offset, upper_bound_offset)
 
     # -- appending -----------------------------------------------------------------------------
-    def append_as_leader(self, buf, leader_epoch: int) -> LogAppendInfo:
+    def start_transaction_verification(self, producer_id: int) -> VerificationGuard:
+        """KIP-890: register the guard a producer's first transactional append here must carry after
+        the coordinator verified the partition (producer_state.py)."""
+        with self._lock:
+            return self.producer_state.start_verification(producer_id)
+
+    def append_as_leader(self, buf, leader_epoch: int,
+                         verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
         """Validate and append a producer's batches, assigning offsets from the log end.
 
         ``buf`` must be writable: base offsets and leader epochs are rewritten in place. A bad batch
         rejects the whole set and leaves the log (and ``buf``) unchanged; so does a duplicate of one
         of an idempotent producer's last 5 batches, which answers that batch's offsets instead.
         A batch whose max_timestamp is implausible (-1, or below its base timestamp) gets it recomputed
-        from its records, as Kafka's LogValidator does (``protocol.max_timestamp``).
+        from its records, as Kafka's LogValidator does (``protocol.max_timestamp``). With
+        ``verification_guard`` (KIP-890 on), a transactional batch opening a transaction needs the
+        producer's registered guard, else InvalidTxnStateError.
         """
         info = validate_batches(buf)
         self._check_sizes(info)
@@ -155,7 +164,7 @@ class Log:
             for header in info.headers:
                 if header.producer_id >= 0:  # idempotent: check sequences before any byte moves
                     producers = self.producer_state
-                    duplicate = producers.check_append(info.headers)
+                    duplicate = producers.check_append(info.headers, verification_guard)
                     if duplicate is not None:
                         return self._duplicate_info(duplicate)
                     break

@@ -36,6 +36,13 @@ the completed ones not yet replicated. Leader checks: a non-transactional batch 
 an open transaction is INVALID_TXN_STATE; a marker from an older producer epoch is
 INVALID_PRODUCER_EPOCH, from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED.
 
+KIP-890 (as Kafka 3.6): before a leader asks the transaction coordinator whether the partition is in
+a producer's transaction, ``start_verification`` registers a fresh ``VerificationGuard`` for the
+producer (the sentinel when its transaction is already open here); any marker of that producer, and
+the batch that opens its transaction, drop the registered guard. A transactional batch that would
+open a transaction is INVALID_TXN_STATE unless it carries the registered guard: a marker landing while
+the coordinator was being asked (the producer's EndTxn, a fencing abort) makes the answer stale.
+
 Snapshots (producer_snapshot.py, Kafka's format version 1): Kafka writes one entry per producer (its
 last batch); this writes one per retained batch, oldest first, so Kafka's reader (last entry wins)
 still reads it. Taken on roll and on close; loading deletes those past the log end and falls back
@@ -54,12 +61,20 @@ from brokers.protocol.errors import (
     InvalidProducerEpochError,
     InvalidRecordError,
     InvalidTxnStateError,
-    OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
 )
 from brokers.protocol.record_batch import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader
+from brokers.storage.producer_append_checks import (
+    SENTINEL_VERIFICATION_GUARD,
+    VerificationGuard,
+    check_sequence,
+    decrement_sequence,
+    in_sequence,
+    increment_sequence,
+    verification_missing,
+)
 from brokers.storage.producer_snapshot import ProducerSnapshotFiles, SnapshotEntry
-from brokers.storage.segment import INT32_MAX, LogSegment
+from brokers.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -74,23 +89,6 @@ def segment_marker(segment: LogSegment, header: BatchHeader) -> EndTxnMarker:
     """The marker of the control batch ``header`` in ``segment`` (read from the file)."""
     data = segment.read_bytes(header.position, header.size)
     return parse_marker(data, header._replace(position=0))
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """``sequence + increment`` on Kafka's int32 sequence ring (INT32_MAX + 1 wraps to 0)."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
-
-
-def decrement_sequence(sequence: int, decrement: int) -> int:
-    if sequence < decrement:
-        return INT32_MAX - (decrement - sequence) + 1
-    return sequence - decrement
-
-
-def in_sequence(last_seq: int, next_seq: int) -> bool:
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
 class BatchMetadata(NamedTuple):
@@ -148,24 +146,6 @@ class ProducerStateEntry:
                 f"txn_first_offset={self.current_txn_first_offset}, coordinator_epoch={self.coordinator_epoch})")
 
 
-def check_sequence(producer_id: int, current: tuple[int, int] | None, epoch: int, first_seq: int) -> None:
-    """Kafka 2.8's checkProducerEpoch + checkSequence for a leader append. ``current`` is the
-    producer's (epoch, last sequence) so far, None for a producer id without state."""
-    if current is None:
-        return  # KIP-360: any first sequence from an unknown producer id
-    current_epoch, last_seq = current
-    if epoch < current_epoch:
-        raise InvalidProducerEpochError(
-            f"producer {producer_id} has epoch {epoch}, older than the partition's {current_epoch}")
-    if epoch != current_epoch:
-        if first_seq != 0:
-            raise OutOfOrderSequenceError(
-                f"producer {producer_id} starts new epoch {epoch} at sequence {first_seq}, not 0")
-    elif not in_sequence(last_seq, first_seq):
-        raise OutOfOrderSequenceError(
-            f"producer {producer_id} epoch {epoch} sent sequence {first_seq} after {last_seq}")
-
-
 class ProducerStateManager:
     def __init__(self, directory: Path | None = None):
         self.directory = Path(directory) if directory is not None else None
@@ -173,6 +153,7 @@ class ProducerStateManager:
         self._producers: dict[int, ProducerStateEntry] = {}
         self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self._unreplicated: list[CompletedTxn] = []  # completed, marker not yet below the HW; by marker offset
+        self._verifications: dict[int, VerificationGuard] = {}  # producer id -> guard of a pending KIP-890 check
 
     # -- reading -------------------------------------------------------------------------------
     @property
@@ -212,12 +193,25 @@ class ProducerStateManager:
                 f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, "
                 f"older than {entry.coordinator_epoch}")
 
+    def start_verification(self, producer_id: int) -> VerificationGuard:
+        """KIP-890: the guard a leader append must carry after asking the coordinator (see above)."""
+        entry = self._producers.get(producer_id)
+        if entry is not None and entry.current_txn_first_offset is not None:
+            return SENTINEL_VERIFICATION_GUARD
+        guard = self._verifications.get(producer_id)
+        if guard is None:
+            guard = self._verifications[producer_id] = VerificationGuard(producer_id)
+        return guard
+
     # -- appending -----------------------------------------------------------------------------
-    def check_append(self, headers: Iterable[BatchHeader]) -> BatchMetadata | None:
+    def check_append(self, headers: Iterable[BatchHeader],
+                     verification_guard: VerificationGuard | None = None) -> BatchMetadata | None:
         """Check a leader append before anything is written: the retained batch a duplicate repeats
         (nothing may be written then), or None when every batch may go in. Raises
-        OutOfOrderSequenceError / InvalidProducerEpochError / InvalidRecordError; changes nothing."""
+        OutOfOrderSequenceError / InvalidProducerEpochError / InvalidRecordError / InvalidTxnStateError;
+        changes nothing. ``verification_guard``: KIP-890's, None when verification is off."""
         pending: dict[int, tuple[int, int]] = {}  # (epoch, last sequence) after earlier batches of this set
+        opened: set[int] = set()  # producers an earlier batch of this set puts in a transaction
         for header in headers:
             producer_id = header.producer_id
             if producer_id < 0:
@@ -240,6 +234,12 @@ class ProducerStateManager:
                 if entry.current_txn_first_offset is not None and not header.attributes & TRANSACTIONAL_BIT:
                     raise InvalidTxnStateError(
                         f"producer {producer_id} sent a non-transactional batch inside its open transaction")
+            if header.attributes & TRANSACTIONAL_BIT:
+                txn_open = producer_id in opened or (entry is not None and entry.current_txn_first_offset is not None)
+                if verification_missing(txn_open, verification_guard, self._verifications.get(producer_id)):
+                    raise InvalidTxnStateError(
+                        f"producer {producer_id}'s transactional batch is not part of a verified open transaction")
+                opened.add(producer_id)
             pending[producer_id] = (epoch, last_seq)
         return None
 
@@ -266,6 +266,7 @@ class ProducerStateManager:
         first, delta = header.base_offset, header.last_offset_delta
         entry.last_offset = first + delta
         if header.attributes & CONTROL_BIT:
+            self._verifications.pop(producer_id, None)
             return None if marker is None else self._complete(entry, first + delta, marker)
         first_seq = header.base_sequence
         entry.batches.append(BatchMetadata(first_seq, increment_sequence(first_seq, delta), first, first + delta,
@@ -273,6 +274,7 @@ class ProducerStateManager:
         if header.attributes & TRANSACTIONAL_BIT and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first
             self._ongoing[producer_id] = first
+            self._verifications.pop(producer_id, None)
         return None
 
     def _complete(self, entry: ProducerStateEntry, offset: int, marker: EndTxnMarker) -> CompletedTxn:
@@ -296,6 +298,7 @@ class ProducerStateManager:
         sees every transaction a scanned marker completes, with the segment holding the marker."""
         self._producers.clear()
         self._ongoing.clear()
+        self._verifications.clear()
         self._unreplicated.clear()
         self._delete_snapshots(lambda offset: offset > log_end)
         start = self._load_latest_snapshot(log_end if rebuild_from is None else min(log_end, rebuild_from))
@@ -330,6 +333,7 @@ class ProducerStateManager:
     def truncate_fully(self) -> None:
         self._producers.clear()
         self._ongoing.clear()
+        self._verifications.clear()
         self._unreplicated.clear()
         self._delete_snapshots(lambda offset: True)
 
