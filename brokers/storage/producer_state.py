@@ -117,7 +117,9 @@ class ProducerStateEntry:
         self.producer_id = producer_id
         self.epoch = epoch
         self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
-        self.last_offset = -1  # of the latest batch (data or control) that touched this entry
+        # of the latest batch (data or control) that touched this entry; at least N - 1 when loaded from
+        # the snapshot at N, which records no marker offsets: a truncation below it rebuilds the state
+        self.last_offset = -1
         self.current_txn_first_offset: int | None = None  # first offset of the open transaction
         self.coordinator_epoch = NO_COORDINATOR_EPOCH  # of the latest marker
 
@@ -300,7 +302,7 @@ class ProducerStateManager:
         self._ongoing.clear()
         self._verifications.clear()
         self._unreplicated.clear()
-        self._delete_snapshots(lambda offset: offset > log_end)
+        self._snapshots.delete(lambda offset: offset > log_end)
         start = self._load_latest_snapshot(log_end if rebuild_from is None else min(log_end, rebuild_from))
         bases = [segment.base_offset for segment in segments]
         first = max(0, bisect_right(bases, start) - 1)
@@ -314,8 +316,9 @@ class ProducerStateManager:
                         on_completed(segment, txn)
 
     def truncate(self, segments: Sequence[LogSegment], log_end: int) -> None:
-        """The log now ends at ``log_end``: rebuild unless no producer lost a batch."""
-        self._delete_snapshots(lambda offset: offset > log_end)
+        """The log now ends at ``log_end``: rebuild unless no producer lost a batch (data or marker);
+        a log without producers costs nothing."""
+        self._snapshots.delete(lambda offset: offset > log_end)
         if any(entry.last_offset >= log_end for entry in self._producers.values()):
             self.load(segments, log_end)
         self._unreplicated = [txn for txn in self._unreplicated if txn.last_offset < log_end]
@@ -335,7 +338,7 @@ class ProducerStateManager:
         self._ongoing.clear()
         self._verifications.clear()
         self._unreplicated.clear()
-        self._delete_snapshots(lambda offset: True)
+        self._snapshots.delete(lambda offset: True)
 
     # -- snapshots -----------------------------------------------------------------------------
     def snapshot_offsets(self) -> list[int]:
@@ -364,10 +367,9 @@ class ProducerStateManager:
                 self._ongoing[producer_id] = txn_first_offset
             else:
                 self._ongoing.pop(producer_id, None)
+        for entry in self._producers.values():  # a marker below the snapshot may have touched it last
+            entry.last_offset = max(entry.last_offset, offset - 1)
         return offset
-
-    def _delete_snapshots(self, doomed: Callable[[int], bool]) -> None:
-        self._snapshots.delete(doomed)
 
     def __repr__(self) -> str:
         return f"ProducerStateManager({len(self._producers)} producers)"
