@@ -40,6 +40,7 @@ from brokers.storage.log_config import LogConfig
 from brokers.storage.log_loader import LoadResult, load_segments, open_segment
 from brokers.storage.producer_state import BatchMetadata, ProducerStateManager, VerificationGuard
 from brokers.storage.record_reads import first_record_at_or_after, require_keys
+from brokers.storage.retention import segments_to_delete
 from brokers.storage.segment import INT32_MAX, LogSegment
 from brokers.storage.transaction_index import AbortedTxn
 
@@ -390,48 +391,22 @@ class Log:
 
     # -- retention -----------------------------------------------------------------------------
     def delete_old_segments(self) -> int:
-        """Apply retention.ms / retention.bytes (delete policy) and the log start offset; return count."""
+        """Apply the log start offset, retention.ms and retention.bytes (retention.py); return count."""
         with self._lock:
-            now = self.now_ms()
-            deleted = self._delete_segments_while(lambda s, nxt: nxt <= self.log_start_offset)
-            if self.config.delete:
-                if self.config.retention_ms >= 0:
-                    deleted += self._delete_segments_while(
-                        lambda s, nxt: now - s.largest_timestamp > self.config.retention_ms)
-                if self.config.retention_bytes >= 0:
-                    excess = [self.size - self.config.retention_bytes]
-
-                    def over_size(segment: LogSegment, nxt: int) -> bool:
-                        if excess[0] - segment.size < 0:
-                            return False
-                        excess[0] -= segment.size
-                        return True
-
-                    deleted += self._delete_segments_while(over_size)
-            return deleted
-
-    def _delete_segments_while(self, predicate: Callable[[LogSegment, int], bool]) -> int:
-        """Delete the oldest segments while ``predicate`` holds and they lie wholly below the HW."""
-        doomed = []
-        for i, segment in enumerate(self._segments):
-            last = i + 1 == len(self._segments)
-            if last and segment.size == 0:
-                break  # an empty active segment is never deleted: a log always keeps one segment
-            upper = self.log_end_offset if last else self._segments[i + 1].base_offset
-            if upper > self.high_watermark or not predicate(segment, upper):
-                break
-            doomed.append(segment)
-        if not doomed:
-            return 0
-        if len(doomed) == len(self._segments):
-            self.roll()
-        del self._segments[: len(doomed)]
-        self._reindex()
-        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
-        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-        for segment in doomed:
-            self._delete_segment_files(segment)
-        return len(doomed)
+            count = segments_to_delete(self._segments, self.log_end_offset, self.high_watermark,
+                                       self.log_start_offset, self.config, self.now_ms())
+            if not count:
+                return 0
+            doomed = self._segments[:count]
+            if count == len(self._segments):
+                self.roll()
+            del self._segments[:count]
+            self._reindex()
+            self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+            for segment in doomed:
+                self._delete_segment_files(segment)
+            return count
 
     def _delete_segment_files(self, segment: LogSegment) -> None:
         """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms`` (readers may hold ranges)."""
