@@ -140,7 +140,7 @@ class Log:
         """KIP-890: register the guard a producer's first transactional append here must carry after
         the coordinator verified the partition (producer_state.py)."""
         with self._lock:
-            return self.producer_state.start_verification(producer_id)
+            return self.producer_state.start_verification(producer_id, self.now_ms())
 
     def append_as_leader(self, buf, leader_epoch: int,
                          verification_guard: VerificationGuard | None = None) -> LogAppendInfo:

@@ -2,6 +2,14 @@
 the int32 sequence ring, the epoch and sequence rules (``check_sequence``) and KIP-890's verification
 guard (``VerificationGuard``, ``verification_missing``). ``producer_state.py`` applies them.
 
+Epoch and sequence rules (Kafka 2.8): a batch whose epoch equals the stored one and whose (first,
+last) sequence equals a retained batch's is a duplicate (producer_state.py finds it first); otherwise
+an epoch below the stored one is INVALID_PRODUCER_EPOCH, a higher epoch must start at sequence 0 and
+the same epoch must continue at last sequence + 1 (0 after INT32_MAX), else
+OUT_OF_ORDER_SEQUENCE_NUMBER. A producer id without state may start at any sequence: since Kafka 2.5
+(KIP-360) brokers no longer answer UNKNOWN_PRODUCER_ID, since the state of a live producer can be
+lost to retention (as in Kafka, that holds for the rest of the append too).
+
 Invariants: sequences live on ``[0, INT32_MAX]`` and ``INT32_MAX + 1`` wraps to 0; a
 ``VerificationGuard`` is compared by identity only, and ``SENTINEL_VERIFICATION_GUARD`` never
 matches a registered guard.
@@ -50,10 +58,11 @@ def check_sequence(producer_id: int, current: tuple[int, int] | None, epoch: int
 class VerificationGuard:
     """KIP-890's token for one verification: compared by identity only."""
 
-    __slots__ = ("producer_id",)
+    __slots__ = ("created_ms", "producer_id")
 
-    def __init__(self, producer_id: int):
+    def __init__(self, producer_id: int, created_ms: int = -1):
         self.producer_id = producer_id
+        self.created_ms = created_ms
 
     def __repr__(self) -> str:
         return f"VerificationGuard({self.producer_id}, {id(self):#x})"

@@ -17,15 +17,9 @@ Invariants:
 - checking is pure: ``check_append`` reads the state and raises or reports a duplicate; ``update``
   applies batches after their bytes are in the log (leader) or unchecked (follower, loading).
 
-Leader checks (Kafka 2.8's ``Log.analyzeAndValidateProducerState`` and ``ProducerAppendInfo``):
-a batch whose epoch equals the stored one and whose (first, last) sequence equals a retained batch's
-is a duplicate; otherwise an epoch below the stored one is INVALID_PRODUCER_EPOCH, a higher epoch
-must start at sequence 0 and the same epoch must continue at last sequence + 1 (0 after INT32_MAX),
-else OUT_OF_ORDER_SEQUENCE_NUMBER. A producer id without state may start at any sequence: since
-Kafka 2.5 (KIP-360) brokers no longer answer UNKNOWN_PRODUCER_ID, since the state of a live
-producer can be lost to retention (as in Kafka, that holds for the rest of the append too); for a
-known producer, later batches of one append are checked against the earlier ones. Not
-thread-safe: the owning ``Log`` calls it under its lock.
+Leader checks (Kafka 2.8's ``Log.analyzeAndValidateProducerState``): duplicates, then the epoch and
+sequence rules of producer_append_checks.py; for a known producer, later batches of one append are
+checked against the earlier ones. Not thread-safe: the owning ``Log`` calls it under its lock.
 
 Transactions (KIP-98): a producer's first transactional batch on the partition opens its transaction
 (``current_txn_first_offset``, its first offset); its marker (a control batch, see
@@ -42,6 +36,7 @@ producer (the sentinel when its transaction is already open here); any marker of
 the batch that opens its transaction, drop the registered guard. A transactional batch that would
 open a transaction is INVALID_TXN_STATE unless it carries the registered guard: a marker landing while
 the coordinator was being asked (the producer's EndTxn, a fencing abort) makes the answer stale.
+A guard left unused (the coordinator refused) expires with ``producer.id.expiration.ms``.
 
 Snapshots (producer_snapshot.py, Kafka's format version 1): Kafka writes one entry per producer (its
 last batch); this writes one per retained batch, oldest first, so Kafka's reader (last entry wins)
@@ -195,14 +190,14 @@ class ProducerStateManager:
                 f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, "
                 f"older than {entry.coordinator_epoch}")
 
-    def start_verification(self, producer_id: int) -> VerificationGuard:
+    def start_verification(self, producer_id: int, now_ms: int) -> VerificationGuard:
         """KIP-890: the guard a leader append must carry after asking the coordinator (see above)."""
         entry = self._producers.get(producer_id)
         if entry is not None and entry.current_txn_first_offset is not None:
             return SENTINEL_VERIFICATION_GUARD
         guard = self._verifications.get(producer_id)
         if guard is None:
-            guard = self._verifications[producer_id] = VerificationGuard(producer_id)
+            guard = self._verifications[producer_id] = VerificationGuard(producer_id, now_ms)
         return guard
 
     # -- appending -----------------------------------------------------------------------------
@@ -325,12 +320,15 @@ class ProducerStateManager:
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers whose latest batch's timestamp is ``expiration_ms`` old (Kafka's
-        ``producer.id.expiration.ms``, default one day); return how many went. Not scheduled yet."""
+        ``producer.id.expiration.ms``, default one day), and verification guards as old; return how many
+        producers went. Not scheduled yet."""
         doomed = [pid for pid, entry in self._producers.items()
                   if now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms
                   and entry.current_txn_first_offset is None]
         for pid in doomed:
             del self._producers[pid]
+        for pid in [pid for pid, guard in self._verifications.items() if now_ms - guard.created_ms >= expiration_ms]:
+            del self._verifications[pid]
         return len(doomed)
 
     def truncate_fully(self) -> None:

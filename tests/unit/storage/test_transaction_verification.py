@@ -93,10 +93,19 @@ def test_without_a_guard_nothing_is_checked(log):
 
 def test_reloading_and_full_truncation_forget_pending_verifications(log):
     state = ProducerStateManager()
-    guard = state.start_verification(5)
+    guard = state.start_verification(5, 0)
     state.truncate_fully()
-    assert state.start_verification(5) is not guard
+    assert state.start_verification(5, 0) is not guard
     guard = log.start_transaction_verification(5)
     log.truncate_fully_and_start_at(0)
     with pytest.raises(InvalidTxnStateError):
         log.append_as_leader(txn(5, 0), 0, guard)
+
+
+def test_an_unused_guard_expires_with_the_producer_ids():
+    state = ProducerStateManager()
+    guard = state.start_verification(5, 1_000)  # the coordinator refused: no batch, no marker comes
+    state.remove_expired(1_999, 1_000)
+    assert state.start_verification(5, 1_999) is guard
+    state.remove_expired(2_000, 1_000)
+    assert state.start_verification(5, 2_000) is not guard
