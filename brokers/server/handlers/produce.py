@@ -55,7 +55,7 @@ import logging
 import time
 from typing import Any
 
-from brokers.model import INTERNAL_TOPICS, TopicPartition
+from brokers.model import INTERNAL_TOPICS
 from brokers.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from brokers.protocol.format_conversion import up_convert
 from brokers.protocol.framing import ProtocolError, RequestHeader
@@ -212,10 +212,11 @@ async def _verify(context: ServerContext, request: Any, topic: str, index: int,
     batch = transactional_header(records)
     if batch is None:
         return None, None
-    tp = TopicPartition(topic, index)
-    partition = context.replica_manager.partitions.get(tp)
-    if partition is None or not partition.is_leader:
-        return None, SENTINEL_VERIFICATION_GUARD  # the append answers; a new leader takes no new transaction
+    try:
+        partition = leader_for(context, topic, index)
+    except PartitionError as exc:
+        return exc.code, None  # as Kafka's Partition.maybeStartTransactionVerification: not the leader
+    tp = partition.topic_partition
     guard = partition.log.start_transaction_verification(batch.producer_id)
     if guard is SENTINEL_VERIFICATION_GUARD:
         return None, guard  # already in a transaction here: the coordinator added the partition before

@@ -279,6 +279,20 @@ def test_kip_890_a_marker_landing_during_verification_refuses_the_late_batch(wor
     assert log.last_stable_offset == 7  # only pid 9's transaction holds it, as before
 
 
+def test_kip_890_a_partition_not_led_here_is_refused_before_asking_the_coordinator(world):
+    calls = []
+
+    async def verify(*args):
+        calls.append(args)
+        return ErrorCode.NONE
+
+    world.context.verify_transaction = verify
+    response = run(world.call(handle_produce, PRODUCE, 7, transactional_id="tx", acks=-1, timeout=1000, topic_data=[
+        dict(name="t", partition_data=[dict(index=1, records=txn_batch(21, 0, [b"x"]))])]))
+    assert only_partition(response).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert calls == []
+
+
 def test_a_parked_read_committed_fetch_wakes_when_the_transaction_commits(world):
     async def scenario():
         loop = asyncio.get_running_loop()
