@@ -27,7 +27,7 @@ from typing import Any
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record import batch_records
-from brokers.protocol.record_batch import batch_size_at, iter_batches
+from brokers.protocol.record_batch import iter_batches, whole_batches
 from brokers.replication.partition import Partition
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.storage.log import Log
@@ -102,7 +102,7 @@ def read_records(replica_log: Log, start_offset: int, end_offset: int) -> list[t
         found = replica_log.read(offset, READ_CHUNK_BYTES, max_offset=end_offset).records
         if found is None:
             break
-        data = _whole_batches(found.read())
+        data = whole_batches(found.read())
         try:
             next_offset = _decode_batches(data, start_offset, end_offset, records)
         except KafkaError as exc:  # CorruptRecordError and the like: the bytes, not the disk, are bad
@@ -131,11 +131,3 @@ def _decode_batches(data: bytes, start_offset: int, end_offset: int,
         next_offset = header.next_offset
     return next_offset
 
-
-def _whole_batches(data: bytes) -> bytes:
-    end = 0
-    while True:
-        size = batch_size_at(data, end)
-        if size is None or end + size > len(data):
-            return data[:end]
-        end += size

@@ -169,17 +169,23 @@ class TransactionCoordinator:
         raise RuntimeError(f"{metadata.transactional_id} found in state {metadata.state.kafka_name}")
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------------------
-    async def handle_add_partitions_to_transaction(self, transactional_id: str, producer_id: int,
-                                                   producer_epoch: int,
-                                                   partitions: set[TopicPartition] | frozenset[TopicPartition]
-                                                   ) -> ErrorCode:
+    def _lookup(self, transactional_id: str) -> EpochAndMetadata | ErrorCode:
+        """A client request's transaction: INVALID_REQUEST for an empty id, the state manager's error (not the
+        coordinator, loading), INVALID_PRODUCER_ID_MAPPING for an id it does not know."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         error, found = self.state.get_transaction_state(transactional_id)
         if error != ErrorCode.NONE:
             return error
-        if found is None:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING if found is None else found
+
+    async def handle_add_partitions_to_transaction(self, transactional_id: str, producer_id: int,
+                                                   producer_epoch: int,
+                                                   partitions: set[TopicPartition] | frozenset[TopicPartition]
+                                                   ) -> ErrorCode:
+        found = self._lookup(transactional_id)
+        if isinstance(found, ErrorCode):
+            return found
         metadata = found.metadata
         if metadata.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
@@ -226,13 +232,9 @@ class TransactionCoordinator:
 
     async def _end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                                from_client: bool) -> ErrorCode:
-        if not transactional_id:
-            return ErrorCode.INVALID_REQUEST
-        error, found = self.state.get_transaction_state(transactional_id)
-        if error != ErrorCode.NONE:
-            return error
-        if found is None:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        found = self._lookup(transactional_id)
+        if isinstance(found, ErrorCode):
+            return found
         transit, fencing = self._prepare_end(found, producer_id, producer_epoch, commit, from_client)
         if isinstance(transit, ErrorCode):
             return transit
