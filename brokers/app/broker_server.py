@@ -287,6 +287,10 @@ class BrokerServer:
         return [group_view(g, self.broker_id) for _, g in sorted(coordinator.groups.items())
                 if coordinator.owns(g.group_id)]
 
+    def transaction_view(self) -> dict:
+        """The transaction coordinator's ``describe()``, for the admin API and /metrics."""
+        return self.transactions.coordinator.describe() if self.transactions is not None else {}
+
     # -- shutdown ------------------------------------------------------------------------------
     async def shutdown(self) -> None:
         """Controlled shutdown first, then reverse order: listeners, controller, transactions, groups, watches,

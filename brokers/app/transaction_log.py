@@ -11,22 +11,29 @@ through ``ReplicaManager.appendRecords`` and loading a partition with ``Log.read
   leadership is lost while waiting), NOT_ENOUGH_REPLICAS(_AFTER_APPEND) from the ISR checks,
   REQUEST_TIMED_OUT after ``request.timeout.ms``.
 * ``read(p)``: every record's (key, value) from the local log start to the log end, decoded off the event
-  loop; the log end is pinned before the read starts, so appends made meanwhile are not half-read.
+  loop; the log end is pinned before the read starts, so appends made meanwhile are not half-read. A batch
+  that cannot be decoded (bad CRC, bad length, undecompressable) ends the read there: the records of the
+  batches before it are returned and the error is logged, as Kafka's loader keeps a partial load. A failure
+  to read at all (the partition not hosted here, an I/O error, the log start moved) is raised: the caller
+  retries it.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record import batch_records
-from brokers.protocol.record_batch import batch_size_at, iter_batches
+from brokers.protocol.record_batch import iter_batches, whole_batches
 from brokers.replication.partition import Partition
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.storage.log import Log
 from transactions.coordinator.ports import TRANSACTION_STATE_TOPIC
+
+log = logging.getLogger(__name__)
 
 READ_CHUNK_BYTES = 1 << 20  # a load reads the log this much at a time (at least one whole batch)
 # a purgatory outcome that means "no longer the leader of this epoch": the coordinator must move on
@@ -79,40 +86,48 @@ class ReplicaTransactionLog:
     async def read(self, partition: int) -> list[tuple[bytes, bytes | None]]:
         replica = self._partition(partition)
         if replica is None:
-            return []
-        log = replica.log
-        return await asyncio.to_thread(read_records, log, log.log_start_offset, log.log_end_offset)
+            raise KafkaError(f"{TRANSACTION_STATE_TOPIC}-{partition} is not hosted here",
+                             ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        local = replica.log
+        return await asyncio.to_thread(read_records, local, local.log_start_offset, local.log_end_offset)
 
 
-def read_records(log: Log, start_offset: int, end_offset: int) -> list[tuple[bytes, bytes | None]]:
-    """(key, value) of every record of ``log`` in [``start_offset``, ``end_offset``), in offset order; records
-    without a key (none are written to ``__transaction_state``) are skipped."""
+def read_records(replica_log: Log, start_offset: int, end_offset: int) -> list[tuple[bytes, bytes | None]]:
+    """(key, value) of every record of ``replica_log`` in [``start_offset``, ``end_offset``), in offset order; records
+    without a key (none are written to ``__transaction_state``) are skipped. A batch that cannot be decoded
+    ends the read: the records of the whole batches before it are returned. I/O errors are raised."""
     records: list[tuple[bytes, bytes | None]] = []
     offset = start_offset
     while offset < end_offset:
-        found = log.read(offset, READ_CHUNK_BYTES, max_offset=end_offset).records
+        found = replica_log.read(offset, READ_CHUNK_BYTES, max_offset=end_offset).records
         if found is None:
             break
-        data = _whole_batches(found.read())
-        next_offset = offset
-        for header in iter_batches(data, verify_crc=True):
-            next_offset = header.next_offset
-            if header.is_control:
-                continue
-            for record in batch_records(data, header):
-                absolute = header.base_offset + record.offset_delta
-                if start_offset <= absolute < end_offset and record.key is not None:
-                    records.append((bytes(record.key), None if record.value is None else bytes(record.value)))
+        data = whole_batches(found.read())
+        try:
+            next_offset = _decode_batches(data, start_offset, end_offset, records)
+        except KafkaError as exc:  # CorruptRecordError and the like: the bytes, not the disk, are bad
+            log.error("stopped reading %s at offset %d, an undecodable batch: %s; loading the %d records before it",
+                      replica_log.topic_partition, offset, exc, len(records))
+            break
         if next_offset <= offset:
             break  # nothing whole could be read: a torn tail beyond what recovery left
         offset = next_offset
     return records
 
 
-def _whole_batches(data: bytes) -> bytes:
-    end = 0
-    while True:
-        size = batch_size_at(data, end)
-        if size is None or end + size > len(data):
-            return data[:end]
-        end += size
+def _decode_batches(data: bytes, start_offset: int, end_offset: int,
+                    records: list[tuple[bytes, bytes | None]]) -> int:
+    """Append the keyed records of ``data``'s batches to ``records``, a batch only once it decoded whole; the
+    offset after the last batch. Raises at the first batch that does not decode."""
+    next_offset = -1
+    for header in iter_batches(data, verify_crc=True):
+        if not header.is_control:
+            decoded = []
+            for record in batch_records(data, header):
+                absolute = header.base_offset + record.offset_delta
+                if start_offset <= absolute < end_offset and record.key is not None:
+                    decoded.append((bytes(record.key), None if record.value is None else bytes(record.value)))
+            records.extend(decoded)
+        next_offset = header.next_offset
+    return next_offset
+

@@ -13,18 +13,22 @@ GET /api/v1/topics/{topic}            one topic, with its partitions
 GET /api/v1/partitions[?topic=T]      leader, replicas, ISR, HW, LEO, log start, size, segments
 GET /api/v1/groups                    state, protocol, members with assignments, offsets with lag
 GET /api/v1/groups/{group}            one group
+GET /api/v1/transactions              every coordinator's transactions: id, producer id and epoch, state,
+                                      start time, timeout, partitions
 GET /api/v1/overview                  all of the above in one answer (what the dashboard polls)
-GET /api/v1/local/{partitions,groups} this broker only (what the others fan out to)
+GET /api/v1/local/{partitions,groups,transactions}
+                                      this broker only (what the others fan out to)
 ===================================== ============================================================
 
 Any broker answers for the whole cluster (``ClusterReader``). The answer is msgpack when the request's
 ``Accept`` names ``application/x-msgpack`` (or ``application/msgpack``), JSON otherwise. Errors are
 ``{"error_code": <HTTP status>, "message": ...}``.
 
-Who may see what (``brokers.http.auth``): with an authorizer, lists and the overview leave out the topics
-and groups the caller may not Describe (and a group's offsets for such topics), as Kafka's Metadata and
-ListGroups do; asking for one by name is 403 with ``kafka_error`` TOPIC_/GROUP_AUTHORIZATION_FAILED. The
-cluster and its brokers are shown to anyone authenticated (Metadata shows them too). ``/api/v1/local/*``
+Who may see what (``brokers.http.auth``): with an authorizer, lists and the overview leave out the topics,
+groups and transactional ids the caller may not Describe (and a group's offsets for such topics), as Kafka's
+Metadata, ListGroups and ListTransactions do; asking for one by name is 403 with ``kafka_error``
+TOPIC_/GROUP_AUTHORIZATION_FAILED. The cluster and its brokers are shown to anyone authenticated (Metadata
+shows them too). ``/api/v1/local/*``
 needs Describe on the cluster (the brokers' own fan-out is signed and always allowed).
 """
 from __future__ import annotations
@@ -109,7 +113,8 @@ def visibility(request: web.Request) -> Visibility | None:
     if not request.app[SECURITY_KEY].restricts(auth.identity(request)):
         return None
     return Visibility(functools.cache(lambda name: auth.allowed(request, acl.DESCRIBE, acl.TOPIC, name)),
-                      functools.cache(lambda name: auth.allowed(request, acl.DESCRIBE, acl.GROUP, name)))
+                      functools.cache(lambda name: auth.allowed(request, acl.DESCRIBE, acl.GROUP, name)),
+                      functools.cache(lambda name: auth.allowed(request, acl.DESCRIBE, acl.TRANSACTIONAL_ID, name)))
 
 
 def forbidden(request: web.Request, resource_type: int, name: str) -> web.Response:
@@ -169,6 +174,11 @@ async def group(request: web.Request) -> web.Response:
     return error(request, 404, f"group {group_id!r} is not known to any coordinator")
 
 
+async def transactions(request: web.Request) -> web.Response:
+    reader = request.app[READER_KEY]
+    return respond(request, {"transactions": await reader.transactions(visible=visibility(request))})
+
+
 async def overview(request: web.Request) -> web.Response:
     return respond(request, await request.app[READER_KEY].overview(visibility(request)))
 
@@ -198,5 +208,6 @@ def add_admin_routes(app: web.Application, broker: HttpBroker) -> None:
     router.add_get("/readyz", readyz)
     for path, handler in (("cluster", cluster), ("brokers", brokers), ("topics", topics),
                           ("topics/{topic}", topic), ("partitions", partitions), ("groups", groups),
-                          ("groups/{group}", group), ("overview", overview), ("local/{what}", local)):
+                          ("groups/{group}", group), ("transactions", transactions), ("overview", overview),
+                          ("local/{what}", local)):
         router.add_get(f"/api/v1/{path}", handler)

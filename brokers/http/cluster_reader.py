@@ -2,7 +2,7 @@
 
 The metadata cache gives topics, partitions, leaders, ISRs and live brokers; ZooKeeper gives the
 controller epoch and topic configs; every live broker is asked (concurrently, ``LOCAL_TIMEOUT_S`` each)
-for its local facts over ``GET /api/v1/local/partitions`` and ``/api/v1/local/groups`` (msgpack). A
+for its local facts over ``GET /api/v1/local/partitions``, ``/groups`` and ``/transactions`` (msgpack). A
 broker that does not answer in time leaves its facts unknown (None), it does not fail the view.
 """
 from __future__ import annotations
@@ -32,6 +32,10 @@ def local_groups(broker: BrokerState) -> list[dict]:
     return broker.group_views()
 
 
+def local_transactions(broker: BrokerState) -> list[dict]:
+    return views.local_transactions(broker.transaction_view(), broker.broker_id)
+
+
 def local_partitions(broker: BrokerState) -> list[dict]:
     manager = broker.replica_manager
     return views.local_partitions(manager.partitions) if manager is not None else []
@@ -42,10 +46,12 @@ class Visibility(NamedTuple):
 
     topic: Callable[[str], bool]
     group: Callable[[str], bool]
+    transactional_id: Callable[[str], bool] = lambda name: True
 
 
 LOCAL_VIEWS: dict[str, Callable[[BrokerState], list[dict]]] = {"partitions": local_partitions,
-                                                               "groups": local_groups}
+                                                               "groups": local_groups,
+                                                               "transactions": local_transactions}
 
 
 class ClusterReader:
@@ -82,7 +88,8 @@ class ClusterReader:
             return None
 
     async def gather(self, what: str) -> dict[int, list[dict] | None]:
-        """``what`` ("partitions" or "groups") of every live broker; None for one that did not answer."""
+        """``what`` ("partitions", "groups" or "transactions") of every live broker; None for one that did not
+        answer."""
         own = self.broker.broker_id
         others = [info for broker_id, info in sorted(self.broker.metadata_cache.live_brokers.items())
                   if broker_id != own]
@@ -137,15 +144,21 @@ class ClusterReader:
             merged = views.only_groups(merged, visible.group, visible.topic)
         return views.with_lag(merged, partitions)
 
+    async def transactions(self, visible: Visibility | None = None) -> list[dict]:
+        rows = views.transaction_rows(await self.gather("transactions"))
+        if visible is not None:
+            rows = views.only_topics(rows, visible.transactional_id, key="transactional_id")
+        return rows
+
     async def overview(self, visible: Visibility | None = None) -> dict:
         """Everything in one answer; with ``visible``, only the topics and groups the caller may describe."""
         partitions = await self.partitions()
         if visible is not None:
             partitions = views.only_topics(partitions, visible.topic)
-        cluster, topics, groups = await asyncio.gather(self.cluster(), self.topics(partitions),
-                                                       self.groups(partitions, visible))
+        cluster, topics, groups, transactions = await asyncio.gather(
+            self.cluster(), self.topics(partitions), self.groups(partitions, visible), self.transactions(visible))
         return {"cluster": cluster, "brokers": self.brokers(), "topics": topics,
-                "partitions": partitions, "groups": groups}
+                "partitions": partitions, "groups": groups, "transactions": transactions}
 
 
 async def _done(value: Any) -> Any:

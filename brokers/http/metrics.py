@@ -1,7 +1,8 @@
 """``GET /metrics``: Prometheus text exposition (the only module that imports prometheus-client).
 
 Nothing is counted here: the broker's packages keep plain numbers (``brokers.stats.BrokerStats``, the
-ZooKeeper gateway's latency histogram, the coordinator's rebalance count, the logs themselves) and
+ZooKeeper gateway's latency histogram, the coordinator's rebalance count, the transaction coordinator's
+``describe()`` through ``BrokerState.transaction_view``, the logs and their last stable offsets) and
 ``BrokerCollector`` turns them into metric families at scrape time. Consumer lag needs the high
 watermarks of partitions other brokers lead, so a scrape first gathers them (``ClusterReader``), then
 renders synchronously: nothing interleaves between the two on the broker's one event loop.
@@ -54,7 +55,7 @@ class BrokerCollector:
 
     def collect(self) -> Iterator[Metric]:
         for part in (self._network, self._topics, self._replication, self._controller, self._zookeeper,
-                     self._groups, self._logs, self._loop):
+                     self._groups, self._transactions, self._logs, self._loop):
             try:
                 yield from part()
             except Exception:  # noqa: BLE001 - one broken family must not hide the others
@@ -151,6 +152,28 @@ class BrokerCollector:
         yield lag
         yield committed
 
+    def _transactions(self) -> Iterator[Metric]:
+        described = self.broker.transaction_view()
+        ongoing: dict[str, int] = {s: 0 for s in views.ONGOING_STATES}
+        for txn in views.local_transactions(described, self.broker.broker_id):
+            ongoing[str(txn["state"])] = ongoing.get(str(txn["state"]), 0) + 1
+        family = GaugeMetricFamily("kafka_coordinator_transaction_ongoing_count",
+                                   "Transactions in progress this broker coordinates, per TransactionState",
+                                   labels=["state"])
+        for state, n in ongoing.items():
+            family.add_metric([state], n)
+        yield family
+        counters = views.transaction_counters(described)
+        yield _gauge("kafka_coordinator_transactional_id_count", "Transactional ids this broker coordinates",
+                     counters["transactional_ids"])
+        for name, doc in (("markers_written", "Transaction markers (one per partition) this coordinator had written"),
+                          ("aborts_by_timeout", "Transactions aborted because they outlived their timeout"),
+                          ("transactions_committed", "Transactions this coordinator completed with a commit"),
+                          ("transactions_aborted", "Transactions this coordinator completed with an abort"),
+                          ("expired_transactional_ids", "Transactional ids removed after "
+                                                        "transactional.id.expiration.ms")):
+            yield CounterMetricFamily(f"kafka_coordinator_transaction_{name}", doc, value=counters[name])
+
     def _logs(self) -> Iterator[Metric]:
         manager = self.broker.replica_manager
         labels = ["topic", "partition"]
@@ -158,13 +181,24 @@ class BrokerCollector:
         segments = GaugeMetricFamily("kafka_log_segments", "Segments of the replica's log", labels=labels)
         end = GaugeMetricFamily("kafka_log_end_offset", "Log end offset of the replica", labels=labels)
         start = GaugeMetricFamily("kafka_log_start_offset", "Log start offset of the replica", labels=labels)
+        stable = GaugeMetricFamily("kafka_log_last_stable_offset",
+                                   "Last stable offset of the partitions led here (read_committed consumers' end)",
+                                   labels=labels)
+        lso_lag = GaugeMetricFamily("kafka_cluster_partition_last_stable_offset_lag",
+                                    "High watermark minus last stable offset of the partitions led here "
+                                    "(Kafka's LastStableOffsetLag: records held back by open transactions)",
+                                    labels=labels)
         for tp, partition in sorted(manager.partitions.items()) if manager is not None else ():
             values, log_ = [tp.topic, str(tp.partition)], partition.log
             size.add_metric(values, log_.size)
             segments.add_metric(values, len(log_.segments))
             end.add_metric(values, log_.log_end_offset)
             start.add_metric(values, log_.log_start_offset)
-        yield from (size, segments, end, start)
+            if partition.is_leader:
+                row = {"high_watermark": log_.high_watermark, "last_stable_offset": partition.last_stable_offset}
+                stable.add_metric(values, row["last_stable_offset"])
+                lso_lag.add_metric(values, views.lso_lag(row))
+        yield from (size, segments, end, start, stable, lso_lag)
 
     def _loop(self) -> Iterator[Metric]:
         stats = self.broker.stats

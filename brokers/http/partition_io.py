@@ -17,7 +17,7 @@ import time
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record import ConsumerRecord, Record, build_batch, iter_records
-from brokers.protocol.record_batch import batch_size_at
+from brokers.protocol.record_batch import whole_batches
 from brokers.replication.replica_manager import PartitionError, ReplicaManager, leader_partition
 from brokers.stats import BrokerStats
 
@@ -81,15 +81,6 @@ async def append(manager: ReplicaManager | None, stats: BrokerStats, tp: TopicPa
     return info.first_offset
 
 
-def _whole_batches(data: bytes) -> bytes:
-    """``data`` up to the end of its last complete batch (a read's last batch may be cut short)."""
-    end = 0
-    while True:
-        size = batch_size_at(data, end)
-        if size is None or end + size > len(data):
-            return data[:end]
-        end += size
-
 
 def read_range(manager: ReplicaManager | None, tp: TopicPartition, offset: int, max_bytes: int):
     """(the file range to read or None, high watermark, log start) for a consumer at ``offset``."""
@@ -106,4 +97,4 @@ def read_range(manager: ReplicaManager | None, tp: TopicPartition, offset: int, 
 
 def decode_range(data: bytes, offset: int, high_watermark: int) -> list[ConsumerRecord]:
     """The records of ``data`` at or above ``offset`` and below the high watermark (runs off the loop)."""
-    return [r for r in iter_records(_whole_batches(data)) if offset <= r.offset < high_watermark]
+    return [r for r in iter_records(whole_batches(data)) if offset <= r.offset < high_watermark]

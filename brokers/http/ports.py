@@ -91,6 +91,11 @@ class BrokerState(Protocol):
         """The groups this broker coordinates, as ``consumer_group.coordinator.views.group_view`` shows
         them (the composition root wires that in: the HTTP layer does not import consumer_group)."""
 
+    def transaction_view(self) -> dict:
+        """This broker's transaction coordinator as its ``describe()`` shows it (the transactions of the
+        ``__transaction_state`` partitions it leads, the markers written, the aborts by timeout); ``{}``
+        without one. The composition root wires it in: the HTTP layer does not import transactions."""
+
 
 class HttpBroker(BrokerState, ControlRequestHandler, Protocol):
     """The broker behind the HTTP server: the control plane's handler (``health`` included) and its state."""

@@ -18,7 +18,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 from brokers.model import INTERNAL_TOPICS, TopicPartition
 
-LOCAL_FIELDS = ("high_watermark", "log_end_offset", "log_start_offset", "size_bytes", "segments")
+LOCAL_FIELDS = ("high_watermark", "last_stable_offset", "log_end_offset", "log_start_offset", "size_bytes",
+                "segments")
+ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")  # Kafka's TransactionState
+TRANSACTION_FIELDS = ("transactional_id", "producer_id", "producer_epoch", "state", "timeout_ms")
 
 
 def local_partitions(partitions: Mapping[TopicPartition, Any]) -> list[dict]:
@@ -27,7 +30,8 @@ def local_partitions(partitions: Mapping[TopicPartition, Any]) -> list[dict]:
     for tp, partition in sorted(partitions.items()):
         log = partition.log
         rows.append({"topic": tp.topic, "partition": tp.partition, "is_leader": partition.is_leader,
-                     "high_watermark": log.high_watermark, "log_end_offset": log.log_end_offset,
+                     "high_watermark": log.high_watermark, "last_stable_offset": partition.last_stable_offset,
+                     "log_end_offset": log.log_end_offset,
                      "log_start_offset": log.log_start_offset, "size_bytes": log.size,
                      "segments": len(log.segments)})
     return rows
@@ -130,3 +134,42 @@ def only_groups(groups: Iterable[dict], may_describe_group: Callable[[str], bool
     rule: a group's offsets for other topics are left out, not shown as errors)."""
     return [{**group, "offsets": only_topics(group["offsets"], may_describe_topic)}
             for group in groups if may_describe_group(group["group_id"])]
+
+
+def local_transactions(described: Mapping[str, Any], broker_id: int) -> list[dict]:
+    """The transactions in progress this broker coordinates, one row each, from the coordinator's ``describe()``:
+    ``{"partitions": {p: {"coordinator_epoch", "transactional_ids", "ongoing": [transaction, ...]}}, ...}``."""
+    rows = []
+    for partition, entry in (described.get("partitions") or {}).items():
+        for txn in entry.get("ongoing", ()):
+            row = {name: txn.get(name) for name in TRANSACTION_FIELDS}
+            row.update(coordinator=broker_id, coordinator_partition=int(partition),
+                       coordinator_epoch=entry.get("coordinator_epoch"), start_time_ms=txn.get("start_ms"),
+                       pending_state=txn.get("pending_state"), partitions=sorted(txn.get("partitions") or ()))
+            rows.append(row)
+    return sorted(rows, key=lambda r: str(r["transactional_id"]))
+
+
+COUNTERS = ("markers_written", "aborts_by_timeout", "transactions_committed", "transactions_aborted",
+            "expired_transactional_ids")
+
+
+def transaction_counters(described: Mapping[str, Any]) -> dict[str, int]:
+    """The coordinator's counters (0 for those it lacks), and ``transactional_ids``: the ids it holds now."""
+    counters = described.get("counters") or {}
+    out = {name: int(counters.get(name, 0)) for name in COUNTERS}
+    out["transactional_ids"] = sum(int(e.get("transactional_ids", 0))
+                                   for e in (described.get("partitions") or {}).values())
+    return out
+
+
+def transaction_rows(by_broker: Mapping[int, list[dict] | None]) -> list[dict]:
+    """Every coordinator's transactions, merged (a broker that did not answer adds none)."""
+    return sorted((row for rows in by_broker.values() for row in rows or ()),
+                  key=lambda r: (str(r["transactional_id"]), r["coordinator"]))
+
+
+def lso_lag(row: Mapping[str, Any]) -> int | None:
+    """Kafka's LastStableOffsetLag: high watermark minus last stable offset (None when either is unknown)."""
+    hw, lso = row.get("high_watermark"), row.get("last_stable_offset")
+    return None if hw is None or lso is None else max(0, hw - lso)

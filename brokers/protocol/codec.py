@@ -8,7 +8,9 @@ which every handler sees:
   ``timeout``, ``max_wait``, ``session_timeout``, ``retention_time`` ... and those fields are
   ``datetime.timedelta`` (``build`` also accepts an int of milliseconds for them);
 * ``log_append_time`` (Produce response) is a timezone-aware ``datetime`` or None for -1 (``build``
-  accepts an int of milliseconds, -1 meaning None);
+  accepts an int of milliseconds, -1 meaning None); so is DescribeTransactions' ``transaction_start_time``
+  (kio declares it non-nullable and refuses to read Kafka's -1 for a transaction not started:
+  ``response_class`` gives a subclass declaring it nullable, which reads -1 as None and writes None as -1);
 * error codes are ``kio.schema.errors.ErrorCode`` members (``error_code(n)``; ``build`` accepts ints
   and our own ``errors.ErrorCode``);
 * topic ids are ``uuid.UUID``; arrays are tuples; nullable fields are ``X | None``;
@@ -33,11 +35,13 @@ import io
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, fields, is_dataclass
+import dataclasses
+from dataclasses import MISSING, fields, is_dataclass, make_dataclass
 from functools import cache
 from typing import Any, NamedTuple
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.describe_transactions.v0 import response as describe_transactions_v0
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.serial import entity_reader, entity_writer
@@ -49,6 +53,7 @@ from kio.serial._introspect import (  # private, but the only way to read kio's 
     is_optional,
 )
 from kio.serial.errors import SerialError
+from kio.static.primitive import TZAware
 
 from brokers.protocol import legacy_codec
 from brokers.protocol.framing import ProtocolError, RequestHeader
@@ -82,9 +87,22 @@ def request_class(api_key: int, api_version: int) -> type:
         raise KeyError(f"kio has no request schema for API key {api_key} v{api_version}") from None
 
 
+# Declared with make_dataclass: kio reads field types as objects, and this module's annotations are strings.
+_DescribedTransactionState = make_dataclass(
+    "TransactionState", [("transaction_start_time", TZAware | None,
+                          dataclasses.field(metadata={"kafka_type": "datetime_i64"}))],
+    bases=(describe_transactions_v0.TransactionState,), frozen=True, slots=True, kw_only=True)
+_DescribeTransactionsResponse = make_dataclass(
+    "DescribeTransactionsResponse", [("transaction_states", tuple[_DescribedTransactionState, ...])],
+    bases=(describe_transactions_v0.DescribeTransactionsResponse,), frozen=True, slots=True, kw_only=True)
+_NULLABLE_TIMESTAMPS = {(65, 0): _DescribeTransactionsResponse}  # -1 timestamps kio's own class cannot read
+
+
 @cache
 def response_class(api_key: int, api_version: int) -> type:
     """kio's response body class for (key, version), the base version's for a legacy version; KeyError if none."""
+    if (api_key, api_version) in _NULLABLE_TIMESTAMPS:
+        return _NULLABLE_TIMESTAMPS[api_key, api_version]
     try:
         return load_response_schema(api_key, _kio_version(api_key, api_version))
     except KioIndexError:

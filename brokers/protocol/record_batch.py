@@ -132,6 +132,19 @@ def batch_size_at(buf, position: int = 0) -> int | None:
     return LOG_OVERHEAD + _INT32.unpack_from(buf, position + LENGTH_AT)[0]
 
 
+def whole_batches(records: bytes | None) -> bytes:
+    """The prefix of ``records`` made of complete batches (a read's or a leader's last batch may be cut short)."""
+    if not records:
+        return b""
+    end, total = 0, len(records)
+    while True:
+        size = batch_size_at(records, end)
+        if size is None or end + size > total:
+            break
+        end += size
+    return records if end == total else records[:end]
+
+
 def read_header(buf, position: int = 0, file_position: int | None = None, room: int | None = None) -> BatchHeader:
     """Parse the header at ``position``; raise CorruptRecordError if it is not a v2 header that fits.
 

@@ -39,7 +39,7 @@ from brokers.model import EndPoint, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode, KafkaError
-from brokers.protocol.record_batch import batch_size_at
+from brokers.protocol.record_batch import whole_batches
 from brokers.protocol.sasl import SASL_PROTOCOLS, SaslClientConfig
 from brokers.replication import isr as decide
 from brokers.replication.partition import Partition
@@ -86,19 +86,6 @@ class PartitionFetchState:
     delayed_until: float = 0.0
     quick_retries: int = 0
     in_sync: bool = False  # caught up with the leader's HW at the last fetch (Kafka's isReplicaInSync)
-
-
-def whole_batches(records: bytes | None) -> bytes:
-    """The prefix of ``records`` made of complete batches (the leader may cut the last one short)."""
-    if not records:
-        return b""
-    end, total = 0, len(records)
-    while True:
-        size = batch_size_at(records, end)
-        if size is None or end + size > total:
-            break
-        end += size
-    return records if end == total else records[:end]
 
 
 class ReplicaFetcher:

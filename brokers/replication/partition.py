@@ -138,11 +138,12 @@ class Partition:
         self.notify_high_watermark()  # parked fetches re-resolve and see the new role
 
     # -- leader: produce -----------------------------------------------------------------------
-    def append_as_leader(self, buf, acks: int, now_ms: int) -> LogAppendInfo:
-        """Append a producer's batch; acks=all first needs ISR >= min.insync.replicas (§3.5)."""
+    def append_as_leader(self, buf, acks: int, now_ms: int, verification_guard=None) -> LogAppendInfo:
+        """Append a producer's batch; acks=all first needs ISR >= min.insync.replicas (§3.5).
+        ``verification_guard``: KIP-890's, from ``log.start_transaction_verification``."""
         if acks == -1:
             self._check_min_isr_before_append()
-        info = self.log.append_as_leader(buf, self.leader_epoch)
+        info = self.log.append_as_leader(buf, self.leader_epoch, verification_guard)
         self.notify_appended()
         self.maybe_increment_high_watermark(now_ms)
         return info

@@ -25,7 +25,8 @@ from brokers.protocol.record import Record, batch_records
 from brokers.protocol.record_batch import BatchHeader, check_crc, read_header
 from brokers.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of
 from brokers.storage.offset_index import OffsetIndex
-from brokers.storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshotError, decode_snapshot
+from brokers.storage.producer_snapshot import SNAPSHOT_SUFFIX, CorruptSnapshotError, decode_snapshot
+from brokers.storage.producer_state import snapshot_batch
 from brokers.storage.segment import scan_batches
 from brokers.storage.time_index import TimeIndex
 from brokers.storage.transaction_index import ENTRY_SIZE, TXN_INDEX_SUFFIX, CorruptTransactionIndexError, decode_entries
@@ -207,7 +208,10 @@ def _dump_producer_snapshot(path: Path) -> Iterator[str]:
     except CorruptSnapshotError as exc:
         yield f"  CORRUPT: {exc}"
         return
-    for producer_id, epoch, batch, coordinator_epoch, txn_first_offset in entries:
+    for row in entries:
+        producer_id, epoch, coordinator_epoch, txn_first_offset = (
+            row.producer_id, row.epoch, row.coordinator_epoch, row.current_txn_first_offset)
+        batch = snapshot_batch(row)
         txn = f"Some({txn_first_offset})" if txn_first_offset >= 0 else "None"
         line = (f"producerId: {producer_id} producerEpoch: {epoch} coordinatorEpoch: {coordinator_epoch} "
                 f"currentTxnFirstOffset: {txn}")

@@ -38,8 +38,9 @@ from brokers.storage.leader_epoch_cache import LeaderEpochCache
 from brokers.storage.log_append_info import FetchDataInfo, LogAppendInfo, Scheduler
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_loader import LoadResult, load_segments, open_segment
-from brokers.storage.producer_state import BatchMetadata, ProducerStateManager
+from brokers.storage.producer_state import BatchMetadata, ProducerStateManager, VerificationGuard
 from brokers.storage.record_reads import first_record_at_or_after, require_keys
+from brokers.storage.retention import segments_to_delete
 from brokers.storage.segment import INT32_MAX, LogSegment
 from brokers.storage.transaction_index import AbortedTxn
 
@@ -135,14 +136,23 @@ class Log:
         return transactions.collect_aborted(segments, bases, start_offset, upper_bound_offset)
 
     # -- appending -----------------------------------------------------------------------------
-    def append_as_leader(self, buf, leader_epoch: int) -> LogAppendInfo:
+    def start_transaction_verification(self, producer_id: int) -> VerificationGuard:
+        """KIP-890: register the guard a producer's first transactional append here must carry after
+        the coordinator verified the partition (producer_state.py)."""
+        with self._lock:
+            return self.producer_state.start_verification(producer_id, self.now_ms())
+
+    def append_as_leader(self, buf, leader_epoch: int,
+                         verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
         """Validate and append a producer's batches, assigning offsets from the log end.
 
         ``buf`` must be writable: base offsets and leader epochs are rewritten in place. A bad batch
         rejects the whole set and leaves the log (and ``buf``) unchanged; so does a duplicate of one
         of an idempotent producer's last 5 batches, which answers that batch's offsets instead.
         A batch whose max_timestamp is implausible (-1, or below its base timestamp) gets it recomputed
-        from its records, as Kafka's LogValidator does (``protocol.max_timestamp``).
+        from its records, as Kafka's LogValidator does (``protocol.max_timestamp``). With
+        ``verification_guard`` (KIP-890 on), a transactional batch opening a transaction needs the
+        producer's registered guard, else InvalidTxnStateError.
         """
         info = validate_batches(buf)
         self._check_sizes(info)
@@ -155,7 +165,7 @@ class Log:
             for header in info.headers:
                 if header.producer_id >= 0:  # idempotent: check sequences before any byte moves
                     producers = self.producer_state
-                    duplicate = producers.check_append(info.headers)
+                    duplicate = producers.check_append(info.headers, verification_guard)
                     if duplicate is not None:
                         return self._duplicate_info(duplicate)
                     break
@@ -381,48 +391,22 @@ class Log:
 
     # -- retention -----------------------------------------------------------------------------
     def delete_old_segments(self) -> int:
-        """Apply retention.ms / retention.bytes (delete policy) and the log start offset; return count."""
+        """Apply the log start offset, retention.ms and retention.bytes (retention.py); return count."""
         with self._lock:
-            now = self.now_ms()
-            deleted = self._delete_segments_while(lambda s, nxt: nxt <= self.log_start_offset)
-            if self.config.delete:
-                if self.config.retention_ms >= 0:
-                    deleted += self._delete_segments_while(
-                        lambda s, nxt: now - s.largest_timestamp > self.config.retention_ms)
-                if self.config.retention_bytes >= 0:
-                    excess = [self.size - self.config.retention_bytes]
-
-                    def over_size(segment: LogSegment, nxt: int) -> bool:
-                        if excess[0] - segment.size < 0:
-                            return False
-                        excess[0] -= segment.size
-                        return True
-
-                    deleted += self._delete_segments_while(over_size)
-            return deleted
-
-    def _delete_segments_while(self, predicate: Callable[[LogSegment, int], bool]) -> int:
-        """Delete the oldest segments while ``predicate`` holds and they lie wholly below the HW."""
-        doomed = []
-        for i, segment in enumerate(self._segments):
-            last = i + 1 == len(self._segments)
-            if last and segment.size == 0:
-                break  # an empty active segment is never deleted: a log always keeps one segment
-            upper = self.log_end_offset if last else self._segments[i + 1].base_offset
-            if upper > self.high_watermark or not predicate(segment, upper):
-                break
-            doomed.append(segment)
-        if not doomed:
-            return 0
-        if len(doomed) == len(self._segments):
-            self.roll()
-        del self._segments[: len(doomed)]
-        self._reindex()
-        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
-        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-        for segment in doomed:
-            self._delete_segment_files(segment)
-        return len(doomed)
+            count = segments_to_delete(self._segments, self.log_end_offset, self.high_watermark,
+                                       self.log_start_offset, self.config, self.now_ms())
+            if not count:
+                return 0
+            doomed = self._segments[:count]
+            if count == len(self._segments):
+                self.roll()
+            del self._segments[:count]
+            self._reindex()
+            self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+            for segment in doomed:
+                self._delete_segment_files(segment)
+            return count
 
     def _delete_segment_files(self, segment: LogSegment) -> None:
         """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms`` (readers may hold ranges)."""

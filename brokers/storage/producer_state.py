@@ -17,15 +17,9 @@ Invariants:
 - checking is pure: ``check_append`` reads the state and raises or reports a duplicate; ``update``
   applies batches after their bytes are in the log (leader) or unchecked (follower, loading).
 
-Leader checks (Kafka 2.8's ``Log.analyzeAndValidateProducerState`` and ``ProducerAppendInfo``):
-a batch whose epoch equals the stored one and whose (first, last) sequence equals a retained batch's
-is a duplicate; otherwise an epoch below the stored one is INVALID_PRODUCER_EPOCH, a higher epoch
-must start at sequence 0 and the same epoch must continue at last sequence + 1 (0 after INT32_MAX),
-else OUT_OF_ORDER_SEQUENCE_NUMBER. A producer id without state may start at any sequence: since
-Kafka 2.5 (KIP-360) brokers no longer answer UNKNOWN_PRODUCER_ID, since the state of a live
-producer can be lost to retention (as in Kafka, that holds for the rest of the append too); for a
-known producer, later batches of one append are checked against the earlier ones. Not
-thread-safe: the owning ``Log`` calls it under its lock.
+Leader checks (Kafka 2.8's ``Log.analyzeAndValidateProducerState``): duplicates, then the epoch and
+sequence rules of producer_append_checks.py; for a known producer, later batches of one append are
+checked against the earlier ones. Not thread-safe: the owning ``Log`` calls it under its lock.
 
 Transactions (KIP-98): a producer's first transactional batch on the partition opens its transaction
 (``current_txn_first_offset``, its first offset); its marker (a control batch, see
@@ -36,54 +30,52 @@ the completed ones not yet replicated. Leader checks: a non-transactional batch 
 an open transaction is INVALID_TXN_STATE; a marker from an older producer epoch is
 INVALID_PRODUCER_EPOCH, from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED.
 
-Snapshots: ``<20-digit offset>.snapshot`` holds the state of every batch below that offset, in
-Kafka's format version 1 (int16 version, uint32 CRC32C of the rest, int32 count, then 46-byte
-entries: producer id, epoch, last sequence, last offset, offset delta, timestamp, coordinator epoch,
-current transaction first offset). Kafka writes one entry per producer (its last batch); this
-writes one per retained batch, oldest first, so Kafka's reader (last entry wins) still reads it.
-Taken on roll and on close; the newest two are kept; loading deletes those past the log end and
-falls back past a corrupt one, then scans the batch headers after the snapshot's offset.
+KIP-890 (as Kafka 3.6): before a leader asks the transaction coordinator whether the partition is in
+a producer's transaction, ``start_verification`` registers a fresh ``VerificationGuard`` for the
+producer (the sentinel when its transaction is already open here); any marker of that producer, and
+the batch that opens its transaction, drop the registered guard. A transactional batch that would
+open a transaction is INVALID_TXN_STATE unless it carries the registered guard: a marker landing while
+the coordinator was being asked (the producer's EndTxn, a fencing abort) makes the answer stale.
+A guard left unused (the coordinator refused) expires with ``producer.id.expiration.ms``.
+
+Snapshots (producer_snapshot.py, Kafka's format version 1): Kafka writes one entry per producer (its
+last batch); this writes one per retained batch, oldest first, so Kafka's reader (last entry wins)
+still reads it. Taken on roll and on close; loading deletes those past the log end and falls back
+past a corrupt one, then scans the batch headers after the snapshot's offset.
 """
 from __future__ import annotations
 
 import logging
-import os
-import struct
 from bisect import bisect_right
 from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple, Sequence
-
-import crc32c
 
 from brokers.protocol.control_record import EndTxnMarker, parse_marker
 from brokers.protocol.errors import (
     InvalidProducerEpochError,
     InvalidRecordError,
     InvalidTxnStateError,
-    OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
 )
 from brokers.protocol.record_batch import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader
-from brokers.storage.files import atomic_write, base_offset_of, offset_file_name
-from brokers.storage.segment import INT32_MAX, LogSegment
+from brokers.storage.producer_append_checks import (
+    SENTINEL_VERIFICATION_GUARD,
+    VerificationGuard,
+    check_sequence,
+    decrement_sequence,
+    in_sequence,
+    increment_sequence,
+    verification_missing,
+)
+from brokers.storage.producer_snapshot import ProducerSnapshotFiles, SnapshotEntry
+from brokers.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_COORDINATOR_EPOCH = -1
 NO_SEQUENCE = -1
-SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 1
-SNAPSHOTS_TO_KEEP = 2
-_SNAPSHOT_HEAD = struct.Struct(">hIi")  # version, crc, entry count
-_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
-_CRC_FROM = 6  # the CRC covers the count and the entries
-
-
-class CorruptSnapshotError(Exception):
-    pass
-
 
 MarkerReader = Callable[[BatchHeader], EndTxnMarker]
 
@@ -92,23 +84,6 @@ def segment_marker(segment: LogSegment, header: BatchHeader) -> EndTxnMarker:
     """The marker of the control batch ``header`` in ``segment`` (read from the file)."""
     data = segment.read_bytes(header.position, header.size)
     return parse_marker(data, header._replace(position=0))
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """``sequence + increment`` on Kafka's int32 sequence ring (INT32_MAX + 1 wraps to 0)."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
-
-
-def decrement_sequence(sequence: int, decrement: int) -> int:
-    if sequence < decrement:
-        return INT32_MAX - (decrement - sequence) + 1
-    return sequence - decrement
-
-
-def in_sequence(last_seq: int, next_seq: int) -> bool:
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
 class BatchMetadata(NamedTuple):
@@ -137,7 +112,9 @@ class ProducerStateEntry:
         self.producer_id = producer_id
         self.epoch = epoch
         self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
-        self.last_offset = -1  # of the latest batch (data or control) that touched this entry
+        # of the latest batch (data or control) that touched this entry; at least N - 1 when loaded from
+        # the snapshot at N, which records no marker offsets: a truncation below it rebuilds the state
+        self.last_offset = -1
         self.current_txn_first_offset: int | None = None  # first offset of the open transaction
         self.coordinator_epoch = NO_COORDINATOR_EPOCH  # of the latest marker
 
@@ -166,30 +143,14 @@ class ProducerStateEntry:
                 f"txn_first_offset={self.current_txn_first_offset}, coordinator_epoch={self.coordinator_epoch})")
 
 
-def check_sequence(producer_id: int, current: tuple[int, int] | None, epoch: int, first_seq: int) -> None:
-    """Kafka 2.8's checkProducerEpoch + checkSequence for a leader append. ``current`` is the
-    producer's (epoch, last sequence) so far, None for a producer id without state."""
-    if current is None:
-        return  # KIP-360: any first sequence from an unknown producer id
-    current_epoch, last_seq = current
-    if epoch < current_epoch:
-        raise InvalidProducerEpochError(
-            f"producer {producer_id} has epoch {epoch}, older than the partition's {current_epoch}")
-    if epoch != current_epoch:
-        if first_seq != 0:
-            raise OutOfOrderSequenceError(
-                f"producer {producer_id} starts new epoch {epoch} at sequence {first_seq}, not 0")
-    elif not in_sequence(last_seq, first_seq):
-        raise OutOfOrderSequenceError(
-            f"producer {producer_id} epoch {epoch} sent sequence {first_seq} after {last_seq}")
-
-
 class ProducerStateManager:
     def __init__(self, directory: Path | None = None):
         self.directory = Path(directory) if directory is not None else None
+        self._snapshots = ProducerSnapshotFiles(self.directory)
         self._producers: dict[int, ProducerStateEntry] = {}
         self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self._unreplicated: list[CompletedTxn] = []  # completed, marker not yet below the HW; by marker offset
+        self._verifications: dict[int, VerificationGuard] = {}  # producer id -> guard of a pending KIP-890 check
 
     # -- reading -------------------------------------------------------------------------------
     @property
@@ -229,12 +190,25 @@ class ProducerStateManager:
                 f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, "
                 f"older than {entry.coordinator_epoch}")
 
+    def start_verification(self, producer_id: int, now_ms: int) -> VerificationGuard:
+        """KIP-890: the guard a leader append must carry after asking the coordinator (see above)."""
+        entry = self._producers.get(producer_id)
+        if entry is not None and entry.current_txn_first_offset is not None:
+            return SENTINEL_VERIFICATION_GUARD
+        guard = self._verifications.get(producer_id)
+        if guard is None:
+            guard = self._verifications[producer_id] = VerificationGuard(producer_id, now_ms)
+        return guard
+
     # -- appending -----------------------------------------------------------------------------
-    def check_append(self, headers: Iterable[BatchHeader]) -> BatchMetadata | None:
+    def check_append(self, headers: Iterable[BatchHeader],
+                     verification_guard: VerificationGuard | None = None) -> BatchMetadata | None:
         """Check a leader append before anything is written: the retained batch a duplicate repeats
         (nothing may be written then), or None when every batch may go in. Raises
-        OutOfOrderSequenceError / InvalidProducerEpochError / InvalidRecordError; changes nothing."""
+        OutOfOrderSequenceError / InvalidProducerEpochError / InvalidRecordError / InvalidTxnStateError;
+        changes nothing. ``verification_guard``: KIP-890's, None when verification is off."""
         pending: dict[int, tuple[int, int]] = {}  # (epoch, last sequence) after earlier batches of this set
+        opened: set[int] = set()  # producers an earlier batch of this set puts in a transaction
         for header in headers:
             producer_id = header.producer_id
             if producer_id < 0:
@@ -257,6 +231,12 @@ class ProducerStateManager:
                 if entry.current_txn_first_offset is not None and not header.attributes & TRANSACTIONAL_BIT:
                     raise InvalidTxnStateError(
                         f"producer {producer_id} sent a non-transactional batch inside its open transaction")
+            if header.attributes & TRANSACTIONAL_BIT:
+                txn_open = producer_id in opened or (entry is not None and entry.current_txn_first_offset is not None)
+                if verification_missing(txn_open, verification_guard, self._verifications.get(producer_id)):
+                    raise InvalidTxnStateError(
+                        f"producer {producer_id}'s transactional batch is not part of a verified open transaction")
+                opened.add(producer_id)
             pending[producer_id] = (epoch, last_seq)
         return None
 
@@ -283,6 +263,7 @@ class ProducerStateManager:
         first, delta = header.base_offset, header.last_offset_delta
         entry.last_offset = first + delta
         if header.attributes & CONTROL_BIT:
+            self._verifications.pop(producer_id, None)
             return None if marker is None else self._complete(entry, first + delta, marker)
         first_seq = header.base_sequence
         entry.batches.append(BatchMetadata(first_seq, increment_sequence(first_seq, delta), first, first + delta,
@@ -290,6 +271,7 @@ class ProducerStateManager:
         if header.attributes & TRANSACTIONAL_BIT and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first
             self._ongoing[producer_id] = first
+            self._verifications.pop(producer_id, None)
         return None
 
     def _complete(self, entry: ProducerStateEntry, offset: int, marker: EndTxnMarker) -> CompletedTxn:
@@ -313,8 +295,9 @@ class ProducerStateManager:
         sees every transaction a scanned marker completes, with the segment holding the marker."""
         self._producers.clear()
         self._ongoing.clear()
+        self._verifications.clear()
         self._unreplicated.clear()
-        self._delete_snapshots(lambda offset: offset > log_end)
+        self._snapshots.delete(lambda offset: offset > log_end)
         start = self._load_latest_snapshot(log_end if rebuild_from is None else min(log_end, rebuild_from))
         bases = [segment.base_offset for segment in segments]
         first = max(0, bisect_right(bases, start) - 1)
@@ -328,130 +311,87 @@ class ProducerStateManager:
                         on_completed(segment, txn)
 
     def truncate(self, segments: Sequence[LogSegment], log_end: int) -> None:
-        """The log now ends at ``log_end``: rebuild unless no producer lost a batch."""
-        self._delete_snapshots(lambda offset: offset > log_end)
+        """The log now ends at ``log_end``: rebuild unless no producer lost a batch (data or marker);
+        a log without producers costs nothing."""
+        self._snapshots.delete(lambda offset: offset > log_end)
         if any(entry.last_offset >= log_end for entry in self._producers.values()):
             self.load(segments, log_end)
         self._unreplicated = [txn for txn in self._unreplicated if txn.last_offset < log_end]
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers whose latest batch's timestamp is ``expiration_ms`` old (Kafka's
-        ``producer.id.expiration.ms``, default one day); return how many went. Not scheduled yet."""
+        ``producer.id.expiration.ms``, default one day), and verification guards as old; return how many
+        producers went. Not scheduled yet."""
         doomed = [pid for pid, entry in self._producers.items()
                   if now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms
                   and entry.current_txn_first_offset is None]
         for pid in doomed:
             del self._producers[pid]
+        for pid in [pid for pid, guard in self._verifications.items() if now_ms - guard.created_ms >= expiration_ms]:
+            del self._verifications[pid]
         return len(doomed)
 
     def truncate_fully(self) -> None:
         self._producers.clear()
         self._ongoing.clear()
+        self._verifications.clear()
         self._unreplicated.clear()
-        self._delete_snapshots(lambda offset: True)
+        self._snapshots.delete(lambda offset: True)
 
     # -- snapshots -----------------------------------------------------------------------------
     def snapshot_offsets(self) -> list[int]:
-        return [offset for offset, _ in self._snapshot_files()]
+        return [offset for offset, _ in self._snapshots.files()]
 
     def take_snapshot(self, offset: int, *, durable: bool = False) -> None:
-        """Write ``<offset>.snapshot`` (the state covers every batch below ``offset``) unless the
-        newest snapshot is already there; keep the newest SNAPSHOTS_TO_KEEP. ``durable`` fsyncs."""
-        if self.directory is None:
-            return
-        files = self._snapshot_files()
-        if files and files[-1][0] == offset:
-            return
-        path = self.directory / offset_file_name(offset, SNAPSHOT_SUFFIX)
-        data = encode_snapshot(self._producers.values())
-        if durable:
-            atomic_write(path, data)
-        else:
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        kept = {o for o, _ in files[-(SNAPSHOTS_TO_KEEP - 1):]} | {offset}
-        self._delete_snapshots(lambda o: o not in kept)
+        """Write ``<offset>.snapshot`` (the state covers every batch below ``offset``)."""
+        self._snapshots.write(offset, snapshot_entries(self._producers.values()), durable)
 
     def _load_latest_snapshot(self, at_most: int) -> int:
-        """Load the newest readable snapshot at or below ``at_most`` (deleting corrupt ones); return its
-        offset, or 0."""
-        for offset, path in reversed(self._snapshot_files()):
-            if offset > at_most:
-                continue
-            try:
-                entries = decode_snapshot(path.read_bytes())
-            except (OSError, CorruptSnapshotError) as exc:
-                log.warning("ignoring producer snapshot %s: %s", path, exc)
-                path.unlink(missing_ok=True)
-                continue
-            for producer_id, epoch, batch, coordinator_epoch, txn_first_offset in entries:
-                entry = self._producers.get(producer_id)
-                if entry is None:
-                    entry = self._producers[producer_id] = ProducerStateEntry(producer_id, epoch)
-                entry.add(epoch, batch, batch.last_offset if batch else entry.last_offset)
-                entry.coordinator_epoch = coordinator_epoch
-                entry.current_txn_first_offset = None if txn_first_offset < 0 else txn_first_offset
-                if txn_first_offset >= 0:
-                    self._ongoing[producer_id] = txn_first_offset
-                else:
-                    self._ongoing.pop(producer_id, None)
-            return offset
-        return 0
+        """Load the newest readable snapshot at or below ``at_most``; return its offset, or 0."""
+        def corrupt(path: Path, exc: Exception) -> None:
+            log.warning("ignoring producer snapshot %s: %s", path, exc)
 
-    def _snapshot_files(self) -> list[tuple[int, Path]]:
-        if self.directory is None:
-            return []
-        found = []
-        for path in self.directory.glob("*" + SNAPSHOT_SUFFIX):
-            try:
-                found.append((base_offset_of(path.name), path))
-            except ValueError:
-                continue
-        return sorted(found)
-
-    def _delete_snapshots(self, doomed: Callable[[int], bool]) -> None:
-        for offset, path in self._snapshot_files():
-            if doomed(offset):
-                path.unlink(missing_ok=True)
+        offset, rows = self._snapshots.read_latest(at_most, corrupt)
+        for row in rows:
+            producer_id, epoch, batch = row.producer_id, row.epoch, snapshot_batch(row)
+            entry = self._producers.get(producer_id)
+            if entry is None:
+                entry = self._producers[producer_id] = ProducerStateEntry(producer_id, epoch)
+            entry.add(epoch, batch, batch.last_offset if batch else entry.last_offset)
+            entry.coordinator_epoch = row.coordinator_epoch
+            txn_first_offset = row.current_txn_first_offset
+            entry.current_txn_first_offset = None if txn_first_offset < 0 else txn_first_offset
+            if txn_first_offset >= 0:
+                self._ongoing[producer_id] = txn_first_offset
+            else:
+                self._ongoing.pop(producer_id, None)
+        for entry in self._producers.values():  # a marker below the snapshot may have touched it last
+            entry.last_offset = max(entry.last_offset, offset - 1)
+        return offset
 
     def __repr__(self) -> str:
         return f"ProducerStateManager({len(self._producers)} producers)"
 
 
-def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
-    """Kafka's snapshot format v1, one entry per retained batch (one with offset -1 if none)."""
-    pack, body = _SNAPSHOT_ENTRY.pack, []
+def snapshot_entries(entries: Iterable[ProducerStateEntry]) -> list[SnapshotEntry]:
+    """One snapshot entry per retained batch, oldest first (one with offset -1 if none)."""
+    rows = []
     for entry in entries:
         txn_first = -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
         for b in entry.batches or [None]:
             if b is None:
-                body.append(pack(entry.producer_id, entry.epoch, NO_SEQUENCE, -1, 0, -1, entry.coordinator_epoch,
-                                 txn_first))
+                rows.append(SnapshotEntry(entry.producer_id, entry.epoch, NO_SEQUENCE, -1, 0, -1,
+                                          entry.coordinator_epoch, txn_first))
             else:
-                body.append(pack(entry.producer_id, entry.epoch, b.last_seq, b.last_offset,
-                                 b.last_offset - b.first_offset, b.timestamp, entry.coordinator_epoch, txn_first))
-    rest = struct.pack(">i", len(body)) + b"".join(body)
-    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c.crc32c(rest)) + rest
+                rows.append(SnapshotEntry(entry.producer_id, entry.epoch, b.last_seq, b.last_offset,
+                                          b.last_offset - b.first_offset, b.timestamp, entry.coordinator_epoch,
+                                          txn_first))
+    return rows
 
 
-def decode_snapshot(data: bytes) -> list[tuple[int, int, BatchMetadata | None, int, int]]:
-    """(producer id, epoch, batch or None, coordinator epoch, current transaction first offset or -1) per
-    entry; CorruptSnapshotError if anything is off."""
-    if len(data) < _SNAPSHOT_HEAD.size:
-        raise CorruptSnapshotError(f"{len(data)} bytes are too few for a snapshot")
-    version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
-    if version != SNAPSHOT_VERSION:
-        raise CorruptSnapshotError(f"unknown snapshot version {version}")
-    if crc32c.crc32c(data[_CRC_FROM:]) != crc:
-        raise CorruptSnapshotError("CRC mismatch")
-    if count < 0 or len(data) != _SNAPSHOT_HEAD.size + count * _SNAPSHOT_ENTRY.size:
-        raise CorruptSnapshotError(f"{len(data)} bytes do not hold {count} entries")
-    out = []
-    for pid, epoch, last_seq, last, delta, timestamp, coordinator_epoch, txn_first in _SNAPSHOT_ENTRY.iter_unpack(
-            data[_SNAPSHOT_HEAD.size:]):
-        batch = None
-        if last >= 0:
-            batch = BatchMetadata(decrement_sequence(last_seq, delta), last_seq, last - delta, last, timestamp)
-        out.append((pid, epoch, batch, coordinator_epoch, txn_first))
-    return out
+def snapshot_batch(row: SnapshotEntry) -> BatchMetadata | None:
+    """The retained batch a snapshot entry records, None for an entry without one."""
+    if row.last_offset < 0:
+        return None
+    first_seq = decrement_sequence(row.last_seq, row.offset_delta)
+    return BatchMetadata(first_seq, row.last_seq, row.last_offset - row.offset_delta, row.last_offset, row.timestamp)

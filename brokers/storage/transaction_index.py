@@ -9,13 +9,15 @@ File format: a sequence of 34-byte entries, big-endian, nothing else::
 offset and ``last_stable_offset`` the partition's LSO once the marker was written. Invariants:
 ``last_offset`` strictly increases from entry to entry; the file exists only once the segment holds
 an aborted transaction (it is created by the first ``append``); a trailing partial entry (a torn
-write) is dropped when the file is read. A READ_COMMITTED fetch asks ``collect`` for the entries that
+write) is dropped when the file is read. Thread-safe: the cleaner's thread collects entries while the
+event loop appends them, so loading the file, reading and writing hold ``self._lock``. A READ_COMMITTED fetch asks ``collect`` for the entries that
 overlap its range, so a consumer can drop the aborted records.
 """
 from __future__ import annotations
 
 import os
 import struct
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -58,22 +60,27 @@ class TransactionIndex:
         self.path = Path(path)
         self._entries: list[AbortedTxn] | None = None  # read from the file on first use
         self._fd = -1
+        self._lock = threading.RLock()
 
     # -- reading -------------------------------------------------------------------------------
     def entries(self) -> list[AbortedTxn]:
-        return list(self._loaded())
+        with self._lock:
+            return list(self._loaded())
 
     @property
     def last_offset(self) -> int | None:
-        entries = self._loaded()
-        return entries[-1].last_offset if entries else None
+        with self._lock:
+            entries = self._loaded()
+            return entries[-1].last_offset if entries else None
 
     def collect(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Entries overlapping [fetch_offset, upper_bound_offset): marker at or after the fetch offset,
         transaction starting before the upper bound."""
-        return [e for e in self._loaded() if e.last_offset >= fetch_offset and e.first_offset < upper_bound_offset]
+        with self._lock:
+            return [e for e in self._loaded() if e.last_offset >= fetch_offset and e.first_offset < upper_bound_offset]
 
     def _loaded(self) -> list[AbortedTxn]:
+        """The entries, read from the file on first use (under the lock)."""
         if self._entries is None:
             try:
                 data = self.path.read_bytes()
@@ -86,27 +93,26 @@ class TransactionIndex:
 
     # -- writing -------------------------------------------------------------------------------
     def append(self, entry: AbortedTxn) -> None:
-        entries = self._loaded()
-        if entries and entry.last_offset <= entries[-1].last_offset:
-            raise ValueError(f"aborted transaction ending at {entry.last_offset} does not follow "
-                             f"the last one at {entries[-1].last_offset} in {self.path.name}")
-        data = entry.encode()
-        fd = self._open()
-        end = os.fstat(fd).st_size
-        os.pwrite(fd, data, end)
-        entries.append(entry)
+        with self._lock:
+            entries = self._loaded()
+            if entries and entry.last_offset <= entries[-1].last_offset:
+                raise ValueError(f"aborted transaction ending at {entry.last_offset} does not follow "
+                                 f"the last one at {entries[-1].last_offset} in {self.path.name}")
+            fd = self._open()
+            os.pwrite(fd, entry.encode(), os.fstat(fd).st_size)
+            entries.append(entry)
 
     def truncate_to(self, offset: int) -> None:
         """Drop the entries whose marker is at or after ``offset``."""
-        entries = self._loaded()
-        kept = [e for e in entries if e.last_offset < offset]
-        if len(kept) != len(entries):
-            self._entries = kept
-            self._rewrite()
+        with self._lock:
+            entries = self._loaded()
+            kept = [e for e in entries if e.last_offset < offset]
+            if len(kept) != len(entries):
+                self._entries = kept
+                self._rewrite()
 
     def reset(self) -> None:
         """Forget every entry (the segment is being recovered and will append them again)."""
-        self._entries = []
         self.delete()
 
     def _rewrite(self) -> None:
@@ -125,23 +131,27 @@ class TransactionIndex:
 
     # -- files ---------------------------------------------------------------------------------
     def flush(self) -> None:
-        if self._fd >= 0:
-            os.fsync(self._fd)
+        with self._lock:
+            if self._fd >= 0:
+                os.fsync(self._fd)
 
     def rename_to(self, path: Path) -> None:
-        if self.path.exists():
-            os.replace(self.path, path)
-        self.path = Path(path)
+        with self._lock:
+            if self.path.exists():
+                os.replace(self.path, path)
+            self.path = Path(path)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
     def delete(self) -> None:
-        self.close()
-        delete_if_exists(self.path)
-        self._entries = []
+        with self._lock:
+            self.close()
+            delete_if_exists(self.path)
+            self._entries = []
 
     def __repr__(self) -> str:
-        return f"TransactionIndex({self.path.name}, {len(self._loaded())} entries)"
+        return f"TransactionIndex({self.path.name}, {len(self.entries())} entries)"

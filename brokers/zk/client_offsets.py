@@ -3,7 +3,8 @@
 
 A commit is one multi-op over the whole set of partitions, so a group's offsets never land half-written.
 A transactional producer's offsets wait in ``/consumers/<group>/txn_offsets/<producer id>`` until its
-transaction ends; committing them is one multi-op too, which writes the offsets and deletes that znode.
+transaction ends; committing them is one multi-op too, which writes the offsets, deletes that znode and
+records the producer's epochs in ``/consumers/<group>/txn_producers/<producer id>`` (aborting: the last two).
 """
 from __future__ import annotations
 
@@ -11,11 +12,17 @@ from typing import Any
 
 from brokers.model import TopicPartition
 from brokers.zk.client_base import ZkClientBase, log
-from brokers.zk.errors import NoNodeError
+from brokers.zk.errors import NoNodeError, ZkError
 from brokers.zk.gateway import CreateOp, DeleteOp, SetDataOp
-from brokers.zk.paths import ConsumerGroupsZNode, ConsumerOffsetZNode, ConsumerTxnOffsetsZNode
+from brokers.zk.paths import (
+    ConsumerGroupsZNode,
+    ConsumerOffsetZNode,
+    ConsumerTxnOffsetsZNode,
+    ConsumerTxnProducerZNode,
+)
 
 TxnOffsets = dict[TopicPartition, tuple[int, str, int]]  # partition -> (offset, metadata, leader epoch)
+ProducerEpochs = tuple[int, int]  # (producer epoch, transaction coordinator epoch) of a producer's last marker
 
 
 class ConsumerOffsetsZkMixin(ZkClientBase):
@@ -98,21 +105,60 @@ class ConsumerOffsetsZkMixin(ZkClientBase):
         return found
 
     async def commit_txn_offsets(self, group: str, producer_id: int, offsets: dict[TopicPartition, int],
-                                 existing: set[TopicPartition]) -> None:
+                                 existing: set[TopicPartition], epochs: ProducerEpochs) -> None:
         """The transaction committed: ONE multi-op writes ``offsets`` as the group's committed offsets (set
-        the znodes in ``existing``, create the others) and deletes the producer's pending znode, so the
-        offsets appear and stop being pending at once. MultiOpError (nothing written) if ``existing`` was
-        wrong or the pending znode is gone."""
+        the znodes in ``existing``, create the others), deletes the producer's pending znode and records its
+        ``epochs``, so the offsets appear and stop being pending at once. MultiOpError (nothing written) if
+        ``existing`` was wrong or the pending znode is gone."""
         ops = await self._offset_ops(group, offsets, existing)
         ops.append(DeleteOp(ConsumerTxnOffsetsZNode.path(group, producer_id)))
+        ops.append(await self._txn_producer_op(group, producer_id, epochs))
         await self.zk.multi(ops)
 
+    async def abort_txn_offsets(self, group: str, producer_id: int, epochs: ProducerEpochs) -> None:
+        """The transaction aborted: ONE multi-op drops the producer's pending offsets and records its
+        ``epochs``; with the pending znode gone already, only the epochs are written."""
+        record = await self._txn_producer_op(group, producer_id, epochs)
+        try:
+            await self.zk.multi([DeleteOp(ConsumerTxnOffsetsZNode.path(group, producer_id)), record])
+        except ZkError:
+            if await self.txn_offsets_exist(group, producer_id):
+                raise
+            await self.zk.multi([await self._txn_producer_op(group, producer_id, epochs)])
+
+    async def _txn_producer_op(self, group: str, producer_id: int, epochs: ProducerEpochs) -> Any:
+        path, data = ConsumerTxnProducerZNode.path(group, producer_id), ConsumerTxnProducerZNode.encode(*epochs)
+        if await self.zk.exists(path) is not None:
+            return SetDataOp(path, data)
+        await self.zk.ensure_path(ConsumerTxnProducerZNode.group_path(group))
+        return CreateOp(path, data)
+
+    async def txn_offsets_exist(self, group: str, producer_id: int) -> bool:
+        """Whether the producer's pending offsets of ``group`` are still in ZooKeeper."""
+        return await self.zk.exists(ConsumerTxnOffsetsZNode.path(group, producer_id)) is not None
+
     async def delete_txn_offsets(self, group: str, producer_id: int) -> None:
-        """The transaction aborted: drop the producer's pending offsets (absent already is fine)."""
+        """Drop the producer's pending offsets, its epochs untouched (OffsetDelete; absent already is fine)."""
         try:
             await self.zk.delete(ConsumerTxnOffsetsZNode.path(group, producer_id))
         except NoNodeError:
             pass
+
+    async def get_groups_txn_producers(self, groups: list[str]) -> dict[str, dict[int, ProducerEpochs]]:
+        """The recorded epochs of the producers of each of ``groups`` that has some; unparseable znodes are
+        skipped with a warning."""
+        found: dict[str, dict[int, ProducerEpochs]] = {}
+        for group in groups:
+            base = ConsumerTxnProducerZNode.group_path(group)
+            for child in await self._children_or_empty(base):
+                try:
+                    data, _ = await self.zk.get(f"{base}/{child}")
+                    found.setdefault(group, {})[int(child)] = ConsumerTxnProducerZNode.decode(data, f"{base}/{child}")
+                except NoNodeError:
+                    continue
+                except ValueError as exc:
+                    log.warning("skipping the bad transactional producer znode %s/%s: %s", base, child, exc)
+        return found
 
     async def delete_consumer_offsets(self, group: str, partitions: list[TopicPartition]) -> None:
         for tp in partitions:

@@ -480,6 +480,34 @@ class ConsumerTxnOffsetsZNode:
             raise ValueError(f"{path}: not pending transactional offsets: {exc!r}") from None
 
 
+class ConsumerTxnProducerZNode:
+    """``/consumers/<group>/txn_producers/<producer id>``: the last producer epoch and transaction coordinator
+    epoch whose marker ended that producer's transactional offsets of the group, so that a coordinator elected
+    later still fences a zombie's TxnOffsetCommit and a deposed transaction coordinator's late marker:
+    ``{"version":1,"producer_epoch":<e>,"coordinator_epoch":<c>}``. Written in the multi that commits or aborts
+    the producer's pending offsets; removed with the group."""
+
+    @staticmethod
+    def group_path(group: str) -> str:
+        return f"/consumers/{group}/txn_producers"
+
+    @staticmethod
+    def path(group: str, producer_id: int) -> str:
+        return f"/consumers/{group}/txn_producers/{producer_id}"
+
+    @staticmethod
+    def encode(producer_epoch: int, coordinator_epoch: int) -> bytes:
+        return _json({"version": 1, "producer_epoch": producer_epoch, "coordinator_epoch": coordinator_epoch})
+
+    @staticmethod
+    def decode(data: bytes, path: str = "txn_producers") -> tuple[int, int]:
+        value = _load(data, path)
+        try:
+            return int(value["producer_epoch"]), int(value["coordinator_epoch"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: not a transactional producer's epochs: {exc!r}") from None
+
+
 class ProducerIdBlockZNode:
     """``/latest_producer_id_block``: the last block of producer ids handed to a broker (written with CAS)."""
 

@@ -11,7 +11,10 @@ in memory.
 Transactional offsets (TxnOffsetCommit) are stored per producer, pending, in
 ``/consumers/<group>/txn_offsets/<producer id>`` (with their metadata and leader epochs) until the
 transaction's marker: ``commit_txn_offsets`` moves them into the committed offsets and deletes the pending
-znode in one multi-op, ``delete_txn_offsets`` drops them.
+znode in one multi-op, ``abort_txn_offsets`` drops them; both record the marker's producer and coordinator
+epochs in ``/consumers/<group>/txn_producers/<producer id>`` in that multi (``load_txn_producers``).
+Completing is idempotent: when the multi fails and the pending znode is gone, an earlier attempt whose
+answer was lost (a ZooKeeper connection loss) applied it, and the call succeeds.
 
 ``MemoryOffsetStore`` is the same contract in memory, for unit tests of the coordinator.
 """
@@ -26,6 +29,7 @@ from brokers.zk.errors import ZkError
 
 TxnOffsets = dict[TopicPartition, tuple[int, str, int]]  # partition -> (offset, metadata, leader epoch)
 PendingByProducer = dict[int, tuple[int, TxnOffsets]]  # producer id -> (producer epoch, offsets)
+ProducerEpochs = tuple[int, int]  # (producer epoch, transaction coordinator epoch) of a producer's last marker
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +50,12 @@ class OffsetStore(Protocol):
 
     async def load_txn_offsets(self, group_ids: list[str]) -> dict[str, PendingByProducer]: ...
 
-    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int]) -> None: ...
+    async def load_txn_producers(self, group_ids: list[str]) -> dict[str, dict[int, ProducerEpochs]]: ...
+
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int],
+                                 epochs: ProducerEpochs) -> None: ...
+
+    async def abort_txn_offsets(self, group_id: str, producer_id: int, epochs: ProducerEpochs) -> None: ...
 
     async def delete_txn_offsets(self, group_id: str, producer_id: int) -> None: ...
 
@@ -93,28 +102,43 @@ class ZkOffsetStore:
     async def load_txn_offsets(self, group_ids: list[str]) -> dict[str, PendingByProducer]:
         return await self.kzc.get_groups_txn_offsets(group_ids)
 
-    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int]) -> None:
+    async def load_txn_producers(self, group_ids: list[str]) -> dict[str, dict[int, ProducerEpochs]]:
+        return await self.kzc.get_groups_txn_producers(group_ids)
+
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int],
+                                 epochs: ProducerEpochs) -> None:
         existing = self._existing.get(group_id)
         if existing is None:
             existing = set(await self.kzc.get_consumer_offsets(group_id))
         try:
-            await self.kzc.commit_txn_offsets(group_id, producer_id, offsets, existing)
-        except ZkError as exc:  # stale idea of the offset znodes: re-read, try once more
+            await self.kzc.commit_txn_offsets(group_id, producer_id, offsets, existing, epochs)
+        except ZkError as exc:
+            if not await self.kzc.txn_offsets_exist(group_id, producer_id):
+                log.info("transactional offsets of producer %d in group %s were committed already (%s)",
+                         producer_id, group_id, exc)
+                self._existing.pop(group_id, None)
+                return
             log.info("transactional offset commit for group %s raced (%s); re-reading and retrying", group_id, exc)
             existing = set(await self.kzc.get_consumer_offsets(group_id))
-            await self.kzc.commit_txn_offsets(group_id, producer_id, offsets, existing)
+            await self.kzc.commit_txn_offsets(group_id, producer_id, offsets, existing, epochs)
         self._existing[group_id] = existing | set(offsets)
+
+    async def abort_txn_offsets(self, group_id: str, producer_id: int, epochs: ProducerEpochs) -> None:
+        await self.kzc.abort_txn_offsets(group_id, producer_id, epochs)
 
     async def delete_txn_offsets(self, group_id: str, producer_id: int) -> None:
         await self.kzc.delete_txn_offsets(group_id, producer_id)
 
 
 class MemoryOffsetStore:
-    """The OffsetStore contract in a dict; ``fail`` makes the next commits raise (store outage)."""
+    """The OffsetStore contract in a dict; ``fail`` makes the next commits raise (store outage), ``lose_reply``
+    makes the next transaction completion apply and then raise it (a connection lost before the answer)."""
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
         self.txn_offsets: dict[str, PendingByProducer] = {}
+        self.txn_producers: dict[str, dict[int, ProducerEpochs]] = {}
+        self.lose_reply: Exception | None = None
         self.commits: list[tuple[str, dict[TopicPartition, int]]] = []
         self.fail: Exception | None = None
 
@@ -128,11 +152,12 @@ class MemoryOffsetStore:
         return dict(self.offsets.get(group_id, {}))
 
     async def groups(self) -> list[str]:
-        return sorted(set(self.offsets) | set(self.txn_offsets))
+        return sorted(set(self.offsets) | set(self.txn_offsets) | set(self.txn_producers))
 
     async def delete_group(self, group_id: str) -> None:
         self.offsets.pop(group_id, None)
         self.txn_offsets.pop(group_id, None)
+        self.txn_producers.pop(group_id, None)
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -147,17 +172,34 @@ class MemoryOffsetStore:
     async def load_txn_offsets(self, group_ids: list[str]) -> dict[str, PendingByProducer]:
         return {g: dict(self.txn_offsets[g]) for g in group_ids if self.txn_offsets.get(g)}
 
-    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int]) -> None:
+    async def load_txn_producers(self, group_ids: list[str]) -> dict[str, dict[int, ProducerEpochs]]:
+        return {g: dict(self.txn_producers[g]) for g in group_ids if self.txn_producers.get(g)}
+
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, offsets: dict[TopicPartition, int],
+                                 epochs: ProducerEpochs) -> None:
         if self.fail is not None:
             raise self.fail
         if producer_id not in self.txn_offsets.get(group_id, {}):
-            raise KeyError(f"no pending offsets of producer {producer_id} in group {group_id}")  # a failed multi
+            return  # committed already: an earlier attempt's answer was lost
         self.commits.append((group_id, dict(offsets)))
         self.offsets.setdefault(group_id, {}).update(offsets)
         self._drop_txn(group_id, producer_id)
+        self._record(group_id, producer_id, epochs)
+
+    async def abort_txn_offsets(self, group_id: str, producer_id: int, epochs: ProducerEpochs) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self._drop_txn(group_id, producer_id)
+        self._record(group_id, producer_id, epochs)
 
     async def delete_txn_offsets(self, group_id: str, producer_id: int) -> None:
         self._drop_txn(group_id, producer_id)
+
+    def _record(self, group_id: str, producer_id: int, epochs: ProducerEpochs) -> None:
+        self.txn_producers.setdefault(group_id, {})[producer_id] = epochs
+        if self.lose_reply is not None:
+            error, self.lose_reply = self.lose_reply, None
+            raise error
 
     def _drop_txn(self, group_id: str, producer_id: int) -> None:
         pending = self.txn_offsets.get(group_id, {})

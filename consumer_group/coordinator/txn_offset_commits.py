@@ -6,8 +6,13 @@ Pending offsets are durable: each TxnOffsetCommit rewrites the producer's pendin
 (``OffsetStore.write_txn_offsets``, the merged offsets of the whole transaction so far) before it is
 answered, and the group keeps them in memory (``GroupMetadata.pending_txn_offsets``). A COMMIT marker
 moves them into the committed offsets with one ZooKeeper multi (``commit_txn_offsets``), an ABORT marker
-deletes the znode. Electing this broker for an offsets partition loads its groups' pending offsets with
-their committed ones, so a marker reaching the new coordinator after a failover completes them.
+deletes the znode (``abort_txn_offsets``); both record the marker's producer and coordinator epochs for the
+group in that multi. Electing this broker for an offsets partition loads its groups' pending offsets and
+recorded epochs with their committed ones, so a marker reaching the new coordinator after a failover
+completes them and the epoch fences hold there too. A TxnOffsetCommit whose partition moved away while its
+write was in flight answers NOT_COORDINATOR (the producer retries at the new coordinator), and a marker that
+finds nothing in memory for its producer re-reads the pending znodes, in case such a write landed after
+the new coordinator's load.
 
 Every operation on a group's pending offsets runs in the group's turn of the ``OffsetWriter`` queue (after
 the commits and deletions accepted before it), and reads the group's state in that turn, so a marker never
@@ -28,6 +33,7 @@ from consumer_group.coordinator.state import GroupState
 from consumer_group.coordinator.txn_offsets import (
     PendingTxnOffsets,
     committed_on_marker,
+    coordinator_epoch_error,
     pending_merge,
     producer_epoch_error,
     txn_member_error,
@@ -43,6 +49,7 @@ class TransactionalOffsets(GroupMembership):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._producer_epochs: dict[int, dict[int, int]] = {}  # offsets partition -> producer id -> epoch
+        self._coordinator_epochs: dict[int, dict[int, int]] = {}  # offsets partition -> producer id -> epoch
         self._load_waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._txn_writes: Counter[tuple[str, int]] = Counter()  # (group, producer id) -> TxnOffsetCommits queued
 
@@ -67,33 +74,40 @@ class TransactionalOffsets(GroupMembership):
                     for tp, (offset, md, leader_epoch) in offsets.items() if tp not in results}
         if accepted:
             self._txn_writes[(group_id, producer_id)] += 1  # a marker arriving meanwhile queues behind this write
+            member = (member_id, group_instance_id, generation_id)
             code = await self._in_group_turn(
-                group_id, lambda: self._write_pending(group_id, producer_id, producer_epoch, accepted))
+                group_id, lambda: self._write_pending(group_id, producer_id, producer_epoch, member, accepted))
             results.update(dict.fromkeys(accepted, code))
         return results
 
     async def _write_pending(self, group_id: str, producer_id: int, producer_epoch: int,
+                             member: tuple[str, str | None, int],
                              offsets: dict[TopicPartition, OffsetAndMetadata]) -> ErrorCode:
         try:
-            return await self._write_pending_now(group_id, producer_id, producer_epoch, offsets)
+            return await self._write_pending_now(group_id, producer_id, producer_epoch, member, offsets)
         finally:  # counted until the write ran, even if the request stopped waiting for it
             self._txn_writes -= Counter({(group_id, producer_id): 1})
 
     async def _write_pending_now(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 member: tuple[str, str | None, int],
                                  offsets: dict[TopicPartition, OffsetAndMetadata]) -> ErrorCode:
+        """In the group's turn: KIP-447's member checks and the producer epoch against the group as it is now,
+        then the write; NOT_COORDINATOR when the partition moved away meanwhile (the new coordinator may have
+        loaded without these offsets, so the producer must retry there)."""
         partition, group = self.partition_for(group_id), self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD) or partition not in self._owned:
             return ErrorCode.NOT_COORDINATOR
-        epochs = self._producer_epochs.setdefault(partition, {})
-        error = producer_epoch_error(epochs.get(producer_id), producer_epoch)
+        error = txn_member_error(group, *member) or producer_epoch_error(
+            self._producer_epochs.setdefault(partition, {}).get(producer_id), producer_epoch)
         if error is not None:
             return error
         merged = pending_merge(group.pending_txn_offsets.get(producer_id), producer_epoch, offsets)
         await self.store.write_txn_offsets(group_id, producer_id, merged.producer_epoch, merged.stored())
-        if partition in self._owned and self.groups.get(group_id) is group:
-            epochs = self._producer_epochs.setdefault(partition, {})
-            epochs[producer_id] = max(epochs.get(producer_id, producer_epoch), producer_epoch)
-            group.pending_txn_offsets[producer_id] = merged
+        if partition not in self._owned or self.groups.get(group_id) is not group or group.is_(GroupState.DEAD):
+            return ErrorCode.NOT_COORDINATOR
+        epochs = self._producer_epochs.setdefault(partition, {})
+        epochs[producer_id] = max(epochs.get(producer_id, producer_epoch), producer_epoch)
+        group.pending_txn_offsets[producer_id] = merged
         return ErrorCode.NONE
 
     async def _in_group_turn(self, group_id: str, operation) -> ErrorCode:
@@ -134,37 +148,63 @@ class TransactionalOffsets(GroupMembership):
 
     # -- the transaction markers ---------------------------------------------------------------
     async def complete_transaction(self, offsets_partition: int, producer_id: int, producer_epoch: int,
-                                   commit: bool) -> ErrorCode:
-        """The producer's transaction ended (its marker for ``__consumer_offsets-<offsets_partition>``):
-        COMMIT makes its pending offsets of every group of that partition committed, ABORT drops them.
-        Idempotent: a retried marker finds nothing pending and answers NONE. NOT_COORDINATOR when this
-        broker does not own the partition; a marker arriving during the partition's load waits for it."""
+                                   commit: bool, coordinator_epoch: int) -> ErrorCode:
+        """The producer's transaction ended (its marker for ``__consumer_offsets-<offsets_partition>``, sent by
+        the transaction coordinator of ``coordinator_epoch``): COMMIT makes its pending offsets of every group
+        of that partition committed, ABORT drops them. A marker from an older coordinator epoch than the
+        highest seen for the producer is TRANSACTION_COORDINATOR_FENCED, from an older producer epoch
+        INVALID_PRODUCER_EPOCH; nothing is written then. Idempotent: a retried marker finds nothing pending
+        (in memory nor in ZooKeeper) and answers NONE. NOT_COORDINATOR when this broker does not own the
+        partition; a marker arriving during the partition's load waits for it."""
         if offsets_partition in self._loading and not await self._loaded(offsets_partition):
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         if offsets_partition not in self._owned:
             return ErrorCode.NOT_COORDINATOR
-        epochs = self._producer_epochs.setdefault(offsets_partition, {})
-        error = producer_epoch_error(epochs.get(producer_id), producer_epoch)
+        producer_epochs = self._producer_epochs.setdefault(offsets_partition, {})
+        coordinator_epochs = self._coordinator_epochs.setdefault(offsets_partition, {})
+        error = coordinator_epoch_error(coordinator_epochs.get(producer_id), coordinator_epoch) or \
+            producer_epoch_error(producer_epochs.get(producer_id), producer_epoch)
         if error is not None:
             return error
-        epochs[producer_id] = producer_epoch
+        producer_epochs[producer_id] = producer_epoch
+        coordinator_epochs[producer_id] = coordinator_epoch
         groups = {g.group_id for g in self.groups.values() if producer_id in g.pending_txn_offsets}
         groups.update(g for g, pid in self._txn_writes if pid == producer_id)
         groups = sorted(g for g in groups if self.partition_for(g) == offsets_partition)
-        codes = await asyncio.gather(*(self._in_group_turn(g, lambda g=g: self._complete(g, producer_id, commit))
-                                       for g in groups))
+        if not groups:  # a TxnOffsetCommit of a deposed coordinator may have landed after this one loaded
+            try:
+                groups = await self._groups_pending_in_store(offsets_partition, producer_id)
+            except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the marker is retried
+                log.warning("reading the pending offsets of partition %d failed: %r", offsets_partition, exc)
+                return ErrorCode.KAFKA_STORAGE_ERROR
+        epochs = (producer_epoch, coordinator_epoch)
+        codes = await asyncio.gather(*(
+            self._in_group_turn(g, lambda g=g: self._complete(g, producer_id, commit, epochs)) for g in groups))
         return next((code for code in codes if code != ErrorCode.NONE), ErrorCode.NONE)
 
-    async def _complete(self, group_id: str, producer_id: int, commit: bool) -> ErrorCode:
+    async def _groups_pending_in_store(self, partition: int, producer_id: int) -> list[str]:
+        group_ids = [g for g in await self.store.groups() if self.partition_for(g) == partition]
+        pending = await self.store.load_txn_offsets(group_ids)
+        return sorted(g for g, producers in pending.items() if producer_id in producers)
+
+    async def _complete(self, group_id: str, producer_id: int, commit: bool, epochs: tuple[int, int]) -> ErrorCode:
+        if self.partition_for(group_id) not in self._owned:
+            return ErrorCode.NOT_COORDINATOR
         group = self.groups.get(group_id)
         pending = None if group is None else group.pending_txn_offsets.get(producer_id)
-        if pending is None:
-            return ErrorCode.NONE  # completed already, or the group moved away or was deleted
+        if pending is None:  # not in memory: maybe written to ZooKeeper by a deposed coordinator
+            stored = (await self.store.load_txn_offsets([group_id])).get(group_id, {}).get(producer_id)
+            if stored is None:
+                return ErrorCode.NONE  # completed already, or the group was deleted
+            pending = PendingTxnOffsets.loaded(*stored, self.now_ms())
+            if group is None:
+                group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
         committed = committed_on_marker(pending, commit)
         if commit:
-            await self.store.commit_txn_offsets(group_id, producer_id, {tp: o.offset for tp, o in committed.items()})
+            await self.store.commit_txn_offsets(group_id, producer_id, {tp: o.offset for tp, o in committed.items()},
+                                                epochs)
         else:
-            await self.store.delete_txn_offsets(group_id, producer_id)
+            await self.store.abort_txn_offsets(group_id, producer_id, epochs)
         if self.groups.get(group_id) is group and not group.is_(GroupState.DEAD):
             group.pending_txn_offsets.pop(producer_id, None)
             group.offsets.update(committed)
@@ -189,14 +229,21 @@ class TransactionalOffsets(GroupMembership):
 
     # -- ownership -----------------------------------------------------------------------------
     async def _load_extras(self, group_ids: list[str]) -> object:
-        return await self.store.load_txn_offsets(group_ids)
+        return await self.store.load_txn_offsets(group_ids), await self.store.load_txn_producers(group_ids)
 
     def _install(self, partition: int, loaded: dict[str, dict], extras: object = None) -> None:
         super()._install(partition, loaded, extras)
+        pending, producers = extras or ({}, {})
         now, epochs = self.now_ms(), self._producer_epochs.setdefault(partition, {})
-        for group_id, producers in (extras or {}).items():
+        coordinator_epochs = self._coordinator_epochs.setdefault(partition, {})
+        for group_id, by_producer in producers.items():
+            for producer_id, (producer_epoch, coordinator_epoch) in by_producer.items():
+                epochs[producer_id] = max(epochs.get(producer_id, producer_epoch), producer_epoch)
+                coordinator_epochs[producer_id] = max(coordinator_epochs.get(producer_id, coordinator_epoch),
+                                                      coordinator_epoch)
+        for group_id, by_producer in pending.items():
             group = self.groups.setdefault(group_id, GroupMetadata(group_id, state_timestamp_ms=now))
-            for producer_id, (producer_epoch, stored) in producers.items():
+            for producer_id, (producer_epoch, stored) in by_producer.items():
                 group.pending_txn_offsets[producer_id] = PendingTxnOffsets.loaded(producer_epoch, stored, now)
                 epochs[producer_id] = max(epochs.get(producer_id, producer_epoch), producer_epoch)
         self._wake_load_waiters(partition)
@@ -204,4 +251,5 @@ class TransactionalOffsets(GroupMembership):
     def on_resigned(self, partition: int) -> None:
         super().on_resigned(partition)
         self._producer_epochs.pop(partition, None)
+        self._coordinator_epochs.pop(partition, None)
         self._wake_load_waiters(partition)

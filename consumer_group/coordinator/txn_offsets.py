@@ -12,6 +12,13 @@ Invariants:
   TxnOffsetCommit or a marker), as the partition's log knows its producers in Kafka: a TxnOffsetCommit or
   a marker with a lower epoch is INVALID_PRODUCER_EPOCH and changes nothing (Kafka 2.8's log answers
   InvalidProducerEpoch, not PRODUCER_FENCED, to every TxnOffsetCommit version).
+* Per ``__consumer_offsets`` partition, the coordinator knows each producer's highest transaction
+  coordinator epoch seen in a marker: a marker with a lower one is TRANSACTION_COORDINATOR_FENCED.
+* Both epochs survive a failover of the group coordinator: each commit or abort records them per group in
+  ``/consumers/<group>/txn_producers/<producer id>``, loaded on election with the pending offsets. These
+  records live as long as their group and go with it (DeleteGroups); Kafka keeps a producer's state in
+  the partition's log until ``transactional.id.expiration.ms`` / producer id expiration, which this design
+  does not apply to them.
 * While a partition has pending offsets of any producer, OffsetFetch with ``require_stable`` (v7) answers
   it UNSTABLE_OFFSET_COMMIT.
 * As in Kafka 2.8 (``GroupMetadata.removeOffsets``), OffsetDelete removes its partitions from every
@@ -59,7 +66,10 @@ class PendingTxnOffsets:
 
 def pending_merge(current: PendingTxnOffsets | None, producer_epoch: int,
                   offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> PendingTxnOffsets:
-    if current is None:
+    """The producer's pending offsets after a TxnOffsetCommit (already checked against the epoch fence).
+    Offsets pending at a lower producer epoch are left over from a transaction the epoch bump aborted (a
+    bump waits for that abort), so a commit at a higher epoch starts afresh instead of merging them."""
+    if current is None or current.producer_epoch < producer_epoch:
         return PendingTxnOffsets(producer_epoch, dict(offsets))
     return current.merged(producer_epoch, offsets)
 
@@ -68,6 +78,14 @@ def producer_epoch_error(known_epoch: int | None, producer_epoch: int) -> ErrorC
     """A producer epoch lower than the highest seen for that producer id is a zombie's: fenced."""
     if known_epoch is not None and producer_epoch < known_epoch:
         return ErrorCode.INVALID_PRODUCER_EPOCH
+    return None
+
+
+def coordinator_epoch_error(known_epoch: int | None, coordinator_epoch: int) -> ErrorCode | None:
+    """A marker from an older transaction coordinator epoch than the highest seen for that producer id comes
+    from a deposed transaction coordinator: fenced (Kafka 2.8's ``ProducerAppendInfo`` on a control batch)."""
+    if known_epoch is not None and coordinator_epoch < known_epoch:
+        return ErrorCode.TRANSACTION_COORDINATOR_FENCED
     return None
 
 

@@ -6,6 +6,10 @@ Rows are Spark's Kafka-source rows, handed to Spark as Arrow record batches (one
 ``key, value, topic, partition, offset, timestamp, timestampType[, headers]`` with timestampType
 0 = CreateTime, 1 = LogAppendTime, headers ``[{key, value}, ...]``.
 
+Consumers run with the source's ``isolation.level`` (always set by ``source_options``): read_committed makes
+the watermarks' high end each partition's last stable offset and drops aborted transactions' records (their
+offsets are gaps, like transaction markers' always are); read_uncommitted reads to the high watermark.
+
 A task reads ``[from, until)`` of one partition with ``assign()`` (no group, nothing committed) and
 stops exactly at ``until``: offsets missing inside the range are compaction's gaps and are skipped;
 a range that starts below the partition's log start offset lost data to retention, which raises
@@ -183,10 +187,21 @@ def _checked_start(consumer: Consumer, rng: OffsetRange, fail_on_data_loss: bool
 
 
 class RowProducer:
-    """Produces rows with acks=all; ``close`` waits for every delivery and raises the first failure."""
+    """Produces rows with acks=all; ``close`` waits for every delivery and raises the first failure.
 
-    def __init__(self, params: dict[str, str]):
-        self.producer = Producer({"acks": "all", "enable.idempotence": True, "linger.ms": 5, **params})
+    With a ``transactional_id`` every row goes in one transaction: ``init_transactions`` (which aborts what
+    an earlier producer with that id left open and fences it) and ``begin_transaction`` first, then
+    ``close`` commits after the flush; ``abort`` (a failed task) rolls back."""
+
+    def __init__(self, params: dict[str, str], transactional_id: str | None = None):
+        config = {"acks": "all", "enable.idempotence": True, "linger.ms": 5, **params}
+        if transactional_id is not None:
+            config["transactional.id"] = transactional_id
+        self.producer = Producer(config)
+        self.transactional = transactional_id is not None
+        if self.transactional:
+            self.producer.init_transactions(TIMEOUT_S * 2)
+            self.producer.begin_transaction()
         self.errors: list[str] = []
         self.count = 0
 
@@ -210,7 +225,19 @@ class RowProducer:
     def close(self) -> int:
         remaining = self.producer.flush(TIMEOUT_S * 4)
         if remaining:
+            self.abort()
             raise RuntimeError(f"{remaining} records were not delivered within {TIMEOUT_S * 4:.0f} s")
         if self.errors:
+            self.abort()
             raise RuntimeError(f"{len(self.errors)} records failed: {self.errors[0]}")
+        if self.transactional:
+            self.producer.commit_transaction(TIMEOUT_S * 2)
         return self.count
+
+    def abort(self) -> None:
+        """Roll the transaction back (nothing to do without one: acknowledged records stay)."""
+        if self.transactional:
+            try:
+                self.producer.abort_transaction(TIMEOUT_S * 2)
+            except KafkaException as exc:  # fenced or already failed: the coordinator aborts it anyway
+                log.warning("abort_transaction failed: %s", exc)

@@ -34,7 +34,8 @@ class OptionError(ValueError):
 
 
 # Canonical (documented) spelling of every sink option.
-_SINK_OPTIONS = ("topic", "checkpointLocation", "queryName", "path")  # Spark passes the last three along
+_SINK_OPTIONS = ("topic", "transactionalIdPrefix", "checkpointLocation", "queryName", "path")  # Spark passes
+# the last three along
 
 _KAFKA_PREFIX = "kafka."
 
@@ -46,6 +47,9 @@ _UNSUPPORTED_SINK_KAFKA_PARAMS = {
     "value.serializer": (
         "Kafka option 'value.serializer' is not supported as values are serialized as byte arrays; "
         "write a binary or string 'value' column"),
+    "transactional.id": (
+        "Kafka option 'transactional.id' is not supported: every task would share it and fence the others; "
+        "set the sink option 'transactionalIdPrefix' and each task writes with '<prefix>-<partition id>'"),
 }
 
 _INT_RE = re.compile(r"-?[0-9]+")
@@ -57,9 +61,12 @@ _TIMESTAMPS_EXAMPLE = '{"topicA":{"0":1700000000000,"1":1700000000000}}'
 
 @dataclass(frozen=True)
 class SinkOptions:
+    """``transactional_id_prefix``: each task writes in one Kafka transaction, with the transactional id
+    ``transactional_id(prefix, partition id)``, committed when the task has sent all its rows."""
     bootstrap_servers: str
     topic: str | None = None
     kafka_params: dict[str, str] = field(default_factory=dict)
+    transactional_id_prefix: str | None = None
 
 
 # ------------------------------------------------------------------------------------- shared grammar
@@ -227,4 +234,15 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         topic = opts["topic"].strip()
         if not topic:
             raise OptionError("topic", "must not be empty (leave it out to take each row's 'topic' column)")
-    return SinkOptions(bootstrap_servers=bootstrap, topic=topic, kafka_params=params)
+    prefix = None
+    if "transactionalidprefix" in opts:
+        prefix = opts["transactionalidprefix"].strip()
+        if not prefix:
+            raise OptionError("transactionalIdPrefix", "must not be empty (leave it out to write without transactions)")
+    return SinkOptions(bootstrap_servers=bootstrap, topic=topic, kafka_params=params, transactional_id_prefix=prefix)
+
+
+def transactional_id(prefix: str, partition_id: int) -> str:
+    """A task's transactional id: stable per Spark partition, so a retried or speculative attempt of the task
+    fences the earlier one (its open transaction is aborted, its commit refused)."""
+    return f"{prefix}-{partition_id}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -23,7 +24,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from consumer_group.spark import kafka_io
-from consumer_group.spark.options import SinkOptions, parse_sink_options
+from consumer_group.spark.options import SinkOptions, parse_sink_options, transactional_id
 from consumer_group.spark.source_options import SourceOptions, parse_source_options
 from consumer_group.spark.ranges import OffsetRange, offsets_from_json_dict, offsets_to_json_dict, rate_limit, split_ranges
 
@@ -167,7 +168,15 @@ class _SinkMessage(WriterCommitMessage):
 
 
 class _Sink:
-    """Rows with ``value`` (and optional ``key``, ``topic``, ``partition``, ``headers``) to Kafka, acks=all."""
+    """Rows with ``value`` (and optional ``key``, ``topic``, ``partition``, ``headers``) to Kafka, acks=all.
+
+    With ``transactionalIdPrefix`` each task's rows are one Kafka transaction, committed when the task has
+    sent them all (before Spark's driver-side commit, which cannot take over a task's open transaction):
+    a task that fails aborts its transaction, and a retried or speculative attempt (same transactional id)
+    fences an earlier one still running; but an attempt that committed and was then retried (its executor
+    lost before reporting) commits again, and a job that fails keeps the transactions of the tasks that
+    finished. So read_committed readers never see a failed attempt's rows, and see each task's rows
+    all at once: at least once across task retries, exactly once per attempt."""
 
     def __init__(self, options: SinkOptions, columns: list[str]):
         if "value" not in columns:
@@ -178,13 +187,20 @@ class _Sink:
         self.options, self.columns = options, columns
 
     def write(self, iterator) -> _SinkMessage:
-        producer = kafka_io.RowProducer(self.options.kafka_params)
+        prefix = self.options.transactional_id_prefix
+        producer = kafka_io.RowProducer(self.options.kafka_params, None if prefix is None else transactional_id(
+            prefix, TaskContext.get().partitionId()))
         has = set(self.columns)
-        for row in iterator:
-            topic = row["topic"] if "topic" in has and row["topic"] is not None else self.options.topic
-            producer.send(topic, _bytes(row["value"]), _bytes(row["key"]) if "key" in has else None,
-                          row["partition"] if "partition" in has else None,
-                          [(h["key"], _bytes(h["value"])) for h in row["headers"] or []] if "headers" in has else None)
+        try:
+            for row in iterator:
+                topic = row["topic"] if "topic" in has and row["topic"] is not None else self.options.topic
+                producer.send(topic, _bytes(row["value"]), _bytes(row["key"]) if "key" in has else None,
+                              row["partition"] if "partition" in has else None,
+                              [(h["key"], _bytes(h["value"])) for h in row["headers"] or []]
+                              if "headers" in has else None)
+        except BaseException:
+            producer.abort()
+            raise
         return _SinkMessage(producer.close())
 
 
@@ -205,4 +221,4 @@ class ZkafkaStreamWriter(_Sink, DataSourceStreamWriter):
         """Each task flushed with acks=all before reporting: nothing is left to commit."""
 
     def abort(self, messages, batchId) -> None:
-        """Records already acknowledged stay (Kafka has no rollback without transactions): at least once."""
+        """Records already acknowledged stay (committed transactions too): at least once."""

@@ -1,7 +1,7 @@
 """Options of the ``zkafka`` Spark source (``spark.read`` / ``spark.readStream``), checked like Spark's
 ``KafkaSourceProvider``, one option family at a time: the subscription (exactly one of ``subscribe``,
-``subscribePattern``, ``assign``), where to start and (batch only) where to end, the streaming limits, and
-the flags. The grammar shared with the sink is in ``options``.
+``subscribePattern``, ``assign``), where to start and (batch only) where to end, the streaming limits, the
+flags, and ``kafka.isolation.level`` (always set in ``kafka_params``: read_uncommitted unless given). The grammar shared with the sink is in ``options``.
 
 Precedence (Spark: timestamp > offsetsByTimestamp > offsets): the reader must look at
 ``starting_timestamp``, then ``starting_offsets_by_timestamp``, then ``starting_offsets``. Giving more than
@@ -81,6 +81,9 @@ _UNSUPPORTED_SOURCE_KAFKA_PARAMS = {
         "so they are not safe"),
 }
 
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+DEFAULT_ISOLATION_LEVEL = "read_uncommitted"  # Spark's (the Java consumer's); librdkafka's own is read_committed
+
 _ASSIGN_EXAMPLE = '{"topicA":[0,1],"topicB":[2,4]}'
 
 Assignment: TypeAlias = dict[str, tuple[int, ...]]
@@ -112,6 +115,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     opts, given = lower_keys(options)
     check_known(opts, given, _SOURCE_OPTIONS, "source", spark_only=_SPARK_ONLY_OPTIONS)
     bootstrap, params = kafka_params(opts, _UNSUPPORTED_SOURCE_KAFKA_PARAMS)
+    params["isolation.level"] = _isolation_level(params)
     subscribe, pattern, assign = _subscription(opts)
     starting, ending = _bounds(opts, streaming)
     if assign is not None:
@@ -134,6 +138,16 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         include_headers=parse_bool("includeHeaders", opts.get("includeheaders", "false")),
         kafka_params=params,
     )
+
+
+def _isolation_level(params: Mapping[str, str]) -> str:
+    """``kafka.isolation.level``: read_committed reads end at each partition's last stable offset and skip
+    aborted transactions' records; read_uncommitted (the default, as Spark's) reads to the high watermark."""
+    level = params.get("isolation.level", DEFAULT_ISOLATION_LEVEL).strip().lower()
+    if level not in ISOLATION_LEVELS:
+        raise OptionError("kafka.isolation.level", f"expected one of {', '.join(ISOLATION_LEVELS)}, got "
+                                                   f"'{params['isolation.level']}'")
+    return level
 
 
 # ------------------------------------------------------------------------------------------ subscription

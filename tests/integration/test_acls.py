@@ -323,3 +323,35 @@ def test_super_users_need_no_acls(make_cluster):
         assert msg.error() is None and msg.value() == b"v"
     finally:
         consumer.close()
+
+
+def test_a_transactional_producer_needs_the_transactional_id_kafka_acls_grants(admin, cluster, zk):
+    """Without Write on its TransactionalId a transactional producer is refused (User:ANONYMOUS holds All on the
+    cluster here, IdempotentWrite included); ``kafka-acls --producer --transactional-id --idempotent`` writes
+    Kafka's grants (Write and Describe on the id, IdempotentWrite on the cluster) and the producer commits."""
+    topic = new_topic(admin, cluster, "txn-acl-")
+    txn_id = f"txn-acl-{uuid.uuid4().hex[:6]}"
+
+    def init(what: str) -> KafkaError | None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": txn_id})
+        try:
+            producer.init_transactions(TIMEOUT)
+        except KafkaException as exc:
+            return exc.args[0]
+        producer.begin_transaction()
+        producer.produce(topic, what.encode())
+        producer.commit_transaction(TIMEOUT)
+        return None
+
+    refused = init("refused")
+    assert refused is not None and refused.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, refused
+    added = tool("--bootstrap-server", cluster.bootstrap_servers, "--add", "--allow-principal", ANONYMOUS,
+                 "--producer", "--topic", topic, "--transactional-id", txn_id, "--idempotent")
+    assert added.returncode == 0, added.stderr
+    assert f"`ResourcePattern(resourceType=TRANSACTIONAL_ID, name={txn_id}, patternType=LITERAL)`" in added.stdout
+    assert sorted(a["operation"] for a in json.loads(zk.get(f"/kafka-acl/TransactionalId/{txn_id}")[0])["acls"]) == [
+        "Describe", "Write"]
+    cluster_acls = json.loads(zk.get("/kafka-acl/Cluster/kafka-cluster")[0])["acls"]
+    assert {"principal": ANONYMOUS, "permissionType": "Allow", "operation": "IdempotentWrite", "host": "*"} in \
+        cluster_acls
+    wait_for(lambda: init("committed") is None, TIMEOUT, "the transactional producer to be allowed")

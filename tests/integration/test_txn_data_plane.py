@@ -31,12 +31,13 @@ TIMEOUT = 30.0
 PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID, WRITE_TXN_MARKERS = 0, 1, 2, 22, 27
 TOPIC = "txn-data"
 TRANSACTIONAL_ID = "txn-data-plane"
+NO_VERIFICATION = {"transaction.partition.verification.enable": "false"}  # the test plays the coordinator
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     with running_cluster(tmp_path_factory.mktemp("txn-data") / "cluster", 1, tick_time=500,
-                         session_timeout_ms=6000) as c:
+                         session_timeout_ms=6000, properties=NO_VERIFICATION) as c:
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
         admin.create_topics([NewTopic(TOPIC, 1, 1)], operation_timeout=30)[TOPIC].result(TIMEOUT)
         wait_for(lambda: admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions[0].leader >= 0, TIMEOUT,
@@ -139,7 +140,7 @@ def test_read_committed_hides_aborts_and_stops_at_the_lso(cluster, raw):
 
 
 def test_the_follower_replicates_the_txnindex_and_answers_the_same_lso_after_failover(make_cluster):
-    cluster, _ = make_cluster(2)
+    cluster, _ = make_cluster(2, properties=NO_VERIFICATION)
     topic = "txn-replicated"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 1, 2)], operation_timeout=30)[topic].result(TIMEOUT)

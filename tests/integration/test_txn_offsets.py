@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.zk.client import KafkaZkClient
+from brokers.zk.errors import ZkError
 from brokers.zk.gateway import ZkGateway
 from consumer_group.coordinator.coordinator import GroupCoordinator
 from consumer_group.coordinator.group_config import GroupConfig
@@ -73,16 +74,16 @@ def test_pending_offsets_commit_in_one_multi_abort_and_survive_a_coordinator_fai
         assert new.unstable_offsets("g") == {T0, T1}
         assert await new.commit_txn_offsets("g", PID, 1, "", None, -1, {T0: (1, "", -1)}) == {
             T0: ErrorCode.INVALID_PRODUCER_EPOCH}
-        assert await new.complete_transaction(0, PID, 2, True) == ErrorCode.NONE
+        assert await new.complete_transaction(0, PID, 2, True, 0) == ErrorCode.NONE
         assert await kzc.get_consumer_offsets("g") == {T0: 5, T1: 6}
         assert await children(kzc, "/consumers/g/txn_offsets") == []
         assert new.fetch_offsets("g", [T0])[1][T0].metadata == "md"
-        assert await new.complete_transaction(0, PID, 2, True) == ErrorCode.NONE  # retried marker
+        assert await new.complete_transaction(0, PID, 2, True, 0) == ErrorCode.NONE  # retried marker
 
         assert await new.commit_txn_offsets("g", PID + 1, 0, "", None, -1, {T0: (50, "", -1)}) == {
             T0: ErrorCode.NONE}
         assert await children(kzc, "/consumers/g/txn_offsets") == ["7001"]
-        assert await new.complete_transaction(0, PID + 1, 0, False) == ErrorCode.NONE
+        assert await new.complete_transaction(0, PID + 1, 0, False, 0) == ErrorCode.NONE
         assert await children(kzc, "/consumers/g/txn_offsets") == []
         assert await kzc.get_consumer_offsets("g") == {T0: 5, T1: 6}
         await new.shutdown()
@@ -97,9 +98,35 @@ def test_the_commit_multi_writes_nothing_when_the_pending_znode_is_gone(zookeepe
         await kzc.set_txn_offsets("g", PID, 0, {T0: (9, "", -1)})
         await kzc.delete_txn_offsets("g", PID)
         await kzc.delete_txn_offsets("g", PID)  # absent already: fine
-        with pytest.raises(Exception):
-            await kzc.commit_txn_offsets("g", PID, {T0: 9}, set())
+        with pytest.raises(ZkError):
+            await kzc.commit_txn_offsets("g", PID, {T0: 9}, set(), (0, 0))
         assert await kzc.get_consumer_offsets("g") == {}  # all or nothing
+        assert await children(kzc, "/consumers/g/txn_producers") == []
+        await kzc.zk.close()
+
+    asyncio.run(main())
+
+
+def test_completing_records_the_producer_epochs_and_a_landed_commit_retried_succeeds(zookeeper):
+    async def main():
+        kzc = await zk_client(zookeeper, "/txn-idempotent")
+        store = ZkOffsetStore(kzc)
+        await kzc.set_txn_offsets("g", PID, 3, {T0: (9, "", -1)})
+        await kzc.commit_txn_offsets("g", PID, {T0: 9}, set(), (3, 7))  # landed; its answer was lost
+        await store.commit_txn_offsets("g", PID, {T0: 9}, (3, 7))  # the retry: no error, nothing written twice
+        assert await kzc.get_consumer_offsets("g") == {T0: 9}
+        data, _ = await kzc.zk.get("/consumers/g/txn_producers/7000")
+        assert json.loads(data) == {"version": 1, "producer_epoch": 3, "coordinator_epoch": 7}
+
+        await kzc.set_txn_offsets("g", PID + 1, 0, {T1: (4, "", -1)})
+        await store.abort_txn_offsets("g", PID + 1, (1, 7))
+        await store.abort_txn_offsets("g", PID + 1, (1, 7))  # a retried ABORT: the pending znode is gone
+        assert await children(kzc, "/consumers/g/txn_offsets") == []
+        assert await store.load_txn_producers(["g", "other"]) == {"g": {PID: (3, 7), PID + 1: (1, 7)}}
+        assert await kzc.get_consumer_offsets("g") == {T0: 9}
+
+        await store.delete_group("g")  # the records go with the group
+        assert await store.load_txn_producers(["g"]) == {}
         await kzc.zk.close()
 
     asyncio.run(main())
@@ -139,11 +166,12 @@ def txn_offset_commit(cluster: Cluster, broker: int, group: str, epoch: int, off
     return {TopicPartition(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
 
 
-def write_txn_marker(cluster: Cluster, broker: int, group: str, pid: int, epoch: int, commit: bool) -> int:
+def write_txn_marker(cluster: Cluster, broker: int, group: str, pid: int, epoch: int, commit: bool,
+                     coordinator_epoch: int = 0) -> int:
     """WriteTxnMarkers v1 to the group's ``__consumer_offsets`` partition, as the transaction coordinator
     sends it: that partition's error code."""
     response = call(cluster, broker, WRITE_TXN_MARKERS, 1, markers=[dict(
-        producer_id=pid, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=0,
+        producer_id=pid, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=coordinator_epoch,
         topics=[dict(name="__consumer_offsets", partition_indexes=[partition_for(group, OFFSETS_PARTITIONS)])])])
     (marker,) = response.markers
     return marker.topics[0].partitions[0].error_code
@@ -182,9 +210,11 @@ def test_txn_offset_commit_is_pending_in_zookeeper_unstable_and_survives_the_coo
     other = PID + 1  # another transaction, aborted: its offsets vanish, the first one's stay pending
     assert txn_offset_commit(cluster, coordinator, group, 0, {T1: 7}, pid=other) == {T1: ErrorCode.NONE}
     assert zk.exists(f"/consumers/{group}/txn_offsets/{other}")
-    assert write_txn_marker(cluster, coordinator, group, other, 0, False) == ErrorCode.NONE
+    assert write_txn_marker(cluster, coordinator, group, other, 0, False, coordinator_epoch=5) == ErrorCode.NONE
+    assert json.loads(zk.get(f"/consumers/{group}/txn_producers/{other}")[0]) == {
+        "version": 1, "producer_epoch": 0, "coordinator_epoch": 5}
     assert not zk.exists(f"/consumers/{group}/txn_offsets/{other}") and committed_in_zk(zk, group) == {}
-    assert write_txn_marker(cluster, coordinator, group, other, 0, False) == ErrorCode.NONE  # a retried marker
+    assert write_txn_marker(cluster, coordinator, group, other, 0, False, 5) == ErrorCode.NONE  # a retried marker
     assert offset_fetch(cluster, coordinator, group, True)[1][1] == (ErrorCode.NONE, -1)
 
     cluster.signal_broker(coordinator, signal.SIGKILL)
@@ -196,6 +226,8 @@ def test_txn_offset_commit_is_pending_in_zookeeper_unstable_and_survives_the_coo
     assert stable == (ErrorCode.NONE, {0: (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1), 1: (ErrorCode.NONE, -1)})
     assert txn_offset_commit(cluster, successor, group, 2, {T1: 1}) == {T1: ErrorCode.INVALID_PRODUCER_EPOCH}
     assert zk.exists(f"/consumers/{group}/txn_offsets/{PID}") and not zk.exists(f"/consumers/{group}/offsets/paid")
+    assert write_txn_marker(cluster, successor, group, other, 0, True, coordinator_epoch=4) == \
+        ErrorCode.TRANSACTION_COORDINATOR_FENCED  # a deposed transaction coordinator, fenced after the failover
 
     assert write_txn_marker(cluster, successor, group, PID, 2, True) == ErrorCode.INVALID_PRODUCER_EPOCH
     assert committed_in_zk(zk, group) == {}

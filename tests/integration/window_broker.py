@@ -47,6 +47,8 @@ def spec_with_sasl_listener() -> ClusterSpec:
         "super.users": "User:ANONYMOUS;User:admin",
         "offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "1",
         "group.initial.rebalance.delay.ms": "0",
+        "transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
     })
 
 

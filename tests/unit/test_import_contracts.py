@@ -46,6 +46,7 @@ VIOLATIONS = {
     "group-handlers-own-port": ("consumer_group.coordinator.handlers", "brokers.server.context"),
     "zk-client-parts": ("brokers.zk.client_topics", "brokers.zk.client_configs"),
     "config-schema-below-broker-config": ("brokers.config.schema", "brokers.config.broker_config"),
+    "transactions-tool-pure": ("scripts.tools.kafka_transactions.tables", "scripts.tools.kafka_transactions.admin"),
     "consumer-groups-pure": ("scripts.tools.kafka_consumer_groups.tables", "confluent_kafka"),
     "consumer-groups-actions": ("scripts.tools.kafka_consumer_groups.delete", "scripts.tools.kafka_consumer_groups.describe"),
     "spark-options": ("consumer_group.spark.options", "consumer_group.spark.source_options"),

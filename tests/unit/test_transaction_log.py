@@ -141,7 +141,7 @@ def test_read_returns_every_record_from_log_start_to_log_end(setup):
     rm, txn_log = setup
 
     async def scenario():
-        assert await txn_log.read(TP.partition) == []  # not hosted here
+        assert await code_of(txn_log.read(TP.partition)) == ErrorCode.NOT_LEADER_OR_FOLLOWER  # not hosted here
         MIN_ISR[0] = 1
         await lead(rm, 1, isr=(1,), replicas=(1,))
         await txn_log.append(TP.partition, 1, batch((b"a", b"1"), (b"b", b"2")))
@@ -164,4 +164,40 @@ def test_read_of_a_follower_replica_reads_its_local_log(setup):
                                                                                    False),)))
         assert txn_log.leader_epoch(TP.partition) is None
         assert await txn_log.read(TP.partition) == [(b"a", b"1")]
+    asyncio.run(scenario())
+
+
+def test_read_stops_before_a_corrupt_batch_and_keeps_what_came_before(setup):
+    rm, txn_log = setup
+
+    async def scenario():
+        MIN_ISR[0] = 1
+        await lead(rm, 1, isr=(1,), replicas=(1,))
+        first, second = batch((b"a", b"1"), (b"b", b"2")), batch((b"c", b"3"))
+        for records in (first, second, batch((b"d", b"4"))):
+            await txn_log.append(TP.partition, 1, records)
+        segment = rm.partitions[TP].log.segments[0]
+        with open(segment.log_path, "r+b") as f:  # a flipped bit in the second batch's record: its CRC fails
+            f.seek(len(first) + len(second) - 2)
+            byte = f.read(1)
+            f.seek(len(first) + len(second) - 2)
+            f.write(bytes([byte[0] ^ 0x01]))
+        assert await txn_log.read(TP.partition) == [(b"a", b"1"), (b"b", b"2")]
+    asyncio.run(scenario())
+
+
+def test_an_io_error_while_reading_is_raised_for_the_coordinator_to_retry(setup, monkeypatch):
+    rm, txn_log = setup
+
+    async def scenario():
+        MIN_ISR[0] = 1
+        await lead(rm, 1, isr=(1,), replicas=(1,))
+        await txn_log.append(TP.partition, 1, batch((b"a", b"1")))
+        log = rm.partitions[TP].log
+
+        def failing_read(*args, **kwargs):
+            raise OSError(5, "Input/output error")
+        monkeypatch.setattr(log, "read", failing_read)
+        with pytest.raises(OSError):
+            await txn_log.read(TP.partition)
     asyncio.run(scenario())

@@ -9,6 +9,8 @@ from typing import Any, Mapping
 from brokers.config import from_schema, schema_field
 
 MARKER_RETRY_BACKOFF_MS = 100  # between attempts to write a Complete* record the log refused as unavailable
+LOAD_RETRY_BACKOFF_MS = 100  # the first wait before reading a partition again whose load failed; doubles each time
+LOAD_RETRY_MAX_BACKOFF_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class TransactionConfig:
         "transaction.remove.expired.transaction.cleanup.interval.ms")
     partition_verification_enable: bool = schema_field("transaction.partition.verification.enable")
     marker_retry_backoff_ms: int = MARKER_RETRY_BACKOFF_MS  # not a broker config in Kafka either
+    load_retry_backoff_ms: int = LOAD_RETRY_BACKOFF_MS
+    load_retry_max_backoff_ms: int = LOAD_RETRY_MAX_BACKOFF_MS
 
     @classmethod
     def from_broker(cls, config: Mapping[str, Any] | Any) -> "TransactionConfig":

@@ -44,8 +44,11 @@ def _init_error(error: ErrorCode) -> InitProducerIdResult:
     return InitProducerIdResult(NO_PRODUCER_ID, NO_PRODUCER_EPOCH, error)
 
 
-class _NeedProducerId(Exception):
-    """The epochs of the id's producer are exhausted: allocate a new producer id, then prepare again."""
+def _log_failure(task: asyncio.Task) -> None:
+    """A completion task that died of a bug leaves its transaction pending until the partition moves: say so."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("%s failed; the transaction stays pending until its partition is loaded again",
+                  task.get_name(), exc_info=task.exception())
 
 
 class TransactionCoordinator:
@@ -59,6 +62,7 @@ class TransactionCoordinator:
         self.state = TransactionStateManager(config, log, self._now_ms)
         self._completions: dict[int, set[asyncio.Task]] = {}  # partition -> its marker-and-complete tasks
         self._timers: list[asyncio.Task] = []
+        self._shut_down = False  # no task is started once set
         self.counters = {"markers_written": 0, "aborts_by_timeout": 0, "transactions_committed": 0,
                          "transactions_aborted": 0, "expired_transactional_ids": 0}
 
@@ -72,53 +76,77 @@ class TransactionCoordinator:
     async def handle_init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,
                                       expected: tuple[int, int] | None = None) -> InitProducerIdResult:
         """``expected``: KIP-360's (producer id, epoch) of a v3+ request resuming after an error, else None.
-        The errors are the coordinator's (PRODUCER_FENCED at every version: the handler maps it)."""
+        The errors are the coordinator's (PRODUCER_FENCED at every version: the handler maps it). Kafka's steps:
+        validate, prepare the transition (creating the id's metadata), append it, answer. No await between the
+        prepare and the append's start: the pending state is set and consumed on one stretch of the loop."""
         if transactional_id is None:  # an idempotent producer: blindly a new producer id
-            try:
-                return InitProducerIdResult(await self._producer_ids.allocate_producer_id(), 0, ErrorCode.NONE)
-            except KafkaError as exc:
-                return _init_error(exc.code)
+            return await self._init_idempotent_producer()
+        error = self._validate_init(transactional_id, transaction_timeout_ms)
+        if error != ErrorCode.NONE:
+            return _init_error(error)
+        prepared = await self._prepare_init(transactional_id, transaction_timeout_ms, expected)
+        if isinstance(prepared, ErrorCode):
+            return _init_error(prepared)
+        coordinator_epoch, transit = prepared
+        return await self._append_init(transactional_id, coordinator_epoch, transit)
+
+    async def _init_idempotent_producer(self) -> InitProducerIdResult:
+        try:
+            return InitProducerIdResult(await self._producer_ids.allocate_producer_id(), 0, ErrorCode.NONE)
+        except KafkaError as exc:
+            return _init_error(exc.code)
+
+    def _validate_init(self, transactional_id: str, transaction_timeout_ms: int) -> ErrorCode:
         if transactional_id == "":
-            return _init_error(ErrorCode.INVALID_REQUEST)
+            return ErrorCode.INVALID_REQUEST
         if not self.config.valid_timeout(transaction_timeout_ms):
-            return _init_error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT
+        return ErrorCode.NONE
+
+    async def _prepare_init(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None
+                            ) -> tuple[int, TxnTransitMetadata] | ErrorCode:
+        """The id's metadata (created with a new producer id if unknown) and its transition prepared (pending),
+        with the coordinator epoch it was read at. A producer id is allocated (an await) only when one is
+        needed; the metadata is then read and checked again from the start."""
         new_producer_id = None
         while True:
             error, found = self.state.get_transaction_state(transactional_id)
             if error == ErrorCode.NONE and found is None and new_producer_id is not None:
                 error, found = self.state.put_transaction_state_if_not_exists(TransactionMetadata(
-                    transactional_id, new_producer_id, txn_timeout_ms=transaction_timeout_ms,
+                    transactional_id, new_producer_id, txn_timeout_ms=timeout_ms,
                     txn_last_update_timestamp=self._now_ms()))
                 new_producer_id = None
             if error != ErrorCode.NONE:
-                return _init_error(error)
+                return error
+            if found is not None:
+                transit = self._prepare_init_producer_id_transit(found, timeout_ms, expected, new_producer_id)
+                if transit is not None:
+                    return transit if isinstance(transit, ErrorCode) else (found.coordinator_epoch, transit)
             try:
-                if found is None:
-                    raise _NeedProducerId
-                result = self._prepare_init_producer_id_transit(found, transaction_timeout_ms, expected,
-                                                                new_producer_id)
-                break
-            except _NeedProducerId:
-                try:
-                    new_producer_id = await self._producer_ids.allocate_producer_id()
-                except KafkaError as exc:
-                    return _init_error(exc.code)
-        if isinstance(result, ErrorCode):
-            return _init_error(result)
-        if result.txn_state == S.PREPARE_EPOCH_FENCE:  # abort the ongoing transaction; the client retries
-            error = await self._end_transaction(transactional_id, result.producer_id, result.producer_epoch,
+                new_producer_id = await self._producer_ids.allocate_producer_id()
+            except KafkaError as exc:
+                return exc.code
+
+    async def _append_init(self, transactional_id: str, coordinator_epoch: int,
+                           transit: TxnTransitMetadata) -> InitProducerIdResult:
+        """Write the prepared transition and answer; an Ongoing transaction is aborted (its producer fenced)
+        instead, and the client asked to retry."""
+        if transit.txn_state == S.PREPARE_EPOCH_FENCE:
+            error = await self._end_transaction(transactional_id, transit.producer_id, transit.producer_epoch,
                                                 commit=False, from_client=False)
             return _init_error(ErrorCode.CONCURRENT_TRANSACTIONS if error == ErrorCode.NONE else error)
-        error = await self.state.append_transaction_to_log(transactional_id, found.coordinator_epoch, result)
+        error = await self.state.append_transaction_to_log(transactional_id, coordinator_epoch, transit)
         if error != ErrorCode.NONE:
             return _init_error(error)
         log.info("initialized transactional id %s with producer id %d epoch %d", transactional_id,
-                 result.producer_id, result.producer_epoch)
-        return InitProducerIdResult(result.producer_id, result.producer_epoch, ErrorCode.NONE)
+                 transit.producer_id, transit.producer_epoch)
+        return InitProducerIdResult(transit.producer_id, transit.producer_epoch, ErrorCode.NONE)
 
     def _prepare_init_producer_id_transit(self, found: EpochAndMetadata, timeout_ms: int,
                                           expected: tuple[int, int] | None,
-                                          new_producer_id: int | None) -> TxnTransitMetadata | ErrorCode:
+                                          new_producer_id: int | None) -> TxnTransitMetadata | ErrorCode | None:
+        """Kafka's ``prepareInitProducerIdTransit``; None when the producer's epochs are exhausted and no new
+        producer id is at hand yet (the caller allocates one and prepares again)."""
         metadata = found.metadata
         if metadata.pending_transition_in_progress:
             return ErrorCode.CONCURRENT_TRANSACTIONS
@@ -131,7 +159,7 @@ class TransactionCoordinator:
         if metadata.state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
             if metadata.is_producer_epoch_exhausted and (expected is None or expected[1] == metadata.producer_epoch):
                 if new_producer_id is None:
-                    raise _NeedProducerId
+                    return None
                 return metadata.prepare_producer_id_rotation(new_producer_id, timeout_ms, self._now_ms(),
                                                              record_last_epoch=expected is not None)
             return metadata.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1],
@@ -141,17 +169,23 @@ class TransactionCoordinator:
         raise RuntimeError(f"{metadata.transactional_id} found in state {metadata.state.kafka_name}")
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------------------
-    async def handle_add_partitions_to_transaction(self, transactional_id: str, producer_id: int,
-                                                   producer_epoch: int,
-                                                   partitions: set[TopicPartition] | frozenset[TopicPartition]
-                                                   ) -> ErrorCode:
+    def _lookup(self, transactional_id: str) -> EpochAndMetadata | ErrorCode:
+        """A client request's transaction: INVALID_REQUEST for an empty id, the state manager's error (not the
+        coordinator, loading), INVALID_PRODUCER_ID_MAPPING for an id it does not know."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         error, found = self.state.get_transaction_state(transactional_id)
         if error != ErrorCode.NONE:
             return error
-        if found is None:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING if found is None else found
+
+    async def handle_add_partitions_to_transaction(self, transactional_id: str, producer_id: int,
+                                                   producer_epoch: int,
+                                                   partitions: set[TopicPartition] | frozenset[TopicPartition]
+                                                   ) -> ErrorCode:
+        found = self._lookup(transactional_id)
+        if isinstance(found, ErrorCode):
+            return found
         metadata = found.metadata
         if metadata.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
@@ -198,13 +232,9 @@ class TransactionCoordinator:
 
     async def _end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                                from_client: bool) -> ErrorCode:
-        if not transactional_id:
-            return ErrorCode.INVALID_REQUEST
-        error, found = self.state.get_transaction_state(transactional_id)
-        if error != ErrorCode.NONE:
-            return error
-        if found is None:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        found = self._lookup(transactional_id)
+        if isinstance(found, ErrorCode):
+            return found
         transit, fencing = self._prepare_end(found, producer_id, producer_epoch, commit, from_client)
         if isinstance(transit, ErrorCode):
             return transit
@@ -238,11 +268,15 @@ class TransactionCoordinator:
 
     def _send_markers(self, coordinator_epoch: int, metadata: TransactionMetadata, transit: TxnTransitMetadata,
                       commit: bool) -> None:
+        if self._shut_down:
+            return
         partition = self.partition_for(metadata.transactional_id)
-        task = asyncio.get_running_loop().create_task(self._complete(coordinator_epoch, metadata, transit, commit))
+        task = asyncio.get_running_loop().create_task(self._complete(coordinator_epoch, metadata, transit, commit),
+                                                      name=f"txn-complete-{metadata.transactional_id}")
         tasks = self._completions.setdefault(partition, set())
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+        task.add_done_callback(_log_failure)
 
     async def _complete(self, coordinator_epoch: int, metadata: TransactionMetadata, transit: TxnTransitMetadata,
                         commit: bool) -> None:
@@ -255,8 +289,7 @@ class TransactionCoordinator:
 
         marker = TxnMarker(txn_id, metadata.producer_id, metadata.producer_epoch, commit, coordinator_epoch,
                            frozenset(metadata.topic_partitions))
-        if marker.partitions and not await self._retrying(lambda: self._markers.send_markers(marker, is_current),
-                                                          is_current, f"markers of {txn_id}"):
+        if marker.partitions and not await self._write_markers(marker, is_current):
             return
         self.counters["markers_written"] += len(marker.partitions)
         while is_current():
@@ -269,20 +302,29 @@ class TransactionCoordinator:
                 return
             await asyncio.sleep(self.config.marker_retry_backoff_ms / 1000)
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[Any]], is_current: Callable[[], bool],
-                        what: str) -> bool:
+    async def _write_markers(self, marker: TxnMarker, is_current: Callable[[], bool]) -> bool:
+        """Send the markers, again after any failure, while the transaction is ours; were they written. Not when
+        a leader refused them as fenced (a newer coordinator or producer epoch owns the transaction): as Kafka's
+        ``abortSending``, no Complete* is written then, and the completion stays pending until the partition
+        moves to its new owner."""
         while is_current():
             try:
-                await attempt()
-                return True
+                written = await self._markers.send_markers(marker, is_current)
             except Exception:  # a background task: whatever failed, retry while the transaction is ours
-                log.exception("sending the %s failed, retrying", what)
+                log.exception("sending the markers of %s failed, retrying", marker.transactional_id)
                 await asyncio.sleep(self.config.marker_retry_backoff_ms / 1000)
+                continue
+            if not written and is_current():
+                log.warning("the markers of %s (producer id %d epoch %d) were refused as fenced; not writing its "
+                            "completion", marker.transactional_id, marker.producer_id, marker.producer_epoch)
+            return written
         return False
 
     # -- election -----------------------------------------------------------------------------------------
     async def on_elected(self, partition: int, coordinator_epoch: int) -> None:
         """Load the partition; transactions it holds prepared get their markers (re)sent and are completed."""
+        if self._shut_down:
+            return
         entry = self.state.cache.get(partition)
         if self.state.loading.get(partition) == coordinator_epoch or (
                 entry is not None and entry.coordinator_epoch == coordinator_epoch):
@@ -307,12 +349,13 @@ class TransactionCoordinator:
     async def abort_timed_out_transactions(self) -> int:
         """Abort (through PrepareEpochFence) every Ongoing transaction older than its timeout; how many."""
         aborted = 0
-        for txn_id, producer_id, _ in self.state.timed_out_transactions(self._now_ms()):
+        for txn_id, producer_id, producer_epoch in self.state.timed_out_transactions(self._now_ms()):
             error, found = self.state.get_transaction_state(txn_id)
             if error != ErrorCode.NONE or found is None:
                 continue
-            metadata = found.metadata
-            if metadata.producer_id != producer_id or metadata.pending_transition_in_progress:
+            metadata = found.metadata  # read again: the previous abort's append was awaited since the scan
+            if (metadata.producer_id, metadata.producer_epoch) != (producer_id, producer_epoch) \
+                    or metadata.pending_transition_in_progress or metadata.state != S.ONGOING:
                 continue
             fence = metadata.prepare_fence_producer_epoch()
             error = await self._end_transaction(txn_id, fence.producer_id, fence.producer_epoch, commit=False,
@@ -331,6 +374,8 @@ class TransactionCoordinator:
         return removed
 
     async def startup(self) -> None:
+        if self._shut_down or self._timers:
+            return
         self._timers = [
             asyncio.get_running_loop().create_task(self._every(self.config.abort_timed_out_transactions_interval_ms,
                                                                self.abort_timed_out_transactions)),
@@ -347,6 +392,7 @@ class TransactionCoordinator:
                 log.exception("transaction coordinator timer failed")
 
     async def shutdown(self) -> None:
+        self._shut_down = True
         tasks = self._timers + [t for ts in self._completions.values() for t in ts]
         for task in tasks:
             task.cancel()

@@ -9,13 +9,17 @@
 * **Batching per broker**: one queue and one sender per destination broker; the sender sends one
   WriteTxnMarkers carrying every entry queued for that broker, and whatever is queued while it is in flight
   goes in the next request. Entries of one transaction are merged into one marker of the request.
-* **Outcomes** (``marker_outcome``, pure): NONE done; a fenced producer or coordinator epoch and the
-  leader's fatal answers (corrupt or oversized batch) give the partition up; everything else (not the leader
+* **Outcomes** (``marker_outcome``, pure): NONE done; the leader's fatal answers (corrupt or oversized batch)
+  give the partition up; a fenced producer or coordinator epoch (INVALID_PRODUCER_EPOCH,
+  TRANSACTION_COORDINATOR_FENCED: a newer owner exists) aborts the whole transaction's sending, as Kafka's
+  ``abortSending``, and ``send_markers`` answers False so no Complete* is written; everything else (not the leader
   any more, not enough replicas, timed out, unknown partition, storage errors) is routed again after the
-  backoff, as is every partition of a request whose connection failed or timed out.
+  backoff, as is every partition of a request whose connection failed or timed out, or that failed in any
+  other way (a request the codec cannot build, an answer it cannot read): a broker's sender never dies of one
+  request.
 * **Currency**: a transaction stops being sent the moment ``is_current()`` (asked before each request and
   each retry) says its coordinator no longer owns it at that coordinator epoch; ``send_markers`` then
-  returns, as it does once every partition is done or given up.
+  returns False. It returns True once every partition is done or given up.
 
 Invariants: an entry is in at most one broker queue or in flight or waiting for a retry, never two; a
 ``send_markers`` call returns exactly once. Counters: ``markers_written`` (partitions answered NONE),
@@ -69,10 +73,11 @@ class Outcome(Enum):
     DONE = "done"
     RETRY = "retry"
     GIVE_UP = "give up"
+    FENCED = "fenced"
 
 
+_FENCED = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})  # a newer owner
 _GIVE_UP = frozenset({
-    ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED,  # a newer epoch owns it now
     ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
     ErrorCode.INVALID_REQUIRED_ACKS,  # the leader can never take this marker
 })
@@ -82,21 +87,24 @@ def marker_outcome(code: int) -> Outcome:
     """What a leader's answer for one partition means for its marker."""
     if code == ErrorCode.NONE:
         return Outcome.DONE
+    if code in _FENCED:
+        return Outcome.FENCED
     return Outcome.GIVE_UP if code in _GIVE_UP else Outcome.RETRY
 
 
 @dataclass(eq=False)
 class _Send:
-    """One ``send_markers`` call: the partitions still to be written and the future it waits on."""
+    """One ``send_markers`` call: the partitions still to be written and the future it waits on (its result:
+    were the markers written)."""
 
     marker: TxnMarker
     is_current: Callable[[], bool]
     remaining: set[TopicPartition]
     done: asyncio.Future
 
-    def finish(self) -> None:
+    def finish(self, written: bool) -> None:
         if not self.done.done():
-            self.done.set_result(None)
+            self.done.set_result(written)
 
 
 def request_body(entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> tuple[Any, list[_Send]]:
@@ -115,6 +123,17 @@ def request_body(entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> tupl
                             topics=[dict(name=t, partition_indexes=ps) for t, ps in topics.items()]))
     return codec.build(codec.request_class(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION), markers=markers), \
         list(merged)
+
+
+def _answers(sends: list[_Send], response: Any) -> dict[_Send, dict[TopicPartition, int]]:
+    """Each send's partitions' error codes in a WriteTxnMarkers response (its markers in the request's order);
+    raises on a response of another shape, before anything is applied."""
+    answered: dict[_Send, dict[TopicPartition, int]] = {send: {} for send in sends}
+    for send, result in zip(sends, response.markers):
+        for topic in result.topics:
+            for p in topic.partitions:
+                answered[send][TopicPartition(topic.name, p.partition_index)] = int(p.error_code)
+    return answered
 
 
 @dataclass(eq=False)
@@ -154,14 +173,14 @@ class TransactionMarkerChannelManager:
         self.retries = 0
 
     # -- MarkerSender -----------------------------------------------------------------------------
-    async def send_markers(self, marker: TxnMarker, is_current: Callable[[], bool]) -> None:
+    async def send_markers(self, marker: TxnMarker, is_current: Callable[[], bool]) -> bool:
         if self._closed:
             raise RuntimeError("the transaction marker channel is shut down")
         send = _Send(marker, is_current, set(marker.partitions), asyncio.get_running_loop().create_future())
         self._sends.add(send)
         try:
             self._route(send, frozenset(marker.partitions))
-            await send.done
+            return await send.done
         finally:
             self._sends.discard(send)
 
@@ -170,8 +189,8 @@ class TransactionMarkerChannelManager:
         """Queue ``partitions`` of ``send`` for their leaders now; the leaderless ones retry later."""
         if send.done.done() or self._closed:
             return
-        if not send.is_current():
-            send.finish()
+        if not self._current(send):
+            send.finish(False)
             return
         by_leader: dict[int, tuple[EndPoint, set[TopicPartition]]] = {}
         waiting: set[TopicPartition] = set()
@@ -191,7 +210,7 @@ class TransactionMarkerChannelManager:
         if waiting:
             self._retry_later(send, frozenset(waiting))
         if not send.remaining:
-            send.finish()
+            send.finish(True)
 
     def _enqueue(self, broker_id: int, endpoint: EndPoint, send: _Send, partitions: frozenset[TopicPartition]) -> None:
         queue = self._queues.get(broker_id)
@@ -208,12 +227,19 @@ class TransactionMarkerChannelManager:
             queue.task = asyncio.get_running_loop().create_task(self._run(queue), name=f"txn-markers-{broker_id}")
 
     def _retry_later(self, send: _Send, partitions: frozenset[TopicPartition]) -> None:
+        if self._closed:
+            return
         self.retries += 1
         handle: asyncio.TimerHandle | None = None
 
         def fire() -> None:
             self._retries.discard(handle)
-            self._route(send, partitions)
+            try:
+                self._route(send, partitions)
+            except Exception:  # e.g. the metadata cache failing: keep the partitions, try again later
+                log.exception("%s: routing its markers failed; retrying in %d ms", send.marker.transactional_id,
+                              self.retry_backoff_ms)
+                self._retry_later(send, partitions)
         handle = asyncio.get_running_loop().call_later(self.retry_backoff_ms / 1000, fire)
         self._retries.add(handle)
 
@@ -225,50 +251,78 @@ class TransactionMarkerChannelManager:
                 await queue.wakeup.wait()
                 continue
             entries, queue.entries = queue.entries, []
-            entries = [e for e in entries if self._still_wanted(e[0])]
-            if entries:
-                await self._send(queue, entries)
+            try:
+                entries = [e for e in entries if self._still_wanted(e[0])]
+                if entries:
+                    await self._send(queue, entries)
+            except Exception:  # a bug: the sender lives on and what it dequeued is routed again
+                log.exception("the WriteTxnMarkers sender of broker %d failed; retrying its markers in %d ms",
+                              queue.broker_id, self.retry_backoff_ms)
+                self._request_failed(queue, entries)
 
-    @staticmethod
-    def _still_wanted(send: _Send) -> bool:
+    def _still_wanted(self, send: _Send) -> bool:
         if send.done.done():
             return False
-        if not send.is_current():
-            send.finish()
+        if not self._current(send):
+            send.finish(False)
             return False
         return True
 
-    async def _send(self, queue: _BrokerQueue, entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> None:
-        body, sends = request_body(entries)
+    @staticmethod
+    def _current(send: _Send) -> bool:
+        """``send.is_current()``; when it raises, the send fails with that error (its caller's own bug)."""
         try:
+            return send.is_current()
+        except Exception as exc:
+            if not send.done.done():
+                send.done.set_exception(exc)
+            return False
+
+    async def _send(self, queue: _BrokerQueue, entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> None:
+        try:
+            body, sends = request_body(entries)
             if queue.connection is None or not queue.connection.connected:
                 queue.connection = None
                 queue.connection = await self._connect(queue.endpoint)
             response = await queue.connection.request(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body,
                                                       self.request_timeout_ms / 1000 + RESPONSE_MARGIN_S)
+            answered = _answers(sends, response)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
             log.warning("WriteTxnMarkers to broker %d (%s) failed: %s; retrying in %d ms", queue.broker_id,
                         queue.endpoint, exc, self.retry_backoff_ms)
-            if queue.connection is not None:
-                queue.connection.close()
-            queue.connection = None
-            for send, partitions in entries:
-                self._retry_later(send, partitions)
+            self._request_failed(queue, entries)
             return
-        self._apply_response(queue.broker_id, entries, sends, response)
+        except Exception:  # a request the codec cannot build, an answer it cannot read: retried all the same
+            log.exception("WriteTxnMarkers to broker %d (%s) failed unexpectedly; retrying in %d ms",
+                          queue.broker_id, queue.endpoint, self.retry_backoff_ms)
+            self._request_failed(queue, entries)
+            return
+        self._apply_response(queue.broker_id, entries, answered)
+
+    def _request_failed(self, queue: _BrokerQueue, entries: list[tuple[_Send, frozenset[TopicPartition]]]) -> None:
+        """The request of ``entries`` got no usable answer: drop the connection, route them again later."""
+        if queue.connection is not None:
+            queue.connection.close()
+        queue.connection = None
+        for send, partitions in entries:
+            self._retry_later(send, partitions)
 
     def _apply_response(self, broker_id: int, entries: list[tuple[_Send, frozenset[TopicPartition]]],
-                        sends: list[_Send], response: Any) -> None:
-        answered: dict[_Send, dict[TopicPartition, int]] = {send: {} for send in sends}
-        for send, result in zip(sends, response.markers):
-            for topic in result.topics:
-                for p in topic.partitions:
-                    answered[send][TopicPartition(topic.name, p.partition_index)] = int(p.error_code)
+                        answered: dict[_Send, dict[TopicPartition, int]]) -> None:
         for send, partitions in entries:
+            if send.done.done():  # fenced by an earlier entry of this response
+                continue
             retry = set()
             for tp in partitions:
                 code = answered.get(send, {}).get(tp, int(ErrorCode.NETWORK_EXCEPTION))  # unanswered: retried
                 outcome = marker_outcome(code)
+                if outcome is Outcome.FENCED:
+                    log.warning("%s: broker %d refused the marker for %s with %s: a newer producer or coordinator "
+                                "epoch owns the transaction; no more of its markers are sent",
+                                send.marker.transactional_id, broker_id, tp, _error_name(code))
+                    self.markers_given_up += 1
+                    send.finish(False)
+                    break
                 if outcome is Outcome.DONE:
                     self.markers_written += 1
                     send.remaining.discard(tp)
@@ -281,10 +335,12 @@ class TransactionMarkerChannelManager:
                     log.info("%s: broker %d answered %s for %s; retrying", send.marker.transactional_id,
                              broker_id, _error_name(code), tp)
                     retry.add(tp)
+            if send.done.done():
+                continue
             if retry:
                 self._retry_later(send, frozenset(retry))
             elif not send.remaining:
-                send.finish()
+                send.finish(True)
 
     async def _connect_kafka(self, endpoint: EndPoint) -> KafkaConnection:
         tls = endpoint.security_protocol in ("SSL", "SASL_SSL")

@@ -26,7 +26,10 @@ class TransactionLog(Protocol):
 
     async def read(self, partition: int) -> list[tuple[bytes, bytes | None]]:
         """Every record's (key, value) of the local replica from its log start to its log end, in offset order
-        (for loading a partition on election; the reading happens off the event loop)."""
+        (for loading a partition on election; the reading happens off the event loop). A batch that cannot be
+        decoded ends the read: the records before it are returned (Kafka keeps such a partial load and logs
+        it). Raises (``KafkaError`` NOT_LEADER_OR_FOLLOWER when the partition is not hosted here, ``OSError``)
+        when the log cannot be read at all; the coordinator then reads again later, it never loads nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +47,13 @@ class TxnMarker:
 class MarkerSender(Protocol):
     """Kafka's ``TransactionMarkerChannelManager``."""
 
-    async def send_markers(self, marker: TxnMarker, is_current: Callable[[], bool]) -> None:
-        """Write ``marker`` to the leader of each of its partitions (WriteTxnMarkers, batched per broker) and return
-        when every partition's leader has answered NONE or a final error (the topic or partition is gone), retrying
-        the others while ``is_current()`` (this coordinator still owns the transaction at that coordinator epoch)."""
+    async def send_markers(self, marker: TxnMarker, is_current: Callable[[], bool]) -> bool:
+        """Write ``marker`` to the leader of each of its partitions (WriteTxnMarkers, batched per broker), retrying
+        the others while ``is_current()`` (this coordinator still owns the transaction at that coordinator epoch).
+        True once every partition's leader has answered NONE or a final error (the topic or partition is gone):
+        the coordinator writes Complete*. False when the sending was aborted: a leader refused the marker as
+        fenced (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED: a newer producer or coordinator epoch
+        owns the transaction) or ``is_current()`` turned false; then nothing more is written for it."""
 
 
 class ProducerIdAllocator(Protocol):

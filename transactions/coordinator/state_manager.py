@@ -3,7 +3,10 @@
 transition through ``TransactionLog.append`` before applying it.
 
 Invariants: a partition is either loading (every lookup of its ids answers COORDINATOR_LOAD_IN_PROGRESS), cached
-at one coordinator epoch (its leader epoch), or unknown here (NOT_COORDINATOR). A transition's record is appended
+at one coordinator epoch (its leader epoch), or unknown here (NOT_COORDINATOR). A partition is cached only from
+a read of its log that succeeded: a read that fails is retried with a growing backoff while the partition is
+still loading at that epoch, never replaced by an empty cache (which would forget prepared and ongoing
+transactions and hand their ids new producer ids). A transition's record is appended
 with the coordinator epoch it was prepared under, and applied only if the partition is still cached at that epoch
 after the append; a failed append drops the pending state (unless the caller will retry it), so the metadata is
 exactly what the log holds. Everything here runs on the broker's event loop: no await between a check and the
@@ -11,6 +14,8 @@ change it guards, except the append itself, which the pending state protects.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
@@ -93,6 +98,7 @@ class TransactionStateManager:
         self._now_ms = now_ms
         self.loading: dict[int, int] = {}  # partition -> the coordinator epoch it is being loaded at
         self.cache: dict[int, TxnPartitionCache] = {}
+        self._load_stopped: dict[int, asyncio.Event] = {}  # partition -> set when its load is abandoned
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.config.transaction_log_num_partitions)
@@ -135,29 +141,56 @@ class TransactionStateManager:
     # -- election and resignation ------------------------------------------------------------------------
     async def load_partition(self, partition: int, coordinator_epoch: int) -> list[PendingCompletion] | None:
         """Read the partition's log and cache its transactions; the prepared ones come back with their completion
-        prepared (pending), for their markers to be sent. None when the partition was resigned or re-elected
-        while it loaded."""
+        prepared (pending), for their markers to be sent. A failed read is retried (the partition answers
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile); the port's read already keeps the records before an undecodable
+        batch. None when the partition was resigned or re-elected before it loaded."""
+        self._stop_loading(partition)
         self.loading[partition] = coordinator_epoch
+        self._load_stopped[partition] = stopped = asyncio.Event()
         self.cache.pop(partition, None)
         try:
-            records = await self._log.read(partition)
-        except (KafkaError, OSError) as exc:
-            log.error("cannot read %s-%d to load it: %s", TRANSACTION_STATE_TOPIC, partition, exc)
-            records = []
-        if self.loading.get(partition) != coordinator_epoch:
-            return None
+            records = await self._read_until_loaded(partition, coordinator_epoch, stopped)
+        except BaseException:  # cancelled: the partition is not left loading for ever
+            if self._load_stopped.get(partition) is stopped:
+                self._stop_loading(partition)
+            raise
+        if records is None or self._load_stopped.get(partition) is not stopped:
+            return None  # resigned, re-elected or shut down while it read
         loaded = load_transactions(records)
         self.cache[partition] = TxnPartitionCache(coordinator_epoch, loaded)
         now = self._now_ms()
         pending = [PendingCompletion(coordinator_epoch, m, m.prepare_complete(now), m.state == S.PREPARE_COMMIT)
                    for m in loaded.values() if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)]
         del self.loading[partition]
+        del self._load_stopped[partition]
         log.info("loaded %d transactional ids from %s-%d at coordinator epoch %d", len(loaded),
                  TRANSACTION_STATE_TOPIC, partition, coordinator_epoch)
         return pending
 
-    def remove_partition(self, partition: int) -> None:
+    async def _read_until_loaded(self, partition: int, coordinator_epoch: int, stopped: asyncio.Event
+                                 ) -> list[tuple[bytes, bytes | None]] | None:
+        """The partition's records, read again after each failure (the backoff doubling up to its maximum)
+        until a read succeeds; None once the load is abandoned (resigned, re-elected, shut down)."""
+        backoff_ms = self.config.load_retry_backoff_ms
+        while not stopped.is_set():
+            try:
+                return await self._log.read(partition)
+            except Exception:  # an I/O error, not hosted yet, or a bug: never loaded as empty
+                log.exception("cannot read %s-%d to load it at coordinator epoch %d; retrying in %d ms",
+                              TRANSACTION_STATE_TOPIC, partition, coordinator_epoch, backoff_ms)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stopped.wait(), backoff_ms / 1000)
+            backoff_ms = min(backoff_ms * 2, self.config.load_retry_max_backoff_ms)
+        return None
+
+    def _stop_loading(self, partition: int) -> None:
+        stopped = self._load_stopped.pop(partition, None)
+        if stopped is not None:
+            stopped.set()
         self.loading.pop(partition, None)
+
+    def remove_partition(self, partition: int) -> None:
+        self._stop_loading(partition)
         if self.cache.pop(partition, None) is not None:
             log.info("unloaded the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
 
@@ -207,7 +240,10 @@ class TransactionStateManager:
         them (Kafka's ``removeExpiredTransactionalIds``); how many were removed."""
         now = self._now_ms()
         removed = 0
-        for partition, entry in list(self.cache.items()):
+        for partition in list(self.cache):
+            entry = self.cache.get(partition)  # read again: the previous partition's appends were awaited
+            if entry is None:
+                continue
             expired = [(m, m.prepare_dead()) for m in list(entry.transactions.values())
                        if m.pending_state is None and m.state.expiration_allowed
                        and m.txn_last_update_timestamp <= now - self.config.transactional_id_expiration_ms]
@@ -236,6 +272,7 @@ class TransactionStateManager:
         return removed
 
     def clear(self) -> None:
-        self.loading.clear()
+        for partition in list(self.loading):
+            self._stop_loading(partition)
         self.cache.clear()
 

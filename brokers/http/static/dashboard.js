@@ -1,5 +1,5 @@
 /* zkafka live dashboard: polls GET /api/v1/overview every second and renders
- * brokers, topics, partitions, consumer groups and two uPlot charts.
+ * brokers, topics, partitions (HW and LSO), transactions, consumer groups and two uPlot charts.
  * Plain ES2020, no framework, no network besides same-origin fetches. */
 (() => {
   "use strict";
@@ -199,9 +199,12 @@
             .map((r) => (isr.has(r) ? esc(r) : `<span class="out-of-isr" title="not in ISR">${esc(r)}</span>`))
             .join(", ")
         : UNKNOWN;
+      const lsoLag = isNum(p.high_watermark) && isNum(p.last_stable_offset)
+        ? Math.max(0, p.high_watermark - p.last_stable_offset) : null;
       return (
         `<tr class="${cls.join(" ")}" data-topic="${esc(p.topic)}" data-partition="${esc(p.partition)}" ` +
-        `data-under-replicated="${bool(urp)}" data-offline="${bool(off)}">` +
+        `data-under-replicated="${bool(urp)}" data-offline="${bool(off)}" ` +
+        `data-hw="${numAttr(p.high_watermark)}" data-lso="${numAttr(p.last_stable_offset)}">` +
         `<td class="topic-name">${esc(p.topic)}</td>` +
         `<td class="num">${esc(p.partition)}</td>` +
         `<td class="num leader">${fmtBroker(p.leader)}</td>` +
@@ -209,6 +212,8 @@
         `<td class="replicas">${replicas}</td>` +
         `<td class="isr">${fmtList(p.isr)}</td>` +
         `<td class="num hw">${fmtInt(p.high_watermark)}</td>` +
+        `<td class="num lso">${fmtInt(p.last_stable_offset)}</td>` +
+        `<td class="num lso-lag${isNum(lsoLag) && lsoLag > 0 ? " lagging" : ""}">${fmtInt(lsoLag)}</td>` +
         `<td class="num leo">${fmtInt(p.log_end_offset)}</td>` +
         `<td class="num log-start">${fmtInt(p.log_start_offset)}</td>` +
         `<td class="num size">${fmtBytes(p.size_bytes)}</td>` +
@@ -216,8 +221,35 @@
         `</tr>`
       );
     });
-    const html = rows.length ? rows.join("") : '<tr class="empty"><td colspan="11">No partitions</td></tr>';
+    const html = rows.length ? rows.join("") : '<tr class="empty"><td colspan="13">No partitions</td></tr>';
     setHtml($("#partitions tbody"), html);
+  }
+
+  const ONGOING_STATES = new Set(["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]);
+
+  function renderTransactions(data) {
+    const txns = (data.transactions || []).slice().sort((a, b) => byName(a.transactional_id, b.transactional_id));
+    const rows = txns.map((t) => {
+      const state = t.state != null ? String(t.state) : "Unknown";
+      const ongoing = ONGOING_STATES.has(state);
+      return (
+        `<tr class="transaction${ongoing ? " ongoing" : ""}" data-transactional-id="${esc(t.transactional_id)}" ` +
+        `data-state="${esc(state)}" data-ongoing="${bool(ongoing)}">` +
+        `<td class="transactional-id">${esc(t.transactional_id)}</td>` +
+        `<td class="num">${fmtBroker(t.coordinator)}</td>` +
+        `<td class="num">${fmtInt(t.producer_id)}</td>` +
+        `<td class="num">${fmtInt(t.producer_epoch)}</td>` +
+        `<td class="state">${esc(state)}</td>` +
+        `<td class="num">${fmtInt(t.timeout_ms)}</td>` +
+        `<td>${isNum(t.start_time_ms) && t.start_time_ms >= 0 ? fmtTime(t.start_time_ms) : UNKNOWN}</td>` +
+        `<td class="txn-partitions">${fmtList(t.partitions)}</td>` +
+        `</tr>`
+      );
+    });
+    const html = rows.length ? rows.join("") : '<tr class="empty"><td colspan="8">No transactions</td></tr>';
+    setHtml($("#transactions tbody"), html);
+    setText($("#transactions-count"), String(txns.length));
+    setText($("#transactions-ongoing"), String(txns.filter((t) => ONGOING_STATES.has(String(t.state))).length));
   }
 
   function fmtAssignment(assignment) {
@@ -291,6 +323,7 @@
       () => renderBrokers(lastData),
       () => renderTopics(lastData, showInternal),
       () => renderPartitions(lastData, showInternal),
+      () => renderTransactions(lastData),
       () => renderGroups(lastData),
     ];
     for (const step of steps) {

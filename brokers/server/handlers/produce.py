@@ -39,7 +39,10 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53); control batches (markers) come only 
 a client's is INVALID_RECORD. KIP-890 part 1: when ``context.verify_transaction`` is set and the
 producer has no open transaction on the partition (its first batch there), the transaction
 coordinator is asked first whether the partition is in the transaction; any answer but NONE refuses
-the partition with that code (INVALID_TXN_STATE when it is not), and nothing is written.
+the partition with that code (INVALID_TXN_STATE when it is not), and nothing is written. As in Kafka
+3.6, the log hands out a ``VerificationGuard`` before the coordinator is asked and the append carries
+it: a marker of the producer landing meanwhile (its EndTxn, a fencing abort) voids it, so the late
+batch answers INVALID_TXN_STATE instead of opening a transaction no coordinator knows about.
 
 ``acks=0`` gets no response at all (the client registered nothing in flight). As in Kafka, a failed
 acks=0 produce closes the connection instead, so the client notices and refreshes its metadata; the
@@ -52,7 +55,7 @@ import logging
 import time
 from typing import Any
 
-from brokers.model import INTERNAL_TOPICS, TopicPartition
+from brokers.model import INTERNAL_TOPICS
 from brokers.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from brokers.protocol.format_conversion import up_convert
 from brokers.protocol.framing import ProtocolError, RequestHeader
@@ -73,6 +76,7 @@ from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import TRANSACTIONAL_ID, WRITE
 from brokers.server.context import ServerContext
 from brokers.server.handlers import ADMIN_CLIENT_ID, leader_for, timeout_seconds
+from brokers.storage.producer_state import SENTINEL_VERIFICATION_GUARD, VerificationGuard
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +122,9 @@ def _batch_to_append(records: bytes, message_set: bool) -> bytearray:
 
 
 def _append(context: ServerContext, header: RequestHeader, acks: int, topic: str, index: int,
-            records: bytes | None) -> tuple[dict[str, Any], asyncio.Future | None]:
+            records: bytes | None, guard: VerificationGuard | None) -> tuple[dict[str, Any], asyncio.Future | None]:
     """Append one partition's batch: (its response, the acks=all wait or None)."""
-    response = _append_locally(context, header, acks, topic, index, records)
+    response = _append_locally(context, header, acks, topic, index, records, guard)
     if not isinstance(response, tuple):
         return response, None
     response, partition, required_offset = response
@@ -128,7 +132,7 @@ def _append(context: ServerContext, header: RequestHeader, acks: int, topic: str
 
 
 def _append_locally(context: ServerContext, header: RequestHeader, acks: int, topic: str, index: int,
-                    records: bytes | None):
+                    records: bytes | None, guard: VerificationGuard | None):
     version = header.api_version
     message_set = _is_message_set(records, version)
     invalid = None if message_set else _check_records(records, version)
@@ -143,7 +147,8 @@ def _append_locally(context: ServerContext, header: RequestHeader, acks: int, to
         return _failed(index, exc.code)
     log_ = partition.log
     try:
-        info = partition.append_as_leader(_batch_to_append(records, message_set), acks, int(time.time() * 1000))
+        info = partition.append_as_leader(_batch_to_append(records, message_set), acks, int(time.time() * 1000),
+                                          guard)
     except KafkaError as exc:
         log.info("rejecting produce to %s-%d from %s: %s", topic, index, header.client_id, exc)
         return _failed(index, exc.code, exc)
@@ -199,29 +204,35 @@ def _transactional_id_refused(context: ServerContext, request: Any) -> bool:
     return transactional_id is None or not context.authorized(WRITE, TRANSACTIONAL_ID, transactional_id)
 
 
-async def _verify(context: ServerContext, request: Any, topic: str, index: int, records: bytes | None) -> int | None:
-    """KIP-890: the coordinator's refusal code for a producer's first transactional batch on the
-    partition, or None (verified, not needed, or left to the append to answer)."""
+async def _verify(context: ServerContext, request: Any, topic: str, index: int,
+                  records: bytes | None) -> tuple[int | None, VerificationGuard | None]:
+    """KIP-890 for one partition: (the coordinator's refusal code or None, the guard the append must
+    carry, None for a batch that is not transactional)."""
     verify, transactional_id = context.verify_transaction, request.transactional_id
     batch = transactional_header(records)
-    tp = TopicPartition(topic, index)
-    partition = context.replica_manager.partitions.get(tp)
-    if batch is None or partition is None or not partition.is_leader:
-        return None
-    entry = partition.log.producer_state.last_entry(batch.producer_id)
-    if entry is not None and entry.current_txn_first_offset is not None:
-        return None  # already in a transaction here: the coordinator added the partition before
+    if batch is None:
+        return None, None
+    try:
+        partition = leader_for(context, topic, index)
+    except PartitionError as exc:
+        return exc.code, None  # as Kafka's Partition.maybeStartTransactionVerification: not the leader
+    tp = partition.topic_partition
+    guard = partition.log.start_transaction_verification(batch.producer_id)
+    if guard is SENTINEL_VERIFICATION_GUARD:
+        return None, guard  # already in a transaction here: the coordinator added the partition before
     code = await verify(transactional_id, batch.producer_id, batch.producer_epoch, tp)
-    return None if code == ErrorCode.NONE else code
+    return (None if code == ErrorCode.NONE else code), guard
 
 
-async def _verifications(context: ServerContext, request: Any, topics: list) -> dict[tuple[str, int], int]:
-    """KIP-890's refusals for the partitions of ``topics``, the coordinator asked for all at once."""
+async def _verifications(context: ServerContext, request: Any,
+                         topics: list) -> dict[tuple[str, int], tuple[int | None, VerificationGuard | None]]:
+    """KIP-890's (refusal, guard) for the partitions of ``topics``, the coordinator asked for all at once."""
     if context.verify_transaction is None or getattr(request, "transactional_id", None) is None:
         return {}
     wanted = [(topic.name, p.index, p.records) for topic in topics for p in topic.partition_data]
-    codes = await asyncio.gather(*(_verify(context, request, name, index, records) for name, index, records in wanted))
-    return {(name, index): code for (name, index, _), code in zip(wanted, codes) if code is not None}
+    answers = await asyncio.gather(*(_verify(context, request, name, index, records)
+                                     for name, index, records in wanted))
+    return {(name, index): answer for (name, index, _), answer in zip(wanted, answers)}
 
 
 async def handle_produce(context: ServerContext, header: RequestHeader, request: Any) -> Any:
@@ -240,7 +251,7 @@ async def handle_produce(context: ServerContext, header: RequestHeader, request:
         return None if name in known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     errors = {topic.name: topic_error(topic.name) for topic in request.topic_data}
-    refused = await _verifications(context, request, [t for t in request.topic_data if errors[t.name] is None])
+    verified = await _verifications(context, request, [t for t in request.topic_data if errors[t.name] is None])
     responses, waits = [], []
     for topic in request.topic_data:
         error = errors[topic.name]
@@ -249,11 +260,11 @@ async def handle_produce(context: ServerContext, header: RequestHeader, request:
         else:
             partitions = []
             for p in topic.partition_data:
-                code = refused.get((topic.name, p.index))
+                code, guard = verified.get((topic.name, p.index), (None, None))
                 if code is not None:
                     partitions.append(_failed(p.index, code))
                     continue
-                response, wait = _append(context, header, acks, topic.name, p.index, p.records)
+                response, wait = _append(context, header, acks, topic.name, p.index, p.records, guard)
                 partitions.append(response)
                 if wait is not None:
                     waits.append((response, wait))

@@ -5,7 +5,8 @@ this broker leads (Kafka 2.8's ``KafkaApis.handleWriteTxnMarkersRequest``).
   CLUSTER_AUTHORIZATION_FAILED (31);
 * per partition: this broker must lead it (NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION);
 * a partition of ``__consumer_offsets`` completes the producer's pending transactional offset commits
-  in the group coordinator (``complete_transaction``: made visible on COMMIT, dropped on ABORT) and
+  in the group coordinator (``complete_transaction``: made visible on COMMIT, dropped on ABORT, with the
+  marker's coordinator epoch, TRANSACTION_COORDINATOR_FENCED when older than the producer's last) and
   answers its ErrorCode;
 * any other partition gets the marker appended as an acks=all write (``Partition.append_marker``:
   min.insync.replicas first, NOT_ENOUGH_REPLICAS) and answers once the high watermark passes it, or
@@ -63,7 +64,7 @@ async def _complete_offsets(context: ServerContext, marker: Any, index: int) -> 
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     try:
         return await coordinator.complete_transaction(index, marker.producer_id, marker.producer_epoch,
-                                                      marker.transaction_result)
+                                                      marker.transaction_result, marker.coordinator_epoch)
     except Exception:  # noqa: BLE001 - a coordinator bug answers this partition, not the connection
         log.exception("completing producer %d's offsets on %s-%d failed", marker.producer_id,
                       GROUP_METADATA_TOPIC, index)

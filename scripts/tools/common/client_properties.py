@@ -14,7 +14,8 @@ Java name -> librdkafka:
 Every tool reads its file with ``from_flag(flag, path)`` (or ``parse_flag`` for argparse): read, every
 setting resolved once (a bad file or key fails before any connection), errors ``argument <flag>: ...``:
 
-- ``--command-config``: kafka-topics, kafka-consumer-groups, kafka-reassign-partitions, kafka-configs, kafka-acls
+- ``--command-config``: kafka-topics, kafka-consumer-groups, kafka-reassign-partitions, kafka-configs, kafka-acls,
+  kafka-transactions
 - ``--admin.config``: kafka-leader-election
 - ``--producer.config`` / ``--consumer.config``: the console producer / consumer (``--producer-property`` /
   ``--consumer-property`` override the file's keys, as in Kafka)

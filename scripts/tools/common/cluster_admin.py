@@ -1,5 +1,6 @@
 """ClusterAdmin: what the operator tools need that confluent-kafka's AdminClient lacks (one way for them to
-speak the broker's own protocol client: ``request_any`` for any API, KIP-455's reassignments to the controller).
+speak the broker's own protocol client: ``request_any`` for any API, ``request_broker`` to one broker by id,
+``find_coordinator`` (groups and transactional ids), KIP-455's reassignments to the controller).
 
 KIP-455's AlterPartitionReassignments and ListPartitionReassignments (librdkafka has neither) go to the
 controller over the broker's own protocol client (``brokers.client.KafkaConnection``, kio-encoded), found
@@ -25,6 +26,7 @@ from scripts.tools.common.client_properties import client_config, connection_set
 
 METADATA, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = (ApiKey.METADATA, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
                                                    ApiKey.LIST_PARTITION_REASSIGNMENTS)
+FIND_COORDINATOR = ApiKey.FIND_COORDINATOR
 CLIENT_ID = "zkafka-admin"
 
 
@@ -82,6 +84,24 @@ class ClusterAdmin:
                            topics=None if topics is None else [{"name": t} for t in topics],
                            allow_auto_topic_creation=False)
         return await self.request_any(METADATA, 4, body)
+
+    async def metadata(self, topics: list[str] | None) -> Any:
+        """Metadata v4 for ``topics`` (None: every topic, internal ones included)."""
+        return await self._metadata(topics)
+
+    async def request_broker(self, broker_id: int, api_key: int, version: int, body: Any) -> Any:
+        """``body`` to broker ``broker_id``, found in Metadata (ClusterAdminError if the cluster has no such broker)."""
+        broker = next((b for b in (await self._metadata([])).brokers if b.node_id == broker_id), None)
+        if broker is None:
+            raise ClusterAdminError(f"no broker with id {broker_id} in the cluster's metadata")
+        connection = await self._connection(broker.host, int(broker.port))
+        return await connection.request(api_key, version, body, self.timeout)
+
+    async def find_coordinator(self, key: str, key_type: int) -> tuple[ErrorCode, int]:
+        """FindCoordinator v3 (key type 0 a group, 1 a transactional id): the error and the coordinator's id."""
+        body = codec.build(codec.request_class(FIND_COORDINATOR, 3), key=key, key_type=key_type)
+        response = await self.request_any(FIND_COORDINATOR, 3, body)
+        return ErrorCode(int(response.error_code)), int(response.node_id)
 
     async def broker_ids(self) -> list[int]:
         return sorted(int(b.node_id) for b in (await self._metadata([])).brokers)

@@ -48,11 +48,12 @@ async function produce (kafka, { topic, codec = 'none', records }) {
   }
 }
 
-// consume {topic, group, count, timeoutMs}: joins the group, reads count records from the committed
-// offsets (else the beginning), commits the next offset of every partition read, describes the group
-// while still a member, then leaves it
-async function consume (kafka, { topic, group, count, timeoutMs = 60000 }) {
-  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10000, rebalanceTimeout: 20000 })
+// consume {topic, group, count, timeoutMs, readUncommitted}: joins the group, reads count records from the
+// committed offsets (else the beginning), commits the next offset of every partition read, describes the
+// group while still a member, then leaves it. Fetches are read_committed unless readUncommitted (kafkajs'
+// default): records of aborted transactions are dropped, and nothing past a partition's last stable offset.
+async function consume (kafka, { topic, group, count, timeoutMs = 60000, readUncommitted = false }) {
+  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10000, rebalanceTimeout: 20000, readUncommitted })
   const records = []
   let finished
   const done = new Promise(resolve => { finished = resolve })
@@ -78,6 +79,66 @@ async function consume (kafka, { topic, group, count, timeoutMs = 60000 }) {
     return { records, group: described[0] }
   } finally {
     await consumer.disconnect()
+  }
+}
+
+// The test's side of a paused command: pause writes a JSON line on stdout, then the next line of stdin lets
+// it go on; close lets stdin go (the process ends once nothing else is open).
+function pauser () {
+  const reader = require('readline').createInterface({ input: process.stdin })
+  const lines = reader[Symbol.asyncIterator]()
+  return {
+    pause: async state => {
+      process.stdout.write(JSON.stringify(state) + '\n')
+      const { done } = await lines.next()
+      if (done) throw new Error(`stdin closed while paused at ${JSON.stringify(state)}`)
+    },
+    close: () => reader.close()
+  }
+}
+
+// transactions {topic, transactionalId, group, offsetsTopic, transactions: [{records: [{partition, key, value}],
+// offsets: [{partition, offset}], commit}], pause}: one transactional producer (InitProducerId, then per
+// transaction AddPartitionsToTxn, Produce, AddOffsetsToTxn + TxnOffsetCommit to the group's coordinator, EndTxn)
+// runs each transaction in turn, its records to topic, its offsets those of offsetsTopic (the records a
+// consume-transform-produce loop read); with pause it stops before each EndTxn until stdin has a line. The
+// result is the producer's acks per transaction.
+async function transactions (kafka, { topic, transactionalId, group, offsetsTopic, transactions, pause = false }) {
+  const producer = kafka.producer({
+    transactionalId,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner
+  })
+  const paused = pause ? pauser() : null
+  await producer.connect()
+  try {
+    const results = []
+    for (const [index, { records, offsets, commit }] of transactions.entries()) {
+      const txn = await producer.transaction()
+      const acks = await txn.send({
+        topic,
+        messages: records.map(r => ({ key: r.key, value: r.value, partition: r.partition }))
+      })
+      await txn.sendOffsets({
+        consumerGroupId: group,
+        topics: [{
+          topic: offsetsTopic,
+          partitions: offsets.map(o => ({ partition: o.partition, offset: String(o.offset) }))
+        }]
+      })
+      if (paused) await paused.pause({ pending: index })
+      await (commit ? txn.commit() : txn.abort())
+      results.push({
+        commit,
+        acks: acks.map(a => ({ partition: a.partition, errorCode: a.errorCode, baseOffset: Number(a.baseOffset) }))
+      })
+    }
+    return { transactions: results }
+  } finally {
+    if (paused) paused.close()
+    await producer.disconnect()
   }
 }
 
@@ -114,6 +175,7 @@ function describeGroups (kafka, { groups }) {
 const COMMANDS = {
   produce,
   consume,
+  transactions,
   'describe-groups': describeGroups,
   'create-topics': (kafka, { topics }) => withAdmin(kafka, async admin => ({
     created: await admin.createTopics({ topics, waitForLeaders: true, timeout: 30000 })

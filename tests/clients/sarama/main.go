@@ -8,6 +8,9 @@
 //
 //	produce  -topic T -codec none|gzip|snappy|lz4   records as a JSON array on stdin
 //	consume  -topic T -group G -count N              N records, their offsets committed for G
+//	         [-isolation read_committed]             Fetch v4+ isolation: aborted transactions dropped
+//	transact -topic T -txn-id ID -group G -source S  transactions as a JSON array on stdin, each its records'
+//	                                                 partitions' base offsets; G's offsets are those of S
 //	offsets  -topic T                                each partition's earliest and latest offset
 //	create   -topic T -partitions P -replication R   ClusterAdmin.CreateTopic (2.2.0 only)
 //	delete   -topic T                                ClusterAdmin.DeleteTopic (2.2.0 only)
@@ -43,6 +46,9 @@ type options struct {
 	count       int
 	partitions  int
 	replication int
+	isolation   string
+	txnID       string
+	source      string
 	timeout     time.Duration
 }
 
@@ -58,6 +64,9 @@ func main() {
 		log.Fatal(err)
 	}
 	command, opts := flag.Arg(0), parseCommand(flag.Args()[1:])
+	if err := isolate(config, opts.isolation); err != nil {
+		log.Fatal(err)
+	}
 	out, err := run(command, strings.Split(*brokers, ","), config, opts)
 	if err != nil {
 		log.Fatalf("%s: %v", command, err)
@@ -76,6 +85,9 @@ func parseCommand(args []string) options {
 	fs.IntVar(&opts.count, "count", 0, "records to consume")
 	fs.IntVar(&opts.partitions, "partitions", 1, "partitions of a created topic")
 	fs.IntVar(&opts.replication, "replication", 1, "replication factor of a created topic")
+	fs.StringVar(&opts.txnID, "txn-id", "", "transactional id")
+	fs.StringVar(&opts.source, "source", "", "the topic of the offsets a transaction commits for the group")
+	fs.StringVar(&opts.isolation, "isolation", "read_uncommitted", "read_uncommitted or read_committed")
 	fs.DurationVar(&opts.timeout, "timeout", 60*time.Second, "how long to wait for the records")
 	_ = fs.Parse(args)
 	return opts
@@ -100,6 +112,19 @@ func newConfig(version string) (*sarama.Config, error) {
 	return config, config.Validate()
 }
 
+// isolate sets the consumer's isolation level; read_committed needs a version of 0.11 or later.
+func isolate(config *sarama.Config, isolation string) error {
+	switch isolation {
+	case "read_uncommitted":
+		config.Consumer.IsolationLevel = sarama.ReadUncommitted
+	case "read_committed":
+		config.Consumer.IsolationLevel = sarama.ReadCommitted
+	default:
+		return fmt.Errorf("unknown isolation level %q", isolation)
+	}
+	return config.Validate()
+}
+
 func run(command string, brokers []string, config *sarama.Config, opts options) (interface{}, error) {
 	switch command {
 	case "produce":
@@ -109,6 +134,12 @@ func run(command string, brokers []string, config *sarama.Config, opts options) 
 			return consumeGroup(brokers, config, opts)
 		}
 		return consumePartitions(brokers, config, opts)
+	case "transact":
+		var txns []Transaction
+		if err := json.NewDecoder(os.Stdin).Decode(&txns); err != nil {
+			return nil, fmt.Errorf("transactions on stdin: %w", err)
+		}
+		return transact(brokers, config, opts, txns)
 	case "offsets":
 		return offsets(brokers, config, opts)
 	case "create", "delete", "topics":

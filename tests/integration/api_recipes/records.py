@@ -1,5 +1,5 @@
 """Recipes of the records, offsets and metadata APIs: Produce, Fetch, ListOffsets, Metadata, OffsetCommit,
-OffsetFetch, FindCoordinator, OffsetForLeaderEpoch, InitProducerId, ApiVersions."""
+OffsetFetch, FindCoordinator, OffsetForLeaderEpoch, ApiVersions."""
 from __future__ import annotations
 
 import struct
@@ -289,24 +289,6 @@ def offset_for_leader_epoch(broker: WindowBroker, version: int) -> Recipe:
     return Recipe(fields(0 if version >= 2 else -1), check)  # v2: the caller's leader epoch, fenced
 
 
-@recipe(ApiKey.INIT_PRODUCER_ID)
-def init_producer_id(broker: WindowBroker, version: int) -> Recipe:
-    fields = dict(transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1)
-    previous = None
-    if version >= 3:  # v3: the caller's current producer id and epoch (KIP-360), both or neither
-        previous = broker.call(ApiKey.INIT_PRODUCER_ID, version, **fields)
-        fields.update(producer_id=previous.producer_id, producer_epoch=previous.producer_epoch)
-
-    def check(response) -> None:
-        expect(response.error_code, ErrorCode.NONE, response)
-        assert response.producer_id >= 0 and response.producer_epoch == 0
-        if previous is not None:  # an idempotent producer (no transactional id) gets a fresh id
-            assert response.producer_id != previous.producer_id
-            half = broker.call(ApiKey.INIT_PRODUCER_ID, version, **{**fields, "producer_epoch": -1})
-            expect(half.error_code, ErrorCode.INVALID_REQUEST, half)
-    return Recipe(fields, check)
-
-
 @recipe(ApiKey.API_VERSIONS)
 def api_versions(broker: WindowBroker, version: int) -> Recipe:
     def check(response) -> None:
@@ -317,29 +299,3 @@ def api_versions(broker: WindowBroker, version: int) -> Recipe:
             assert response.throttle_time.total_seconds() == 0
     return Recipe(dict(client_software_name="zkafka-tests", client_software_version="1.0"), check)  # v3
 
-
-@recipe(ApiKey.WRITE_TXN_MARKERS)
-def write_txn_markers(broker: WindowBroker, version: int) -> Recipe:
-    """A transaction of one batch (a producer id from InitProducerId, Produce with a transactional id)
-    aborted by the marker; a second marker from an older coordinator epoch is fenced."""
-    topic = broker.topic(f"txn-markers-v{version}")
-    init = broker.call(ApiKey.INIT_PRODUCER_ID, 1, transactional_id=None, transaction_timeout=60000)
-    pid, epoch = init.producer_id, init.producer_epoch
-    batch = bytes(build_batch([Record(0, 0, None, b"aborted")], base_timestamp=BASE_TS, producer_id=pid,
-                              producer_epoch=epoch, base_sequence=0, transactional=True))
-    produced = broker.call(ApiKey.PRODUCE, 7, acks=-1, timeout=TIMEOUT * 1000, transactional_id="window-txn",
-                           topic_data=[dict(name=topic, partition_data=[dict(index=0, records=batch)])])
-    expect(only(only(produced.responses).partition_responses).error_code, ErrorCode.NONE, produced)
-
-    def marker(coordinator_epoch: int) -> dict:
-        return dict(markers=[dict(producer_id=pid, producer_epoch=epoch, transaction_result=False,
-                                  coordinator_epoch=coordinator_epoch,
-                                  topics=[dict(name=topic, partition_indexes=[0])])])
-
-    def check(response) -> None:
-        answer = only(only(only(response.markers).topics).partitions)
-        expect(answer.error_code, ErrorCode.NONE, answer)
-        fenced = broker.call(ApiKey.WRITE_TXN_MARKERS, version, **marker(4))
-        expect(only(only(only(fenced.markers).topics).partitions).error_code,
-               ErrorCode.TRANSACTION_COORDINATOR_FENCED, fenced)
-    return Recipe(marker(5), check)

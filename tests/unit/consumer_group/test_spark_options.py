@@ -50,7 +50,7 @@ def test_streaming_defaults():
         starting_offsets="latest", ending_offsets="latest", starting_timestamp=None,
         starting_offsets_by_timestamp=None, ending_timestamp=None, ending_offsets_by_timestamp=None,
         max_offsets_per_trigger=None, min_partitions=None, fail_on_data_loss=True, include_headers=False,
-        kafka_params={"bootstrap.servers": "b1:9092,b2:9092"})
+        kafka_params={"bootstrap.servers": "b1:9092,b2:9092", "isolation.level": "read_uncommitted"})
 
 
 def test_batch_defaults():
@@ -80,13 +80,13 @@ def test_bootstrap_servers_required():
 def test_kafka_params_prefix_removed_and_bootstrap_included():
     o = src(**{"kafka.security.protocol": "SSL", "kafka.group.id": "g", "kafka.fetch.max.bytes": "100"})
     assert o.kafka_params == {"bootstrap.servers": "b1:9092,b2:9092", "security.protocol": "SSL",
-                              "group.id": "g", "fetch.max.bytes": "100"}
+                              "group.id": "g", "fetch.max.bytes": "100", "isolation.level": "read_uncommitted"}
 
 
 def test_kafka_param_keys_case_insensitive():
     o = parse_source_options({"KAFKA.Bootstrap.Servers": "h:1", "Subscribe": "t"}, streaming=True)
     assert o.bootstrap_servers == "h:1"
-    assert o.kafka_params == {"bootstrap.servers": "h:1"}
+    assert o.kafka_params == {"bootstrap.servers": "h:1", "isolation.level": "read_uncommitted"}
 
 
 def test_bootstrap_servers_trimmed():
@@ -530,3 +530,31 @@ def test_sink_accepts_what_spark_passes_along_with_a_streaming_query():
     sink = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "t", "queryname": "page_counts",
                                "checkpointLocation": "/tmp/c", "path": "/tmp/p"})
     assert sink.topic == "t"
+
+
+# -- transactions ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_isolation_level_defaults_to_sparks_read_uncommitted(streaming):
+    assert src(streaming).kafka_params["isolation.level"] == "read_uncommitted"
+    assert src(streaming, **{"kafka.isolation.level": "read_committed"}).kafka_params["isolation.level"] == \
+        "read_committed"
+    assert src(streaming, **{"kafka.isolation.level": " READ_COMMITTED "}).kafka_params["isolation.level"] == \
+        "read_committed"
+
+
+def test_isolation_level_must_be_kafkas():
+    msg = err({**BOOT, "subscribe": "t", "kafka.isolation.level": "serializable"}, option="kafka.isolation.level")
+    assert "read_uncommitted, read_committed" in msg and "'serializable'" in msg
+
+
+def test_sink_transactional_id_prefix_and_the_refused_shared_id():
+    from consumer_group.spark.options import transactional_id
+    o = parse_sink_options({**BOOT, "topic": "out", "TransactionalIdPrefix": " app "})
+    assert o.transactional_id_prefix == "app" and "transactional.id" not in o.kafka_params
+    assert transactional_id("app", 3) == "app-3"
+    assert parse_sink_options({**BOOT, "topic": "out"}).transactional_id_prefix is None
+    with pytest.raises(OptionError, match="^Option 'transactionalIdPrefix': must not be empty"):
+        parse_sink_options({**BOOT, "topic": "out", "transactionalIdPrefix": " "})
+    with pytest.raises(OptionError, match="^Option 'kafka.transactional.id':.*transactionalIdPrefix"):
+        parse_sink_options({**BOOT, "topic": "out", "kafka.transactional.id": "x"})

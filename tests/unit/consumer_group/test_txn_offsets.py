@@ -11,12 +11,13 @@ from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.security import acls as acl
 from brokers.security.authorizer import AclAuthorizer
+from brokers.zk.errors import ConnectionLossError, MultiOpError, NoNodeError
 from brokers.zk.paths import ConsumerTxnOffsetsZNode
 from consumer_group.coordinator.coordinator import GroupCoordinator
 from consumer_group.coordinator.group import GroupMetadata, MemberMetadata, OffsetAndMetadata
 from consumer_group.coordinator.group_config import GroupConfig
 from consumer_group.coordinator.handlers import handle_offset_fetch, handle_txn_offset_commit
-from consumer_group.coordinator.offset_store import MemoryOffsetStore
+from consumer_group.coordinator.offset_store import MemoryOffsetStore, ZkOffsetStore
 from consumer_group.coordinator.placement import partition_for
 from consumer_group.coordinator.state import GroupState
 from consumer_group.coordinator.txn_offsets import (
@@ -46,12 +47,16 @@ def om(offset: int, metadata: str = "", leader_epoch: int = -1) -> OffsetAndMeta
 def test_a_later_txn_offset_commit_merges_into_the_pending_offsets_and_wins_per_partition():
     first = pending_merge(None, 3, {TP0: om(1), TP1: om(2)})
     assert first == PendingTxnOffsets(3, {TP0: om(1), TP1: om(2)})
-    second = pending_merge(first, 4, {TP0: om(9), TP2: om(5)})
-    assert second == PendingTxnOffsets(4, {TP0: om(9), TP1: om(2), TP2: om(5)})
-    assert pending_merge(second, 2, {}).producer_epoch == 4  # the epoch only goes up
+    second = pending_merge(first, 3, {TP0: om(9), TP2: om(5)})
+    assert second == PendingTxnOffsets(3, {TP0: om(9), TP1: om(2), TP2: om(5)})
     assert first.offsets == {TP0: om(1), TP1: om(2)}  # merging never changes the earlier value
-    assert second.without({TP0, TP1}) == PendingTxnOffsets(4, {TP2: om(5)})
+    assert second.without({TP0, TP1}) == PendingTxnOffsets(3, {TP2: om(5)})
     assert second.without(set()) == second
+
+
+def test_offsets_left_pending_at_a_lower_epoch_never_merge_into_a_higher_epochs_transaction():
+    leftover = PendingTxnOffsets(3, {TP0: om(1), TP1: om(2)})
+    assert pending_merge(leftover, 4, {TP0: om(9)}) == PendingTxnOffsets(4, {TP0: om(9)})
 
 
 def test_only_a_lower_epoch_than_the_highest_seen_is_fenced():
@@ -128,13 +133,13 @@ def test_txn_offsets_stay_pending_until_the_commit_marker_then_become_committed_
                                                                                  TP1: (6, "", -1)})}}
         assert c.coordinator.fetch_offsets("g", [TP0])[1] == {TP0: None}
         assert c.coordinator.unstable_offsets("g") == {TP0, TP1}
-        assert await c.coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.NONE
         assert c.store.offsets == {"g": {TP0: 5, TP1: 6}} and c.store.txn_offsets == {}
         assert len(c.store.commits) == 1  # one multi
         committed = c.coordinator.fetch_offsets("g", [TP0, TP1])[1]
         assert (committed[TP0].offset, committed[TP0].metadata, committed[TP0].leader_epoch) == (5, "meta", 2)
         assert committed[TP1].offset == 6 and c.coordinator.unstable_offsets("g") == set()
-        assert await c.coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.NONE  # a retried marker
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.NONE  # a retried marker
         assert len(c.store.commits) == 1
     run(scenario)
 
@@ -144,7 +149,7 @@ def test_an_abort_marker_drops_the_pending_offsets_and_keeps_the_committed_ones(
         await c.coordinator.commit_offsets("g", -1, "", None, {TP0: (3, "")})
         await txn_commit(c, {TP0: (5, "")})
         assert c.coordinator.fetch_offsets("g", [TP0])[1][TP0].offset == 3  # the last committed one
-        assert await c.coordinator.complete_transaction(0, PID, 0, False) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(0, PID, 0, False, 0) == ErrorCode.NONE
         assert c.store.txn_offsets == {} and c.store.offsets == {"g": {TP0: 3}}
         assert c.coordinator.fetch_offsets("g", [TP0])[1][TP0].offset == 3
         assert c.coordinator.unstable_offsets("g") == set()
@@ -157,7 +162,7 @@ def test_commits_of_one_transaction_merge_and_a_marker_ends_only_its_producer():
         await txn_commit(c, {TP0: (2, ""), TP1: (7, "")})
         await txn_commit(c, {TP2: (4, "")}, pid=OTHER_PID)
         assert c.store.txn_offsets["g"][PID] == (0, {TP0: (2, "", -1), TP1: (7, "", -1)})
-        assert await c.coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.NONE
         assert c.store.offsets == {"g": {TP0: 2, TP1: 7}}
         assert c.coordinator.unstable_offsets("g") == {TP2} and set(c.store.txn_offsets["g"]) == {OTHER_PID}
     run(scenario)
@@ -170,9 +175,9 @@ def test_a_zombie_producer_epoch_is_fenced_and_writes_nothing():
         assert await txn_commit(c, {TP0: (9, ""), TP1: (9, "")}, epoch=4) == {
             TP0: ErrorCode.INVALID_PRODUCER_EPOCH, TP1: ErrorCode.INVALID_PRODUCER_EPOCH}
         assert c.store.txn_offsets["g"] == before
-        assert await c.coordinator.complete_transaction(0, PID, 4, True) == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert await c.coordinator.complete_transaction(0, PID, 4, True, 0) == ErrorCode.INVALID_PRODUCER_EPOCH
         assert c.store.offsets == {} and c.coordinator.unstable_offsets("g") == {TP0}
-        assert await c.coordinator.complete_transaction(0, PID, 6, False) == ErrorCode.NONE  # epoch-fence abort
+        assert await c.coordinator.complete_transaction(0, PID, 6, False, 0) == ErrorCode.NONE  # epoch-fence abort
         assert await txn_commit(c, {TP0: (2, "")}, epoch=5) == {TP0: ErrorCode.INVALID_PRODUCER_EPOCH}
         assert c.store.txn_offsets == {} and c.store.offsets == {}
         assert await txn_commit(c, {TP0: (3, "")}, epoch=6) == {TP0: ErrorCode.NONE}
@@ -198,11 +203,11 @@ def test_a_marker_completes_only_the_groups_of_its_offsets_partition():
                          what="load of both partitions")
         await txn_commit(c, {TP0: (1, "")}, group=g0)
         await txn_commit(c, {TP0: (2, "")}, group=g1)
-        assert await c.coordinator.complete_transaction(1, PID, 0, True) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(1, PID, 0, True, 0) == ErrorCode.NONE
         assert c.store.offsets == {g1: {TP0: 2}} and set(c.store.txn_offsets) == {g0}
-        assert await c.coordinator.complete_transaction(2, PID, 0, True) == ErrorCode.NOT_COORDINATOR
+        assert await c.coordinator.complete_transaction(2, PID, 0, True, 0) == ErrorCode.NOT_COORDINATOR
         c.coordinator.on_resigned(1)
-        assert await c.coordinator.complete_transaction(1, PID, 0, True) == ErrorCode.NOT_COORDINATOR
+        assert await c.coordinator.complete_transaction(1, PID, 0, True, 0) == ErrorCode.NOT_COORDINATOR
         assert await txn_commit(c, {TP0: (3, "")}, group=g1) == {TP0: ErrorCode.NOT_COORDINATOR}
     run(scenario, elect=False, offsets_topic_num_partitions=2)
 
@@ -253,7 +258,7 @@ def test_a_marker_never_overtakes_the_txn_offset_commit_in_flight_before_it():
     async def scenario(c: Ctx):
         commit = asyncio.get_running_loop().create_task(txn_commit(c, {TP0: (8, "")}))
         await wait_until(lambda: "g" in c.coordinator.groups, what="commit accepted")
-        marker = asyncio.get_running_loop().create_task(c.coordinator.complete_transaction(0, PID, 0, True))
+        marker = asyncio.get_running_loop().create_task(c.coordinator.complete_transaction(0, PID, 0, True, 0))
         await asyncio.sleep(0.01)
         assert not commit.done() and not marker.done()
         store.gate.set()
@@ -272,7 +277,7 @@ def test_a_new_coordinator_loads_the_pending_offsets_and_completes_them_on_the_m
         assert c.coordinator.unstable_offsets("g") == {TP0}
         assert c.coordinator.fetch_offsets("g", [TP0, TP1])[1][TP1].offset == 4
         assert await txn_commit(c, {TP0: (1, "")}, epoch=2) == {TP0: ErrorCode.INVALID_PRODUCER_EPOCH}
-        assert await c.coordinator.complete_transaction(0, PID, 3, True) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(0, PID, 3, True, 0) == ErrorCode.NONE
         assert store.offsets == {"g": {TP0: 11, TP1: 4}} and store.txn_offsets == {}
         assert c.coordinator.fetch_offsets("g", [TP0])[1][TP0].metadata == "m"
     run(scenario, store=store)
@@ -285,7 +290,7 @@ def test_a_marker_arriving_during_the_load_waits_for_it():
     async def scenario(c: Ctx):
         c.coordinator.on_elected(0)
         assert c.coordinator.group_error("g") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        marker = asyncio.get_running_loop().create_task(c.coordinator.complete_transaction(0, PID, 0, True))
+        marker = asyncio.get_running_loop().create_task(c.coordinator.complete_transaction(0, PID, 0, True, 0))
         await asyncio.sleep(0.01)
         assert not marker.done()
         store.load_gate.set()
@@ -302,7 +307,7 @@ def test_retention_keeps_a_group_with_pending_offsets_and_delete_groups_drops_th
         assert c.state() is GroupState.EMPTY and "g" in c.store.txn_offsets
         assert await c.coordinator.delete_groups(["g"]) == {"g": ErrorCode.NONE}
         assert c.store.txn_offsets == {} and "g" not in c.coordinator.groups
-        assert await c.coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.NONE
         assert c.store.offsets == {}
     run(scenario, offsets_retention_ms=1000)
 
@@ -368,7 +373,7 @@ def test_txn_offset_commit_then_offset_fetch_require_stable_through_the_handlers
         assert fetched(every) == {("t", 1): (0, 3)}  # only committed partitions are listed, as Kafka
         plain = await world.call(handle_offset_fetch, 9, 7, group_id="g", topics=topics, require_stable=False)
         assert fetched(plain) == {("t", 0): (0, -1), ("t", 1): (0, 3)}
-        assert await coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.NONE
+        assert await coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.NONE
         stable = await world.call(handle_offset_fetch, 9, 7, group_id="g", topics=topics, require_stable=True)
         assert fetched(stable) == {("t", 0): (0, 5), ("t", 1): (0, 3)}
     in_world(tmp_path, scenario)
@@ -410,8 +415,8 @@ def test_offset_delete_removes_its_partitions_from_the_pending_offsets_too():
         assert await c.coordinator.delete_offsets("g", [TP0]) == (ErrorCode.NONE, {TP0: ErrorCode.NONE})
         assert c.store.txn_offsets == {"g": {PID: (0, {TP1: (2, "", -1)})}}
         assert c.coordinator.unstable_offsets("g") == {TP1}
-        assert await c.coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.NONE
-        assert await c.coordinator.complete_transaction(0, OTHER_PID, 0, True) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.NONE
+        assert await c.coordinator.complete_transaction(0, OTHER_PID, 0, True, 0) == ErrorCode.NONE
         assert c.store.offsets == {"g": {TP1: 2}}
     run(scenario)
 
@@ -421,9 +426,146 @@ def test_a_marker_after_a_timed_out_txn_offset_commit_still_completes_it_once_wr
 
     async def scenario(c: Ctx):
         assert await txn_commit(c, {TP0: (8, "")}) == {TP0: ErrorCode.REQUEST_TIMED_OUT}  # the write still runs
-        assert await c.coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.REQUEST_TIMED_OUT
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.REQUEST_TIMED_OUT
         store.gate.set()
         await wait_until(lambda: store.offsets == {"g": {TP0: 8}} and store.txn_offsets == {},
                          what="the queued marker completed the late write")
         assert c.coordinator.unstable_offsets("g") == set()
     run(scenario, store=store, offsets_commit_timeout_ms=50)
+
+
+# ======================================================================================================
+# completing is idempotent, fenced by both epochs, and survives failovers and deposed coordinators
+async def failover(c: Ctx) -> None:
+    """The partition moves away and back: the coordinator forgets it and loads it again from the store."""
+    c.coordinator.on_resigned(0)
+    c.coordinator.on_elected(0)
+    await wait_until(lambda: c.coordinator.group_error("g") is None, what="reload")
+
+
+def test_a_marker_whose_answer_was_lost_is_retried_until_it_completes_once():
+    async def scenario(c: Ctx):
+        await txn_commit(c, {TP0: (5, "")})
+        c.store.lose_reply = ConnectionLossError("connection lost after the multi was applied")
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.KAFKA_STORAGE_ERROR
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.NONE
+        assert c.store.offsets == {"g": {TP0: 5}} and len(c.store.commits) == 1
+        assert c.coordinator.unstable_offsets("g") == set()
+        assert c.coordinator.fetch_offsets("g", [TP0])[1][TP0].offset == 5
+    run(scenario)
+
+
+class LandedThenLostKzc:
+    """A KafkaZkClient whose commit multi landed once already: every attempt now fails on the pending znode
+    (gone), as a retry does after a connection loss that hid the first attempt's success."""
+
+    def __init__(self, pending_exists: bool) -> None:
+        self.pending_exists, self.attempts = pending_exists, 0
+
+    async def get_consumer_offsets(self, group):
+        return {TP0: 5}
+
+    async def commit_txn_offsets(self, group, producer_id, offsets, existing, epochs):
+        self.attempts += 1
+        raise MultiOpError(1, NoNodeError(f"/consumers/{group}/txn_offsets/{producer_id}"))
+
+    async def txn_offsets_exist(self, group, producer_id):
+        return self.pending_exists
+
+
+def test_the_zookeeper_store_treats_a_commit_whose_pending_znode_is_gone_as_landed():
+    async def main():
+        landed = LandedThenLostKzc(pending_exists=False)
+        await ZkOffsetStore(landed).commit_txn_offsets("g", PID, {TP0: 5}, (0, 0))  # no error: it landed
+        assert landed.attempts == 1
+        racing = LandedThenLostKzc(pending_exists=True)
+        with pytest.raises(MultiOpError):
+            await ZkOffsetStore(racing).commit_txn_offsets("g", PID, {TP0: 5}, (0, 0))
+        assert racing.attempts == 2  # a stale idea of the offset znodes: re-read and retried once
+    asyncio.run(main())
+
+
+def test_losing_the_partition_during_the_write_is_not_coordinator_and_the_late_write_still_commits():
+    store = HeldTxnWrites()
+
+    async def scenario(c: Ctx):
+        commit = asyncio.get_running_loop().create_task(txn_commit(c, {TP0: (8, "")}))
+        await wait_until(lambda: "g" in c.coordinator.groups, what="commit accepted")
+        await failover(c)  # the new coordinator loads before the deposed one's write lands
+        store.gate.set()
+        assert await commit == {TP0: ErrorCode.NOT_COORDINATOR}
+        assert c.coordinator.unstable_offsets("g") == set() and store.txn_offsets == {"g": {PID: (0, {TP0: (8, "", -1)})}}
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 0) == ErrorCode.NONE
+        assert store.offsets == {"g": {TP0: 8}} and store.txn_offsets == {}
+        assert c.coordinator.fetch_offsets("g", [TP0])[1][TP0].offset == 8
+    run(scenario, store=store)
+
+
+def test_a_marker_finds_pending_offsets_written_to_the_store_after_the_load():
+    async def scenario(c: Ctx):
+        c.store.txn_offsets = {"late": {PID: (0, {TP0: (3, "", -1)})}}  # a deposed coordinator's late write
+        assert await c.coordinator.complete_transaction(0, PID, 0, False, 0) == ErrorCode.NONE
+        assert c.store.txn_offsets == {} and c.store.txn_producers == {"late": {PID: (0, 0)}}
+        c.store.txn_offsets = {"late": {OTHER_PID: (0, {TP0: (4, "", -1)})}}
+        assert await c.coordinator.complete_transaction(0, OTHER_PID, 0, True, 0) == ErrorCode.NONE
+        assert c.store.offsets == {"late": {TP0: 4}}
+        assert c.coordinator.fetch_offsets("late", [TP0])[1][TP0].offset == 4
+    run(scenario)
+
+
+def test_a_deposed_transaction_coordinators_late_marker_is_fenced_also_after_a_failover():
+    async def scenario(c: Ctx):
+        await txn_commit(c, {TP0: (1, "")})
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 5) == ErrorCode.NONE  # T1 by the new one
+        await txn_commit(c, {TP0: (2, "")})  # T2, same producer id and epoch
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 4) == \
+            ErrorCode.TRANSACTION_COORDINATOR_FENCED  # the deposed one retries T1's COMMIT
+        assert c.store.offsets == {"g": {TP0: 1}} and c.coordinator.unstable_offsets("g") == {TP0}
+        await failover(c)
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 4) == \
+            ErrorCode.TRANSACTION_COORDINATOR_FENCED
+        assert c.store.offsets == {"g": {TP0: 1}} and c.coordinator.unstable_offsets("g") == {TP0}
+        assert await c.coordinator.complete_transaction(0, PID, 0, True, 5) == ErrorCode.NONE
+        assert c.store.offsets == {"g": {TP0: 2}} and c.store.txn_producers == {"g": {PID: (0, 5)}}
+    run(scenario)
+
+
+def test_a_zombie_fenced_by_an_abort_stays_fenced_after_a_failover():
+    async def scenario(c: Ctx):
+        await txn_commit(c, {TP0: (1, "")}, epoch=5)
+        assert await c.coordinator.complete_transaction(0, PID, 6, False, 0) == ErrorCode.NONE  # fencing abort
+        assert c.store.txn_offsets == {} and c.store.txn_producers == {"g": {PID: (6, 0)}}
+        await failover(c)
+        assert await txn_commit(c, {TP0: (2, "")}, epoch=5) == {TP0: ErrorCode.INVALID_PRODUCER_EPOCH}
+        assert c.store.txn_offsets == {} and c.coordinator.unstable_offsets("g") == set()
+        assert await txn_commit(c, {TP0: (3, "")}, epoch=6) == {TP0: ErrorCode.NONE}
+    run(scenario)
+
+
+def test_delete_groups_removes_the_recorded_producer_epochs_with_the_group():
+    async def scenario(c: Ctx):
+        await txn_commit(c, {TP0: (1, "")}, epoch=2)
+        assert await c.coordinator.complete_transaction(0, PID, 2, True, 1) == ErrorCode.NONE
+        assert c.store.txn_producers == {"g": {PID: (2, 1)}}
+        assert await c.coordinator.delete_groups(["g"]) == {"g": ErrorCode.NONE}
+        assert c.store.txn_producers == {}
+    run(scenario)
+
+
+def test_the_member_checks_are_redone_in_the_groups_turn():
+    store = HeldTxnWrites()
+
+    async def scenario(c: Ctx):
+        member = await c.single_stable()
+        first = asyncio.get_running_loop().create_task(txn_commit(c, {TP1: (1, "")}, pid=OTHER_PID))
+        await wait_until(lambda: c.coordinator._txn_writes, what="the first write queued")
+        second = asyncio.get_running_loop().create_task(
+            txn_commit(c, {TP0: (1, "")}, member=member, generation=1))
+        await asyncio.sleep(0.01)
+        assert not second.done()  # accepted at arrival, queued behind the first write
+        assert c.coordinator.leave_group("g", [(member, None)])[0] == ErrorCode.NONE
+        store.gate.set()
+        assert await first == {TP1: ErrorCode.NONE}
+        assert await second == {TP0: ErrorCode.UNKNOWN_MEMBER_ID}
+        assert c.coordinator.unstable_offsets("g") == {TP1} and PID not in store.txn_offsets["g"]
+    run(scenario, store=store)

@@ -355,3 +355,21 @@ def test_codec_is_the_only_module_that_imports_kio():
                 if any(name == "kio" or name.startswith("kio.") for name in names):
                     importers.add(path.relative_to(root).as_posix())
     assert importers == {"brokers/protocol/codec.py"}
+
+
+def test_describe_transactions_start_time_minus_one_round_trips_as_none():
+    """Kafka answers -1 for a transaction not started; kio's own class cannot read a negative timestamp."""
+    cls = response_class(65, 0)
+    for sent in (-1, None):
+        body = build(cls, throttle_time=0, transaction_states=[{
+            "error_code": 0, "transactional_id": "x", "transaction_state": "Empty", "transaction_timeout": 60000,
+            "transaction_start_time": sent, "producer_id": 5, "producer_epoch": 0, "topics": []}])
+        frame = encode_response(65, 0, 9, body)
+        assert frame[-21:-13] == b"\xff" * 8  # the int64 start time on the wire: -1
+        assert decode_response(65, 0, frame[4:])[1].transaction_states[0].transaction_start_time is None
+    started = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    body = build(cls, throttle_time=0, transaction_states=[{
+        "error_code": 0, "transactional_id": "x", "transaction_state": "Ongoing", "transaction_timeout": 60000,
+        "transaction_start_time": started, "producer_id": 5, "producer_epoch": 0, "topics": []}])
+    decoded = decode_response(65, 0, encode_response(65, 0, 9, body)[4:])[1]
+    assert decoded.transaction_states[0].transaction_start_time == started

@@ -9,7 +9,7 @@ import pytest
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.record import Record, build_batch
-from brokers.replication.fetcher import whole_batches
+from brokers.protocol.record_batch import whole_batches
 from brokers.replication.partition import NotEnoughReplicasError, Partition
 from brokers.replication.purgatory import FetchWatchers, ProducePurgatory
 from brokers.storage.log import Log

@@ -144,3 +144,32 @@ def test_an_unusable_command_config_exits_2_naming_it(tmp_path, capsys):
         kafka_acls.main(["--bootstrap-server", "127.0.0.1:1", "--command-config", str(path), "--list"])
     assert exit_.value.code == 2
     assert "argument --command-config: sasl.jaas.config" in capsys.readouterr().err
+
+
+def test_transactional_ids_take_write_and_describe_only():
+    args = parse("--add", "--allow-principal", "User:a", "--transactional-id", "tx", "--transactional-id", "*",
+                 "--operation", "Write", "--operation", "Describe")
+    patterns = resource_patterns(args, "add")
+    assert patterns == [ResourcePattern(acl.TRANSACTIONAL_ID, "tx"), ResourcePattern(acl.TRANSACTIONAL_ID, "*")]
+    check_operations(patterns, entries(args))
+    assert resource_patterns(parse("--add", "--allow-principal", "User:a", "--transactional-id", "app-",
+                                   "--resource-pattern-type", "prefixed"), "add") == [
+        ResourcePattern(acl.TRANSACTIONAL_ID, "app-", acl.PREFIXED)]
+    with pytest.raises(kafka_acls.FlagError, match="TRANSACTIONAL_ID only supports operations"):
+        check_operations(patterns, [AclEntry("User:a", "*", acl.READ, acl.ALLOW)])
+
+
+def test_idempotent_write_on_the_cluster_by_name_or_with_idempotent():
+    args = parse("--add", "--allow-principal", "User:a", "--cluster", "--operation", "IdempotentWrite")
+    assert [e.operation for e in entries(args)] == [acl.IDEMPOTENT_WRITE]
+    check_operations(resource_patterns(args, "add"), entries(args))
+    args = parse("--remove", "--allow-principal", "User:a", "--producer", "--idempotent", "--topic", "t")
+    roles = kafka_acls.role_acls(args, resource_patterns(args, "remove"))
+    assert roles[ResourcePattern(acl.CLUSTER, "kafka-cluster", acl.LITERAL)] == [
+        AclEntry("User:a", "*", acl.IDEMPOTENT_WRITE, acl.ALLOW)]
+
+
+def test_a_transactional_producer_gets_its_id_and_no_cluster_acl_without_idempotent():
+    args = parse("--add", "--allow-principal", "User:a", "--producer", "--topic", "t", "--transactional-id", "tx")
+    roles = kafka_acls.role_acls(args, resource_patterns(args, "add"))
+    assert sorted((p.resource_type, p.name) for p in roles) == [(acl.TOPIC, "t"), (acl.TRANSACTIONAL_ID, "tx")]

@@ -206,9 +206,9 @@ class FakeGroupCoordinator:
     def __init__(self):
         self.calls = []
 
-    async def complete_transaction(self, offsets_partition, producer_id, producer_epoch, commit):
-        self.calls.append((offsets_partition, producer_id, producer_epoch, commit))
-        return ErrorCode.NONE
+    async def complete_transaction(self, offsets_partition, producer_id, producer_epoch, commit, coordinator_epoch):
+        self.calls.append((offsets_partition, producer_id, producer_epoch, commit, coordinator_epoch))
+        return ErrorCode.TRANSACTION_COORDINATOR_FENCED if coordinator_epoch < 4 else ErrorCode.NONE
 
 
 def test_consumer_offsets_partitions_go_to_the_group_coordinator(world, monkeypatch):
@@ -216,9 +216,11 @@ def test_consumer_offsets_partitions_go_to_the_group_coordinator(world, monkeypa
 
     world.context.group_coordinator = FakeGroupCoordinator()
     monkeypatch.setattr(module, "leader_for", lambda context, topic, index: None)
-    errors = run(write_markers(world, 9, True, partitions=(("__consumer_offsets", 3),), epoch=2))
+    errors = run(write_markers(world, 9, True, partitions=(("__consumer_offsets", 3),), epoch=2, coordinator_epoch=4))
     assert errors == {("__consumer_offsets", 3): ErrorCode.NONE}
-    assert world.context.group_coordinator.calls == [(3, 9, 2, True)]
+    errors = run(write_markers(world, 9, True, partitions=(("__consumer_offsets", 3),), epoch=2, coordinator_epoch=3))
+    assert errors == {("__consumer_offsets", 3): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+    assert world.context.group_coordinator.calls == [(3, 9, 2, True, 4), (3, 9, 2, True, 3)]
 
 
 # -- Produce ----------------------------------------------------------------------------------------------
@@ -256,6 +258,41 @@ def test_kip_890_verifies_only_the_first_transactional_batch_on_a_partition(worl
     assert run(produce_txn(world, txn_batch(11, 0, [b"z"]))).error_code == ErrorCode.INVALID_TXN_STATE
     assert world.log().log_end_offset == 10
     assert 11 not in world.log().producer_state.ongoing_transactions()
+
+
+@pytest.mark.parametrize("commit", [False, True])
+def test_kip_890_a_marker_landing_during_verification_refuses_the_late_batch(world, commit):
+    """The coordinator answers "in the transaction", but the producer's transaction ends (EndTxn, or a
+    fencing abort at the same epoch) and its marker lands here before the answer is used: the batch
+    must not open a transaction no coordinator knows about (it would hold the LSO forever)."""
+    async def scenario():
+        async def verify(transactional_id, producer_id, producer_epoch, tp):
+            assert await write_markers(world, 20, commit) == {("t", 0): ErrorCode.NONE}
+            return ErrorCode.NONE
+
+        world.context.verify_transaction = verify
+        return await produce_txn(world, txn_batch(20, 0, [b"late"]))
+
+    end = world.log().log_end_offset + 1  # the marker
+    assert run(scenario()).error_code == ErrorCode.INVALID_TXN_STATE
+    log = world.log()
+    assert log.log_end_offset == end
+    assert 20 not in log.producer_state.ongoing_transactions()
+    assert log.last_stable_offset == 7  # only pid 9's transaction holds it, as before
+
+
+def test_kip_890_a_partition_not_led_here_is_refused_before_asking_the_coordinator(world):
+    calls = []
+
+    async def verify(*args):
+        calls.append(args)
+        return ErrorCode.NONE
+
+    world.context.verify_transaction = verify
+    response = run(world.call(handle_produce, PRODUCE, 7, transactional_id="tx", acks=-1, timeout=1000, topic_data=[
+        dict(name="t", partition_data=[dict(index=1, records=txn_batch(21, 0, [b"x"]))])]))
+    assert only_partition(response).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert calls == []
 
 
 def test_a_parked_read_committed_fetch_wakes_when_the_transaction_commits(world):

@@ -18,18 +18,17 @@ from brokers.protocol.record import Record, build_batch
 from brokers.protocol.record_batch import iter_batches, read_header
 from brokers.storage.log import Log, LogAppendInfo
 from brokers.storage.log_config import LogConfig
+from brokers.storage.producer_snapshot import SNAPSHOT_SUFFIX, CorruptSnapshotError, decode_snapshot, encode_snapshot
 from brokers.storage.producer_state import (
     NUM_BATCHES_TO_RETAIN,
-    SNAPSHOT_SUFFIX,
     BatchMetadata,
-    CorruptSnapshotError,
     ProducerStateEntry,
     ProducerStateManager,
-    decode_snapshot,
     decrement_sequence,
-    encode_snapshot,
     in_sequence,
     increment_sequence,
+    snapshot_batch,
+    snapshot_entries,
 )
 from brokers.storage.segment import INT32_MAX
 
@@ -261,16 +260,18 @@ def test_snapshot_round_trips_every_retained_batch_in_kafkas_layout():
     p = Producer()
     fill(p, 7, n=3)
     p.send(1, seq=9, pid=8, epoch=4)
-    data = encode_snapshot(p.state.producers.values())
+    data = encode_snapshot(snapshot_entries(p.state.producers.values()))
     assert data[:2] == b"\x00\x01" and len(data) == 10 + 6 * 46
     entries = decode_snapshot(data)
-    assert [(pid, epoch) for pid, epoch, *_ in entries] == [(PID, 0)] * 5 + [(8, 4)]
-    assert [b for pid, _, b, *_ in entries if pid == PID] == p.batches()
-    assert {(coordinator_epoch, txn_first) for *_, coordinator_epoch, txn_first in entries} == {(-1, -1)}
+    assert [(e.producer_id, e.epoch) for e in entries] == [(PID, 0)] * 5 + [(8, 4)]
+    assert [snapshot_batch(e) for e in entries if e.producer_id == PID] == p.batches()
+    assert {(e.coordinator_epoch, e.current_txn_first_offset) for e in entries} == {(-1, -1)}
 
 
 def test_an_entry_without_batches_keeps_only_the_epoch():
-    assert decode_snapshot(encode_snapshot([ProducerStateEntry(5, 3)])) == [(5, 3, None, -1, -1)]
+    (row,) = decode_snapshot(encode_snapshot(snapshot_entries([ProducerStateEntry(5, 3)])))
+    assert (row.producer_id, row.epoch, snapshot_batch(row), row.coordinator_epoch,
+            row.current_txn_first_offset) == (5, 3, None, -1, -1)
 
 
 def test_load_starts_from_the_snapshot(tmp_path):
@@ -281,7 +282,7 @@ def test_load_starts_from_the_snapshot(tmp_path):
     log.close()
     state = ProducerStateManager()
     state.update([read_header(idem(3, seq=40, pid=99, epoch=2))])
-    (tmp_path / "t-0" / f"{2:020d}.snapshot").write_bytes(encode_snapshot(state.producers.values()))
+    (tmp_path / "t-0" / f"{2:020d}.snapshot").write_bytes(encode_snapshot(snapshot_entries(state.producers.values())))
     reopened = Log(tmp_path / "t-0", config, clean_shutdown=True)
     assert reopened.producer_state.last_entry(99).epoch == 2
     assert reopened.append_as_leader(idem(3, seq=40, pid=99, epoch=2), 0).duplicate
@@ -293,7 +294,7 @@ def test_load_starts_from_the_snapshot(tmp_path):
 def test_a_damaged_snapshot_is_rejected(damage):
     p = Producer()
     fill(p, 2)
-    data = bytearray(encode_snapshot(p.state.producers.values()))
+    data = bytearray(encode_snapshot(snapshot_entries(p.state.producers.values())))
     if damage == "crc":
         data[-1] ^= 1
     elif damage == "short":

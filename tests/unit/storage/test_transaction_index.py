@@ -1,6 +1,9 @@
 """The .txnindex: Kafka's 34-byte aborted-transaction entries, created lazily per segment."""
+import threading
+
 import pytest
 
+from brokers.storage import transaction_index
 from brokers.storage.segment import LogSegment
 from brokers.storage.transaction_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
 
@@ -72,3 +75,36 @@ def test_goes_with_its_segment(tmp_path):
     assert not (tmp_path / "00000000000000000100.txnindex").exists()
     segment.delete()
     assert not list(tmp_path.iterdir())
+
+
+def test_a_lazy_load_racing_an_append_keeps_the_appended_entry(tmp_path, monkeypatch):
+    """The cleaner's thread collects while the event loop appends: the cleaner's load, read before the
+    append, must not replace the entries the append added (nor cut the file under it)."""
+    path = tmp_path / "00000000000000000000.txnindex"
+    TransactionIndex(path).append(AbortedTxn(1, 0, 1, 2))
+    index = TransactionIndex(path)  # a segment opened after a restart: nothing loaded yet
+    decoded, resume = threading.Event(), threading.Event()
+    real_decode = transaction_index.decode_entries
+
+    def slow_first_decode(data):
+        entries = real_decode(data)
+        if not decoded.is_set():
+            decoded.set()
+            assert resume.wait(10)
+        return entries
+
+    monkeypatch.setattr(transaction_index, "decode_entries", slow_first_decode)
+    collected = []
+    cleaner = threading.Thread(target=lambda: collected.append(index.collect(0, 100)))
+    cleaner.start()
+    assert decoded.wait(10)  # the cleaner has read the file and is about to publish what it read
+    appender = threading.Thread(target=lambda: index.append(AbortedTxn(2, 3, 4, 5)))
+    appender.start()
+    appender.join(0.5)  # done at once without a lock; waiting for the cleaner with one
+    resume.set()
+    cleaner.join(10)
+    appender.join(10)
+    assert not cleaner.is_alive() and not appender.is_alive()
+    assert collected == [[AbortedTxn(1, 0, 1, 2)]]
+    assert index.entries() == [AbortedTxn(1, 0, 1, 2), AbortedTxn(2, 3, 4, 5)]
+    assert TransactionIndex(path).entries() == [AbortedTxn(1, 0, 1, 2), AbortedTxn(2, 3, 4, 5)]

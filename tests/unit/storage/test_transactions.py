@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import time
 
 import pytest
@@ -184,6 +185,44 @@ def test_truncation_drops_index_entries_and_reopens_the_transaction(log):
     log.truncate_to(1)
     assert not log.active_segment.txn_index.path.exists()
     assert log.producer_state.ongoing_transactions() == {1: 0}
+
+
+def _at(buf: bytearray, offset: int) -> bytearray:
+    """A leader's batch as a follower fetches it: base offset and leader epoch assigned."""
+    struct.pack_into(">q", buf, 0, offset)
+    struct.pack_into(">i", buf, 12, 1)
+    return buf
+
+
+def test_a_truncation_removing_a_marker_after_a_restart_reopens_its_transaction(tmp_path):
+    """The snapshot records no marker offsets: a follower truncating a marker away after a restart
+    must still see the transaction open again (LSO held, read_committed stopped before it), and the new
+    leader's ABORT is indexed with the transaction's real first offset."""
+    log = Log(tmp_path / "t-0", LogConfig())
+    log.append_as_follower(_at(txn(7, 0, n=2), 0))  # 0-1
+    log.append_as_follower(_at(build_marker_batch(7, 0, False, 5, NOW), 2))  # ABORT at 2
+    log.close()
+    reopened = Log(tmp_path / "t-0", LogConfig(), clean_shutdown=True, high_watermark=3)
+    try:
+        assert reopened.producer_state.ongoing_transactions() == {}
+        assert reopened.truncate_to(2)
+        assert reopened.producer_state.ongoing_transactions() == {7: 0}
+        reopened.update_high_watermark(2)
+        assert (reopened.high_watermark, reopened.last_stable_offset) == (2, 0)
+        reopened.append_as_follower(_at(build_marker_batch(7, 0, False, 6, NOW), 2))
+        assert reopened.active_segment.txn_index.entries() == [AbortedTxn(7, 0, 2, 3)]
+    finally:
+        reopened.close()
+
+
+def test_a_truncation_without_producers_never_rebuilds_the_state(log, monkeypatch):
+    for _ in range(3):
+        log.append_as_leader(batch([b"plain"], ts=NOW), 0)
+    log.roll()
+    log.append_as_leader(batch([b"more"], ts=NOW), 0)
+    monkeypatch.setattr(log.producer_state, "load", lambda *a, **k: pytest.fail("rebuilt the producer state"))
+    assert log.truncate_to(1)
+    assert log.log_end_offset == 1 and log.producer_state.producers == {}
 
 
 def test_follower_appends_index_aborts(make_log):

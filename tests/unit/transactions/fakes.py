@@ -26,6 +26,8 @@ class FakeLog:
         self.appends: list[tuple[int, int]] = []  # (partition, coordinator epoch) of every append attempted
         self.gate: asyncio.Event | None = None  # when set, appends wait for it
         self.read_gate: asyncio.Event | None = None
+        self.read_failures: list[Exception] = []  # raised by the next reads, in order
+        self.reads = 0
 
     def leader_epoch(self, partition: int) -> int | None:
         return self.epochs.get(partition)
@@ -39,8 +41,11 @@ class FakeLog:
         self.records.setdefault(partition, []).extend((r.key, r.value) for r in iter_records(records))
 
     async def read(self, partition: int) -> list[tuple[bytes, bytes | None]]:
+        self.reads += 1
         if self.read_gate is not None:
             await self.read_gate.wait()
+        if self.read_failures:
+            raise self.read_failures.pop(0)
         return list(self.records.get(partition, []))
 
     def decoded(self, partition: int) -> list[tuple[str, object]]:
@@ -57,14 +62,18 @@ class FakeMarkers:
         self.sent: list[TxnMarker] = []
         self.gate: asyncio.Event | None = None  # when set, sending waits for it
         self.fail_times = 0
+        self.fenced = False  # when set, a leader refuses the markers as fenced
 
-    async def send_markers(self, marker: TxnMarker, is_current) -> None:
+    async def send_markers(self, marker: TxnMarker, is_current) -> bool:
         if self.gate is not None:
             await self.gate.wait()
         if self.fail_times:
             self.fail_times -= 1
             raise KafkaError("broker unreachable", ErrorCode.REQUEST_TIMED_OUT)
+        if self.fenced:
+            return False
         self.sent.append(marker)
+        return True
 
 
 class FakeProducerIds:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from brokers.model import TopicPartition
-from brokers.protocol.errors import ErrorCode
+from brokers.protocol.errors import ErrorCode, KafkaError
 from tests.unit.transactions.fakes import PARTITIONS, FakeLog, World, run, wait_for
 from transactions.coordinator.metadata import SHORT_MAX
 from transactions.coordinator.placement import partition_for
@@ -279,6 +279,19 @@ def test_markers_are_retried_until_sent():
     run(scenario)
 
 
+def test_markers_refused_as_fenced_write_no_completion():
+    async def scenario(w):
+        pid, epoch = await begin(w)
+        w.markers.fenced = True  # a newer coordinator (or producer epoch) owns the transaction now
+        assert await w.coordinator.handle_end_transaction(TX, pid, epoch, True) == ErrorCode.NONE
+        await wait_for(lambda: w.markers.fenced and not w.coordinator._completions.get(P))
+        assert w.log.states(TX)[-1] == "PrepareCommit"
+        assert w.coordinator.counters["markers_written"] == 0 and w.coordinator.counters["transactions_committed"] == 0
+        # as in Kafka, the transaction stays prepared here until the partition moves to its new owner
+        assert await w.coordinator.handle_end_transaction(TX, pid, epoch, True) == ErrorCode.CONCURRENT_TRANSACTIONS
+    run(scenario)
+
+
 # -- failed appends ------------------------------------------------------------------------------------------
 def test_deposed_coordinator_changes_nothing():
     async def scenario(w):
@@ -381,6 +394,57 @@ def test_failover_completes_a_prepared_abort_and_keeps_ongoing_ones():
     run(scenario)
 
 
+def test_a_failed_load_is_retried_and_never_installs_an_empty_cache():
+    async def scenario(w):
+        pid, epoch = await begin(w, partitions=(T0, T1))
+        w.markers.gate = asyncio.Event()  # the first coordinator dies before its markers leave
+        await w.coordinator.handle_end_transaction(TX, pid, epoch, True)
+        successor = World(log=w.log, load_retry_backoff_ms=1)
+        try:
+            w.log.read_failures = [OSError(5, "Input/output error"),
+                                   KafkaError("not hosted yet", ErrorCode.NOT_LEADER_OR_FOLLOWER)]
+            reads = w.log.reads
+            loading = asyncio.create_task(successor.coordinator.on_elected(P, 6))
+            await wait_for(lambda: w.log.reads >= reads + 2)
+            # still loading, never "no such transactional id": no new producer id, no lost PrepareCommit
+            assert (await successor.coordinator.handle_init_producer_id(TX, 60000)).error == \
+                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            await loading
+            assert w.log.reads == reads + 3 and successor.producer_ids.next == 1000
+            await wait_for(completed(successor))
+            assert successor.markers.sent[0].partitions == {T0, T1} and w.log.states(TX)[-1] == "CompleteCommit"
+        finally:
+            w.markers.gate.set()
+            await successor.coordinator.shutdown()
+    run(scenario)
+
+
+def test_a_load_retrying_after_errors_stops_when_the_partition_is_resigned():
+    async def scenario(w):
+        w.coordinator.on_resigned(P)
+        w.log.read_failures = [OSError(5, "Input/output error")] * 1000
+        reads = w.log.reads
+        loading = asyncio.create_task(w.coordinator.on_elected(P, 6))
+        await wait_for(lambda: w.log.reads == reads + 1)  # failed once, now waiting out its 10 s backoff
+        w.coordinator.on_resigned(P)
+        await asyncio.wait_for(loading, 1)
+        assert P not in w.coordinator.state.loading and P not in w.coordinator.state.cache
+        assert (await w.coordinator.handle_init_producer_id(TX, 60000)).error == ErrorCode.NOT_COORDINATOR
+    run(scenario, load_retry_backoff_ms=10_000)
+
+
+def test_a_cancelled_load_leaves_the_partition_unknown_not_loading():
+    async def scenario(w):
+        w.coordinator.on_resigned(P)
+        w.log.read_gate = asyncio.Event()
+        loading = asyncio.create_task(w.coordinator.on_elected(P, 6))
+        await wait_for(lambda: P in w.coordinator.state.loading)
+        loading.cancel()
+        await asyncio.gather(loading, return_exceptions=True)
+        assert (await w.coordinator.handle_init_producer_id(TX, 60000)).error == ErrorCode.NOT_COORDINATOR
+    run(scenario)
+
+
 def test_load_applies_tombstones_and_the_last_record_wins():
     async def scenario(w):
         await w.coordinator.handle_init_producer_id("tx-a", 60000)
@@ -413,6 +477,27 @@ def test_abort_scan_fences_and_aborts_timed_out_transactions():
     run(scenario)
 
 
+def test_abort_scan_skips_a_transaction_its_producer_ended_while_the_scan_awaited():
+    async def scenario(w):
+        producers = {txn_id: await begin(w, txn_id) for txn_id in ("tx-a", "tx-b", "tx-c")}
+        w.clock.advance_ms(60001)
+        first, second, third = [t.transactional_id for t in w.coordinator.state.timed_out_transactions(w.clock.ms())]
+        append, hooked = w.log.append, []
+
+        async def append_ending_the_second(partition, coordinator_epoch, records):
+            if not hooked:  # the scan's first abort: meanwhile the second one's producer commits it
+                hooked.append(True)
+                assert await w.coordinator.handle_end_transaction(second, *producers[second], True) == 0
+                await wait_for(completed(w, second))
+            await append(partition, coordinator_epoch, records)
+        w.log.append = append_ending_the_second
+        assert await w.coordinator.abort_timed_out_transactions() == 2
+        await wait_for(lambda: all(completed(w, t)() for t in producers))
+        assert [w.meta(t).state for t in (first, second, third)] == [S.COMPLETE_ABORT, S.COMPLETE_COMMIT,
+                                                                      S.COMPLETE_ABORT]
+    run(scenario)
+
+
 def test_expiration_writes_tombstones_for_idle_ids_only():
     async def scenario(w):
         await w.coordinator.handle_init_producer_id("idle", 60000)
@@ -433,6 +518,24 @@ def test_failed_tombstone_append_keeps_the_id():
         assert await w.coordinator.remove_expired_transactional_ids() == 0
         assert w.meta("idle").pending_state is None and w.meta("idle").state == S.EMPTY
     run(scenario)
+
+
+def test_an_election_after_shutdown_starts_nothing():
+    async def main():
+        w = World()
+        await w.elect_all()
+        pid, epoch = await begin(w)
+        w.markers.gate = asyncio.Event()
+        await w.coordinator.handle_end_transaction(TX, pid, epoch, True)  # PrepareCommit in the log
+        await w.coordinator.startup()
+        await w.coordinator.shutdown()
+        reads = w.log.reads
+        await w.coordinator.on_elected(P, 6)  # a LeaderAndIsr racing the broker's shutdown
+        assert w.log.reads == reads and w.coordinator.state.cache == {} and w.coordinator.state.loading == {}
+        assert not any(w.coordinator._completions.values()) and w.coordinator._timers == []
+        await w.coordinator.startup()  # and the timers stay stopped
+        assert w.coordinator._timers == []
+    asyncio.run(asyncio.wait_for(main(), 5))
 
 
 def test_timers_run_on_startup():

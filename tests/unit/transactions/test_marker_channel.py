@@ -55,6 +55,8 @@ class FakeConnection:
         self.cluster.requests.append((self.endpoint.port, body))
         await self.cluster.gate.wait()
         codes = self.cluster.answer(self.endpoint.port, body)
+        if codes == "malformed":
+            return object()  # no markers at all
         if isinstance(codes, Exception):
             self.connected = False
             raise codes
@@ -109,10 +111,11 @@ def test_outcomes():
                  ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                  ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NETWORK_EXCEPTION):
         assert marker_outcome(code) is Outcome.RETRY, code
-    for code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED,
-                 ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+    for code in (ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
                  ErrorCode.INVALID_REQUIRED_ACKS):
         assert marker_outcome(code) is Outcome.GIVE_UP, code
+    for code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED):
+        assert marker_outcome(code) is Outcome.FENCED, code
 
 
 def test_one_request_per_leader_on_the_inter_broker_listener(setup):
@@ -243,14 +246,74 @@ def test_an_unexpected_error_is_retried(setup):
     run(scenario())
 
 
-def test_a_fenced_marker_is_given_up(setup):
+@pytest.mark.parametrize("failure", [ValueError("a response the codec cannot decode"), "malformed"])
+def test_any_failure_of_a_request_is_logged_and_its_entries_retried(setup, failure):
     cluster, _, manager = setup
-    cluster.answer = lambda port, body: {(2, A0): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+    failures = [failure]
+    cluster.answer = lambda port, body: failures.pop(0) if failures and port == 9001 else {}
 
     async def scenario():
-        await manager.send_markers(marker(2, A0, B0), lambda: True)
+        await manager.send_markers(marker(4, A0, A1, B0), lambda: True)
+        assert [port for port, _ in cluster.requests].count(9001) == 2 and manager.retries == 1
+        assert manager.markers_written == 3
+        await manager.send_markers(marker(5, A0), lambda: True)  # the sender of broker 1 lives on
+        assert manager.markers_written == 4
+    run(scenario())
+
+
+def test_an_unexpected_connect_failure_is_retried(setup):
+    cluster, _, manager = setup
+    failures = [RuntimeError("no TLS client config yet")]
+    connect = cluster.connect
+
+    async def failing_connect(endpoint):
+        if failures:
+            raise failures.pop(0)
+        return await connect(endpoint)
+    manager._connect = failing_connect
+
+    async def scenario():
+        await manager.send_markers(marker(4, A0), lambda: True)
+        assert manager.markers_written == 1 and manager.retries == 1
+    run(scenario())
+
+
+def test_a_failing_currency_check_fails_the_send_instead_of_hanging_it(setup):
+    _, _, manager = setup
+
+    def is_current():
+        raise LookupError("the coordinator's cache is broken")
+
+    async def scenario():
+        with pytest.raises(LookupError):
+            await manager.send_markers(marker(4, A0), is_current)
+    run(scenario())
+
+
+@pytest.mark.parametrize("fenced", [ErrorCode.TRANSACTION_COORDINATOR_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH])
+def test_a_fenced_marker_aborts_the_sending_and_reports_it(setup, fenced):
+    cluster, metadata, manager = setup
+    metadata.leaders[A1] = None  # this one waits for a leader meanwhile
+    cluster.answer = lambda port, body: {(2, A0): fenced}
+
+    async def scenario():
+        assert await manager.send_markers(marker(2, A0, A1, B0), lambda: True) is False
         assert len(cluster.requests) == 1
-        assert (manager.markers_written, manager.markers_given_up) == (1, 1)
+        metadata.leaders[A1] = 2
+        await asyncio.sleep(0.05)
+        assert len(cluster.requests) == 1  # the waiting partition is not sent once the transaction is fenced
+    run(scenario())
+
+
+def test_send_markers_reports_whether_every_marker_was_written(setup):
+    cluster, _, manager = setup
+    cluster.answer = lambda port, body: {(2, A0): ErrorCode.CORRUPT_MESSAGE}  # given up, but not fenced
+
+    async def scenario():
+        assert await manager.send_markers(marker(1, A0, A1), lambda: True) is True
+        assert await manager.send_markers(marker(2, A0, B0), lambda: True) is True
+        assert (manager.markers_written, manager.markers_given_up) == (3, 1)
+        assert await manager.send_markers(marker(3, A0), lambda: False) is False  # no longer current
     run(scenario())
 
 

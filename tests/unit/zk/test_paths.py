@@ -148,3 +148,13 @@ def test_the_gateway_gives_creator_all_and_world_read_only_with_zookeeper_set_ac
     assert secure._acl("/config/users/alice") == list(CREATOR_ALL_ACL)
     with pytest.raises(ValueError):
         ZkGateway("127.0.0.1:1", secure_acls=True)
+
+
+def test_a_transactional_producers_epochs_round_trip_through_their_znode():
+    ConsumerTxnProducerZNode = paths.ConsumerTxnProducerZNode
+    assert ConsumerTxnProducerZNode.path("g", 7000) == "/consumers/g/txn_producers/7000"
+    assert ConsumerTxnProducerZNode.group_path("g") == "/consumers/g/txn_producers"
+    assert ConsumerTxnProducerZNode.decode(ConsumerTxnProducerZNode.encode(3, 12)) == (3, 12)
+    for bad in (b"", b"[]", b'{"version":1,"producer_epoch":1}', b'{"producer_epoch":"x","coordinator_epoch":0}'):
+        with pytest.raises(ValueError):
+            ConsumerTxnProducerZNode.decode(bad)
