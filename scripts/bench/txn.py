@@ -105,15 +105,20 @@ def measure_produce(bootstrap: str, topic: str, mode: str, options: TxnBenchOpti
         commits.append(_commit(producer))
     unflushed = producer.flush(60)
     elapsed = max(acks.last_ack, time.monotonic() if unflushed else 0) - start
-    latencies, end_txn = sorted(c for c, _ in commits), sorted(e for _, e in commits)
     return {"mode": mode, "topic": topic, "records": acks.acked, "errors": acks.errors + unflushed,
             "seconds": round(elapsed, 3), "records_per_s": acks.acked / elapsed if elapsed > 0 else 0.0,
             "mb_per_s": acks.acked * options.record_bytes / elapsed / 1e6 if elapsed > 0 else 0.0,
             "commits": len(commits), "mean_txn_ms": elapsed / len(commits) * 1000 if commits else None,
-            "commit_p50_ms": percentile(latencies, 50) * 1000 if latencies else None,
-            "commit_p99_ms": percentile(latencies, 99) * 1000 if latencies else None,
-            "end_txn_p50_ms": percentile(end_txn, 50) * 1000 if end_txn else None,
-            "end_txn_p99_ms": percentile(end_txn, 99) * 1000 if end_txn else None}
+            **commit_percentiles(commits)}
+
+
+def commit_percentiles(commits: list[tuple[float, float]]) -> dict:
+    """p50/p99 in ms of whole commits and of their EndTxn parts (None without commits)."""
+    out = {}
+    for name, values in (("commit", sorted(c for c, _ in commits)), ("end_txn", sorted(e for _, e in commits))):
+        for q in (50, 99):
+            out[f"{name}_p{q}_ms"] = percentile(values, q) * 1000 if values else None
+    return out
 
 
 def _commit(producer: Producer) -> tuple[float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.bench.txn import format_report, summarize
+from scripts.bench.txn import commit_percentiles, format_report, summarize
 
 
 def produce_row(mode: str, rate: float, p50: float | None = None, p99: float | None = None) -> dict:
@@ -38,3 +38,11 @@ def test_report_lists_every_run_and_the_drop():
     assert sum(1 for line in lines if line.startswith("| ") and "transactional" in line) == 3
     assert any("drop 13.6 %" in line for line in lines)
     assert "median read_committed / read_uncommitted: 0.800" in lines
+
+
+def test_commit_percentiles_of_whole_commits_and_their_end_txn_part():
+    commits = [(0.1, 0.002), (0.3, 0.004), (0.2, 0.003)]
+    assert commit_percentiles(commits) == pytest.approx(
+        {"commit_p50_ms": 200.0, "commit_p99_ms": 300.0, "end_txn_p50_ms": 3.0, "end_txn_p99_ms": 4.0})
+    assert commit_percentiles([]) == {"commit_p50_ms": None, "commit_p99_ms": None, "end_txn_p50_ms": None,
+                                      "end_txn_p99_ms": None}
