@@ -196,6 +196,12 @@ class Copier:
 
     def _at_end(self) -> bool:
         positions = {tp.partition: tp.offset for tp in self._positions()}
+        unread = [tp for tp in self.partitions if tp.partition not in positions]
+        if unread:  # nothing consumed there by this process: where the group's committed offset is
+            try:
+                positions.update((tp.partition, tp.offset) for tp in self.consumer.committed(unread, timeout=10))
+            except KafkaException:
+                return False
         for tp in self.partitions:
             try:
                 _, high = self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)
