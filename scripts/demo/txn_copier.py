@@ -10,9 +10,11 @@ then commits the consumed positions with ``send_offsets_to_transaction`` and ``c
 * A fatal error (fenced by a newer producer with the same ``transactional.id``) ends the process: exit 3.
 * SIGTERM is a clean bounce: the transaction under way is committed, then the process exits 0.
 * A transactional call (flush, send_offsets_to_transaction, commit) that has not returned ``STUCK_S`` after it
-  began, although each is given ``API_TIMEOUT_S``, means the client library is stuck (librdkafka 2.16 was seen
-  blocking forever in ``send_offsets_to_transaction`` after its AddOffsetsToTxn was retried across a
-  coordinator's bounce): the process reports ``stuck`` and exits 4, for its supervisor to replace it.
+  began, although each is given ``API_TIMEOUT_S``, means the client library is stuck: librdkafka 2.16 can block
+  forever in ``send_offsets_to_transaction`` when the group coordinator it cached went down (its coordinator
+  request timeout is never checked and a decommissioned coordinator broker never re-triggers the lookup:
+  confluentinc/librdkafka#5456 and #5511, both open). The process reports ``stuck`` and exits 4, for its
+  supervisor to replace it.
 * ``--pause-in-txn N``: in the N-th transaction, once its records are produced and flushed (uncommitted), it
   reports ``paused`` and waits for a line on stdin before committing: a deterministic place to kill, stop
   (SIGSTOP) or fence it.

@@ -11,8 +11,9 @@ the LSO until the coordinator's abort scan aborts it after ``transaction.timeout
 the copier's ``__transaction_state`` partition between commits loses and duplicates nothing.
 
 The copiers are rate-limited (``--rate``) so that the bounces land while the copy is under way. Through broker
-bounces a copier whose client gets stuck (librdkafka 2.16 can block forever in ``send_offsets_to_transaction`` once
-its AddOffsetsToTxn was retried across a coordinator's bounce; the copier's watchdog then exits 4) is replaced with
+bounces a copier whose client gets stuck (librdkafka 2.16 can block forever in ``send_offsets_to_transaction`` when
+its cached group coordinator went down: confluentinc/librdkafka#5456 and #5511; the copier's watchdog then exits 4)
+is replaced with
 the same ``transactional.id``, as a supervisor would: exactly-once must hold through that too.
 """
 from __future__ import annotations
