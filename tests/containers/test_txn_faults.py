@@ -52,7 +52,7 @@ class Copier(threading.Thread):
                 self.producer.produce(self.sink, m.value(), partition=0)
             self.producer.send_offsets_to_transaction(self.consumer.position(self.consumer.assignment()),
                                                       self.consumer.consumer_group_metadata(), 60)
-            self.producer.commit_transaction(120)
+            self._commit()
             self.committed_transactions += 1
             self.committed_up_to = batch[-1].offset() + 1
         except KafkaException as exc:
@@ -63,21 +63,51 @@ class Copier(threading.Thread):
             self.aborts += 1
             self._rewind()
 
+    def _commit(self) -> None:
+        """commit_transaction, retried while its error is retriable (a timeout while the output leader is killed):
+        the outcome of an EndTxn that timed out is unknown, so the commit is repeated, never aborted."""
+        while True:
+            try:
+                self.producer.commit_transaction(120)
+                return
+            except KafkaException as exc:
+                if not exc.args[0].retriable():
+                    raise
+
     def _rewind(self) -> None:
         for tp in self.consumer.committed(self.consumer.assignment(), timeout=60):
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
 
 
-def read_committed(cluster: ContainerCluster, topic: str) -> list[int]:
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"verify-{topic}",
-                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+def end_offset(cluster: ContainerCluster, topic: str, isolation_level: str) -> int:
+    """Partition 0's end for ``isolation_level``: the last stable offset (read_committed) or the high watermark."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"ends-{topic}",
+                         "isolation.level": isolation_level})
     try:
-        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)[1]
+    finally:
+        consumer.close()
+
+
+def read_committed(cluster: ContainerCluster, topic: str) -> list[int]:
+    """Every committed value of partition 0, once no transaction is open on it (the last commit's marker lands after
+    commit_transaction returns: the coordinator answers EndTxn once PrepareCommit is written)."""
+    end = wait_for(lambda: (lso := end_offset(cluster, topic, "read_committed")) == end_offset(
+        cluster, topic, "read_uncommitted") and lso, 60, f"{topic}: its last stable offset up to its high watermark",
+        interval=0.5)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"verify-{topic}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
+    try:
         consumer.assign([TopicPartition(topic, 0, 0)])
-        values, deadline = [], time.monotonic() + 120
-        while consumer.position([TopicPartition(topic, 0)])[0].offset < end:
-            assert time.monotonic() < deadline, f"could not read {topic} to its last stable offset {end}"
-            values += [int(m.value()) for m in consumer.consume(1000, timeout=0.5) if m.error() is None]
+        values, at, deadline = [], -1, time.monotonic() + 120
+        while at < end:  # the end-of-partition event's offset: past the markers too, which carry no values
+            assert time.monotonic() < deadline, f"could not read {topic} to its last stable offset {end} (at {at})"
+            for m in consumer.consume(1000, timeout=0.5):
+                if m.error() is None:
+                    values.append(int(m.value()))
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    at = m.offset()
         return values
     finally:
         consumer.close()
