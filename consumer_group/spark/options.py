@@ -33,9 +33,8 @@ class OptionError(ValueError):
         self.option = option
 
 
-# Canonical (documented) spelling of every sink option.
-_SINK_OPTIONS = ("topic", "transactionalIdPrefix", "checkpointLocation", "queryName", "path")  # Spark passes
-# the last three along
+# Canonical (documented) spelling of every sink option; Spark passes the last three along.
+_SINK_OPTIONS = ("topic", "transactionalIdPrefix", "checkpointLocation", "queryName", "path")
 
 _KAFKA_PREFIX = "kafka."
 

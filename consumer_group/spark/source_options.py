@@ -1,7 +1,8 @@
 """Options of the ``zkafka`` Spark source (``spark.read`` / ``spark.readStream``), checked like Spark's
 ``KafkaSourceProvider``, one option family at a time: the subscription (exactly one of ``subscribe``,
 ``subscribePattern``, ``assign``), where to start and (batch only) where to end, the streaming limits, the
-flags, and ``kafka.isolation.level`` (always set in ``kafka_params``: read_uncommitted unless given). The grammar shared with the sink is in ``options``.
+flags, and ``kafka.isolation.level`` (always set in ``kafka_params``: read_uncommitted unless given). The
+grammar shared with the sink is in ``options``.
 
 Precedence (Spark: timestamp > offsetsByTimestamp > offsets): the reader must look at
 ``starting_timestamp``, then ``starting_offsets_by_timestamp``, then ``starting_offsets``. Giving more than

@@ -3,7 +3,13 @@ holding a committed transaction, an aborted one, a still-open one and a plain re
 (the default, as Spark's) returns all of their records; read_committed stops at the last stable offset (the
 open transaction's first offset) and never returns the aborted records, in batch and in streaming; once the
 open transaction commits a restarted stream reads the rest exactly once. The sink with ``transactionalIdPrefix``
-writes each task's rows in one committed transaction (``<prefix>-<partition id>``)."""
+writes each task's rows in one committed transaction (``<prefix>-<partition id>``), and a task that fails after
+some of its rows were written aborts its transaction: read_committed readers see none of them.
+
+EndTxn is answered once the coordinator has logged PrepareCommit (or PrepareAbort); the markers, which move the
+last stable offset up to the high watermark, and CompleteCommit follow asynchronously. So after each commit or
+abort the tests wait, with a deadline, for LSO == high watermark (ListOffsets under both isolation levels) and
+for the coordinator's state before reading or asserting."""
 from __future__ import annotations
 
 import subprocess
@@ -14,11 +20,10 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from consumer_group.spark import local_session, register
 from scripts.local.cluster import Cluster, running_cluster
-
-pyspark = pytest.importorskip("pyspark")
-
-from consumer_group.spark import local_session, register  # noqa: E402
+from tests.integration.conditions import wait_for
+from tests.integration.txn_support import end_offsets, stable
 
 REPO = Path(__file__).resolve().parents[2]
 TOPIC = "spark-txn"
@@ -43,9 +48,9 @@ def spark():
     session.stop()
 
 
-def create_topic(cluster: Cluster, topic: str, partitions: int = 1) -> None:
+def create_topic(cluster: Cluster, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # must outlive the future
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(30)
 
 
 def transactional(cluster: Cluster, transactional_id: str) -> Producer:
@@ -61,19 +66,46 @@ def send(producer: Producer, values: list[str]) -> None:
     assert producer.flush(60) == 0
 
 
+def transaction_state(cluster: Cluster, transactional_id: str) -> str:
+    """The id's ``TransactionState`` as ``kafka-transactions describe`` prints it."""
+    described = subprocess.run([sys.executable, "-m", "scripts.tools.kafka_transactions", "--bootstrap-server",
+                                cluster.bootstrap_servers, "describe", "--transactional-id", transactional_id],
+                               capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert described.returncode == 0, described.stderr
+    header, row = [[c.strip() for c in line.split("\t")[:-1]] for line in described.stdout.splitlines()]
+    return dict(zip(header, row))["TransactionState"]
+
+
+def completed(cluster: Cluster, topic: str, partitions: int, transactional_ids: list[str], state: str) -> dict:
+    """Wait until every marker is written (LSO == high watermark on each partition of ``topic``) and each id's
+    transaction reached ``state`` (CompleteCommit / CompleteAbort); the partitions' end offsets."""
+    ends = wait_for(lambda: stable(cluster.bootstrap_servers, topic, partitions), 30,
+                    f"LSO == high watermark on {topic}", 0.2)
+    for transactional_id in transactional_ids:
+        wait_for(lambda: transaction_state(cluster, transactional_id) == state, 30,
+                 f"{transactional_id} in {state}", 0.2)
+    return ends
+
+
 @pytest.fixture(scope="module")
 def open_transaction(cluster):
-    """The partition's records: committed, aborted, open (the producer is returned, its transaction open), plain."""
+    """The partition's records: committed, aborted, open (the producer is returned, its transaction open), plain.
+    Each finished transaction's marker is in the log before the next one starts, so the layout is fixed:
+    c0 c1 c2 COMMIT a0 a1 ABORT o0 p0, the last stable offset at o0 (7), the high watermark 9."""
     create_topic(cluster, TOPIC)
     committed = transactional(cluster, "spark-committed")
     send(committed, COMMITTED)
     committed.commit_transaction(60)
+    assert completed(cluster, TOPIC, 1, ["spark-committed"], "CompleteCommit") == {0: 4}
     aborted = transactional(cluster, "spark-aborted")
     send(aborted, ABORTED)
     aborted.abort_transaction(60)
+    assert completed(cluster, TOPIC, 1, ["spark-aborted"], "CompleteAbort") == {0: 7}
     still_open = transactional(cluster, "spark-open")
     send(still_open, OPEN)
     send(Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True}), PLAIN)
+    assert end_offsets(cluster.bootstrap_servers, TOPIC) == {0: 9}
+    assert end_offsets(cluster.bootstrap_servers, TOPIC, committed=True) == {0: 7}
     return still_open
 
 
@@ -103,23 +135,40 @@ def test_isolation_levels_in_batch_and_streaming(spark, cluster, open_transactio
     assert stream_once(spark, cluster, tmp_path) == sorted(COMMITTED)
 
     open_transaction.commit_transaction(60)
+    assert completed(cluster, TOPIC, 1, ["spark-open"], "CompleteCommit") == {0: 10}
     after = sorted(COMMITTED + OPEN + PLAIN)
     assert values(spark, cluster, **{"kafka.isolation.level": "read_committed"}) == after
     assert stream_once(spark, cluster, tmp_path) == after  # from the checkpoint: the rest, exactly once
+
+
+def write(spark, cluster: Cluster, df, topic: str, prefix: str) -> None:
+    (df.write.format("zkafka").option("kafka.bootstrap.servers", cluster.bootstrap_servers).option("topic", topic)
+     .option("transactionalIdPrefix", prefix).mode("append").save())
 
 
 def test_transactional_sink_commits_each_tasks_rows(spark, cluster):
     topic = "spark-txn-sink"
     create_topic(cluster, topic, partitions=2)
     df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(40)], "key string, value string").repartition(2)
-    (df.write.format("zkafka").option("kafka.bootstrap.servers", cluster.bootstrap_servers).option("topic", topic)
-     .option("transactionalIdPrefix", "spark-sink").mode("append").save())
+    write(spark, cluster, df, topic, "spark-sink")
+    completed(cluster, topic, 2, ["spark-sink-0", "spark-sink-1"], "CompleteCommit")
     expected = sorted(f"v{i}" for i in range(40))
     assert values(spark, cluster, topic, **{"kafka.isolation.level": "read_committed"}) == expected
-    for task in (0, 1):
-        described = subprocess.run([sys.executable, "-m", "scripts.tools.kafka_transactions", "--bootstrap-server",
-                                    cluster.bootstrap_servers, "describe", "--transactional-id", f"spark-sink-{task}"],
-                                   capture_output=True, text=True, timeout=120, cwd=REPO)
-        assert described.returncode == 0, described.stderr
-        header, row = [[c.strip() for c in line.split("\t")[:-1]] for line in described.stdout.splitlines()]
-        assert dict(zip(header, row))["TransactionState"] == "CompleteCommit"
+
+
+def test_a_sink_task_failing_mid_write_aborts_its_transaction(spark, cluster):
+    """One task writes ten rows to partition 0 and one row too large for the topic (max.message.bytes) to
+    partition 1: the rows to partition 0 are delivered (in the log), the large one is refused, so the task
+    aborts its transaction and fails the job. read_committed sees none of the task's rows, read_uncommitted
+    the delivered ones, and no transaction is left hanging (LSO == high watermark, the id in CompleteAbort)."""
+    topic = "spark-txn-sink-fails"
+    create_topic(cluster, topic, partitions=2, config={"max.message.bytes": "1000"})
+    good = [f"g{i}" for i in range(10)]
+    rows = [(value, 0) for value in good] + [("x" * 5000, 1)]
+    df = spark.createDataFrame(rows, "value string, partition int").coalesce(1)
+    with pytest.raises(Exception, match="records failed"):
+        write(spark, cluster, df, topic, "spark-fail")
+    ends = completed(cluster, topic, 2, ["spark-fail-0"], "CompleteAbort")
+    assert ends[0] == len(good) + 1  # the rows and the ABORT marker
+    assert values(spark, cluster, topic, **{"kafka.isolation.level": "read_committed"}) == []
+    assert values(spark, cluster, topic, **{"kafka.isolation.level": "read_uncommitted"}) == sorted(good)
