@@ -156,7 +156,8 @@ class BrokerCollector:
         described = self.broker.transaction_view()
         ongoing: dict[str, int] = {s: 0 for s in views.ONGOING_STATES}
         for txn in views.local_transactions(described, self.broker.broker_id):
-            ongoing[str(txn["state"])] = ongoing.get(str(txn["state"]), 0) + 1
+            if txn["state"] in ongoing:  # not an idle one (Empty, Complete*) listed for its pending transition
+                ongoing[txn["state"]] += 1
         family = GaugeMetricFamily("kafka_coordinator_transaction_ongoing_count",
                                    "Transactions in progress this broker coordinates, per TransactionState",
                                    labels=["state"])

@@ -16,7 +16,9 @@ One fresh cluster (``brokers`` brokers, temp dir under ``./.zkafka``, free ports
    Throughput: records acknowledged (committed) over the time from the first send to the last ack; the
    drop is the median transactional run against the median idempotent one.
 2. Consume the last transactional topic from the beginning to its end with read_committed and with
-   read_uncommitted, alternating, ``reps`` times each: records/s (markers are not records).
+   read_uncommitted, alternating, ``reps`` times each: records/s (markers are not records). Every read must
+   read exactly the records that run had acknowledged (its transactions all commit): a read that ended early
+   fails the bench rather than give a read ratio of nothing.
 
 Progress goes to stderr; the report (tables, or JSON) to stdout. The cluster's directory is removed after a
 successful run and kept (broker logs) after a failure.
@@ -157,6 +159,19 @@ def measure_consume(bootstrap: str, topic: str, partitions: int, isolation: str)
             "records_per_s": records / elapsed if elapsed > 0 else 0.0}
 
 
+class ReadCountMismatch(RuntimeError):
+    """A read of the transactional topic did not read every record produced into it."""
+
+
+def check_read_counts(consume: list[dict], produced: int) -> None:
+    """Raise ``ReadCountMismatch`` unless every read (either isolation level) read the ``produced`` records."""
+    wrong = [r for r in consume if r["records"] != produced]
+    if wrong:
+        reads = ", ".join(f"{r['isolation']} {r['records']:,}" for r in consume)
+        raise ReadCountMismatch(f"the reads ended early or read too much: {produced:,} records were produced, "
+                                f"the reads read {reads}; their rates are not comparable")
+
+
 def summarize(produce: list[dict], consume: list[dict]) -> dict:
     by_mode = {m: [r for r in produce if r["mode"] == m] for m in MODES}
     median = {m: statistics.median(r["records_per_s"] for r in rows) for m, rows in by_mode.items() if rows}
@@ -186,7 +201,7 @@ def run_txn_bench(options: TxnBenchOptions) -> dict:
         cluster.up(120)
         bootstrap = cluster.bootstrap_servers
         rf = min(3, options.brokers)
-        produce, consume, last_txn_topic = [], [], None
+        produce, consume, last_txn_topic, last_txn_records = [], [], None, 0
         for rep in range(options.reps):
             for mode in MODES:
                 topic = f"bench-{mode}-{rep}"
@@ -195,13 +210,14 @@ def run_txn_bench(options: TxnBenchOptions) -> dict:
                           f"records into {topic}")
                 produce.append(measure_produce(bootstrap, topic, mode, options, f"{rep}-{time.monotonic_ns()}"))
                 if mode == "transactional" and rep == options.reps - 1:
-                    last_txn_topic = topic  # kept for the reads
+                    last_txn_topic, last_txn_records = topic, produce[-1]["records"]  # kept for the reads
                 else:
                     _delete_topic(bootstrap, topic)  # GBs of records per run: the disk is not the benchmark
         for rep in range(options.reps):
             for isolation in ("read_committed", "read_uncommitted"):
                 _progress(f"read {rep + 1}/{options.reps}: {last_txn_topic} with {isolation}")
                 consume.append(measure_consume(bootstrap, last_txn_topic, options.partitions, isolation))
+        check_read_counts(consume, last_txn_records)
         ok = True
         return {"machine": machine(), "command": options.command, "options": {
                     "seconds": options.seconds, "reps": options.reps, "record_bytes": options.record_bytes,

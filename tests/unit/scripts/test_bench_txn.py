@@ -1,10 +1,10 @@
 """``zkafka bench txn``'s pure parts: the summary (medians, the drop against the idempotent baseline, commit
-latency, the read ratio) and the report's lines."""
+latency, the read ratio), the check that every read read the whole topic, and the report's lines."""
 from __future__ import annotations
 
 import pytest
 
-from scripts.bench.txn import commit_percentiles, format_report, summarize
+from scripts.bench.txn import ReadCountMismatch, check_read_counts, commit_percentiles, format_report, summarize
 
 
 def produce_row(mode: str, rate: float, p50: float | None = None, p99: float | None = None) -> dict:
@@ -46,3 +46,12 @@ def test_commit_percentiles_of_whole_commits_and_their_end_txn_part():
         {"commit_p50_ms": 200.0, "commit_p99_ms": 300.0, "end_txn_p50_ms": 3.0, "end_txn_p99_ms": 4.0})
     assert commit_percentiles([]) == {"commit_p50_ms": None, "commit_p99_ms": None, "end_txn_p50_ms": None,
                                       "end_txn_p99_ms": None}
+
+
+def test_every_read_must_read_every_record_produced_whatever_its_isolation_level():
+    check_read_counts(READS * 3, 10)
+    early = [READS[0], {**READS[1], "records": 7}]  # read_uncommitted stopped at an early end-of-partition
+    with pytest.raises(ReadCountMismatch, match="10 records were produced.*read_committed 10, read_uncommitted 7"):
+        check_read_counts(early, 10)
+    with pytest.raises(ReadCountMismatch):  # both ended early alike: the ratio would still be of nothing
+        check_read_counts([{**r, "records": 4} for r in READS], 10)

@@ -112,6 +112,18 @@ def test_metrics_count_transactions_markers_aborts_and_lso_lag():
     assert not any(k.startswith("kafka_log_last_stable_offset") and 'partition="1"' in k for k in samples)  # follower
 
 
+def test_metrics_count_only_transactions_in_progress_not_idle_ones_with_a_transition_pending():
+    described = {**DESCRIBED, "partitions": {**DESCRIBED["partitions"], 9: {
+        "coordinator_epoch": 1, "transactional_ids": 3, "ongoing": [
+            txn("d", 13, "Empty", [], pending="Ongoing"),  # its first AddPartitionsToTxn being written
+            txn("e", 14, "CompleteCommit", [], pending="Empty"),  # an InitProducerId bumping its epoch
+            txn("f", 15, "Ongoing", ["t-2"], pending="PrepareCommit")]}}}
+    samples = scrape(fake_broker(described))
+    counted = {k: v for k, v in samples.items() if k.startswith("kafka_coordinator_transaction_ongoing_count")}
+    assert counted == {f'kafka_coordinator_transaction_ongoing_count{{state="{state}"}}': n for state, n in (
+        ("Ongoing", 3), ("PrepareCommit", 0), ("PrepareAbort", 1), ("PrepareEpochFence", 0))}
+
+
 def test_metrics_without_a_coordinator_are_zero():
     samples = scrape(fake_broker({}))
     assert samples['kafka_coordinator_transaction_ongoing_count{state="Ongoing"}'] == 0

@@ -1,10 +1,12 @@
-"""In-memory fakes of the transaction coordinator's ports (``transactions.coordinator.ports``) and a world
-that runs a ``TransactionCoordinator`` over them on a real event loop with a fake clock."""
+"""In-memory fakes of the transaction coordinator's ports (``transactions.coordinator.ports``), a world
+that runs a ``TransactionCoordinator`` over them on a real event loop with a fake clock, and the steps the
+coordinator's tests share (``begin`` a transaction, wait until it ``completed``)."""
 from __future__ import annotations
 
 import asyncio
 import time
 
+from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record import iter_records
 from transactions.coordinator import log_records
@@ -12,8 +14,12 @@ from transactions.coordinator.config import TransactionConfig
 from transactions.coordinator.coordinator import TransactionCoordinator
 from transactions.coordinator.placement import partition_for
 from transactions.coordinator.ports import TxnMarker
+from transactions.coordinator.state import TransactionState
 
 PARTITIONS = 4
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+TX = "tx-1"
+P = partition_for(TX, PARTITIONS)  # TX's __transaction_state partition
 
 
 class FakeLog:
@@ -137,3 +143,17 @@ def run(scenario, **config) -> None:
         finally:
             await world.coordinator.shutdown()
     asyncio.run(asyncio.wait_for(main(), 15))
+
+
+async def begin(w: World, txn_id: str = TX, partitions=(T0,)) -> tuple[int, int]:
+    """InitProducerId then AddPartitionsToTxn: an Ongoing transaction; its (producer id, epoch)."""
+    pid, epoch, error = await w.coordinator.handle_init_producer_id(txn_id, 60000)
+    assert error == ErrorCode.NONE
+    assert await w.coordinator.handle_add_partitions_to_transaction(txn_id, pid, epoch, set(partitions)) == 0
+    return pid, epoch
+
+
+def completed(w: World, txn_id: str = TX):
+    """A condition for ``wait_for``: the transaction is CompleteCommit or CompleteAbort with nothing pending."""
+    return lambda: (m := w.meta(txn_id)) is not None and m.pending_state is None and m.state in (
+        TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT)

@@ -16,6 +16,7 @@ from transactions.coordinator.marker_channel import (
     TransactionMarkerChannelManager,
     marker_outcome,
 )
+from tests.unit.transactions.fakes import wait_for
 from transactions.coordinator.ports import TxnMarker
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
@@ -105,6 +106,11 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 5))
 
 
+def idle(manager: TransactionMarkerChannelManager) -> bool:
+    """Nothing left that could send a request: no retry timer armed, no entry queued for any broker."""
+    return not manager._retries and not any(manager.describe()["queued"].values())
+
+
 def test_outcomes():
     assert marker_outcome(ErrorCode.NONE) is Outcome.DONE
     for code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.REQUEST_TIMED_OUT,
@@ -139,11 +145,10 @@ def test_markers_queued_while_a_request_is_in_flight_go_in_the_next_one(setup):
     async def scenario():
         cluster.gate.clear()
         first = asyncio.ensure_future(manager.send_markers(marker(1, A0), lambda: True))
-        await asyncio.sleep(0.01)
-        assert len(cluster.requests) == 1
+        await wait_for(lambda: len(cluster.requests) == 1)
         others = [asyncio.ensure_future(manager.send_markers(marker(pid, A0, B0), lambda: True)) for pid in (2, 3)]
-        await asyncio.sleep(0.01)
-        assert len(cluster.requests) == 1  # still in flight: the others wait
+        await wait_for(lambda: manager.describe()["queued"] == {1: 4})
+        assert len(cluster.requests) == 1  # queued behind the request in flight, which the gate holds
         cluster.gate.set()
         await asyncio.gather(first, *others)
         assert len(cluster.requests) == 2
@@ -179,8 +184,8 @@ def test_connection_errors_and_timeouts_are_retried(setup):
     async def scenario():
         cluster.refused = {9002}
         task = asyncio.ensure_future(manager.send_markers(marker(4, A0, A1), lambda: True))
-        await asyncio.sleep(0.05)
-        assert not task.done()
+        await wait_for(lambda: manager.markers_written == 1 and cluster.connects.count(9002) >= 2)
+        assert not task.done()  # A1's leader keeps refusing: retried, not given up
         cluster.refused = set()
         await task
         assert manager.markers_written == 2
@@ -210,7 +215,7 @@ def test_a_partition_without_a_live_leader_waits_for_one(setup):
 
     async def scenario():
         task = asyncio.ensure_future(manager.send_markers(marker(8, A1), lambda: True))
-        await asyncio.sleep(0.05)
+        await wait_for(lambda: manager.retries >= 2)  # routed at least twice, and no leader either time
         assert not task.done() and cluster.requests == []
         metadata.leaders[A1] = 2
         await task
@@ -225,12 +230,13 @@ def test_sending_stops_once_the_transaction_is_no_longer_current(setup):
 
     async def scenario():
         task = asyncio.ensure_future(manager.send_markers(marker(3, A0), lambda: current[0]))
-        await asyncio.sleep(0.05)
-        assert not task.done() and len(cluster.requests) >= 2
+        await wait_for(lambda: len(cluster.requests) >= 2)
+        assert not task.done()
         current[0] = False
-        await task
+        assert await task is False
         count = len(cluster.requests)
-        await asyncio.sleep(0.05)
+        assert idle(manager)  # nothing armed that could send it again
+        await asyncio.sleep(5 * manager.retry_backoff_ms / 1000)
         assert len(cluster.requests) == count and manager.markers_written == 0
     run(scenario())
 
@@ -300,7 +306,7 @@ def test_a_fenced_marker_aborts_the_sending_and_reports_it(setup, fenced):
         assert await manager.send_markers(marker(2, A0, A1, B0), lambda: True) is False
         assert len(cluster.requests) == 1
         metadata.leaders[A1] = 2
-        await asyncio.sleep(0.05)
+        await wait_for(lambda: idle(manager))  # A1's retry timer fired and dropped it
         assert len(cluster.requests) == 1  # the waiting partition is not sent once the transaction is fenced
     run(scenario())
 
@@ -323,7 +329,7 @@ def test_shutdown_cancels_the_waiting_sends(setup):
 
     async def scenario():
         task = asyncio.ensure_future(manager.send_markers(marker(1, A0), lambda: True))
-        await asyncio.sleep(0.03)
+        await wait_for(lambda: manager.retries >= 1)  # waiting for a leader
         await manager.shutdown()
         with pytest.raises(asyncio.CancelledError):
             await task
