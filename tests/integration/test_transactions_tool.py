@@ -34,7 +34,8 @@ ORPHAN_ID = "orphan-producer"
 KILLED_PRODUCER = """
 import sys, time
 from confluent_kafka import Producer
-p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2], "transaction.timeout.ms": int(sys.argv[4])})
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2],
+              "transaction.timeout.ms": int(sys.argv[4])})
 p.init_transactions(60)
 p.begin_transaction()
 for i in range(3):
@@ -101,7 +102,9 @@ def kill_mid_transaction(cluster: Cluster, transactional_id: str = KILLED_ID, ti
 
 def orphan_transaction(cluster: Cluster) -> int:
     """A transactional batch on partition 1 that no AddPartitionsToTxn announced: its coordinator (the one
-    broker) has the id Empty, with no partitions. Returns the batch's offset."""
+    broker) has the id Empty, with no partitions. Its timestamp is a minute old, so that find-hanging's
+    ``--max-transaction-timeout 0`` (older than 0 minutes, from the producer's last timestamp) holds for it.
+    Returns the batch's offset."""
     host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
     with RawConnection(host, int(port)) as raw:
         errors = []
@@ -116,7 +119,7 @@ def orphan_transaction(cluster: Cluster) -> int:
         except AssertionError:
             raise AssertionError(f"InitProducerId answered {sorted(set(errors))}") from None
         pid, epoch = int(init_response.producer_id), int(init_response.producer_epoch)
-        batch = build_batch([Record(0, 0, None, b"orphan")], base_timestamp=int(time.time() * 1000),
+        batch = build_batch([Record(0, 0, None, b"orphan")], base_timestamp=int(time.time() * 1000) - 60_000,
                             producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
         response = raw.request(ApiKey.PRODUCE, 3, transactional_id=ORPHAN_ID, acks=-1, timeout=30000,
                                topic_data=[{"name": TOPIC, "partition_data": [{"index": 1, "records": bytes(batch)}]}])
@@ -125,8 +128,9 @@ def orphan_transaction(cluster: Cluster) -> int:
     return int(partition.base_offset)
 
 
-def test_find_and_abort_hanging_transactions(cluster):
-    kill_mid_transaction(cluster)
+def check_killed_transaction_described(cluster: Cluster) -> dict[str, str]:
+    """list, describe and describe-producers show the killed producer's open transaction on partition 0;
+    its describe-producers row."""
     listed = tool(cluster, "list")
     assert listed.returncode == 0, listed.stderr
     assert rows(listed.stdout)[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
@@ -146,11 +150,12 @@ def test_find_and_abort_hanging_transactions(cluster):
     open_row = dict(zip(rows(producers.stdout)[0], rows(producers.stdout)[1]))
     assert (open_row["ProducerId"], open_row["CurrentTransactionStartOffset"]) == (killed[2], "0")
     assert last_stable_offset(cluster, 0) == 0 < high_watermark(cluster, 0)
+    return open_row
 
-    missing = tool(cluster, "describe", "--transactional-id", "nobody")
-    assert missing.returncode == 1 and "Failed to describe transaction state of transactional-id `nobody`" in \
-        missing.stderr
 
+def check_orphan_found_and_aborted(cluster: Cluster) -> None:
+    """The orphan transaction on partition 1 is Empty on its coordinator, found hanging, aborted by its start
+    offset; then nothing is hanging there and aborting it again finds nothing."""
     orphan_offset = orphan_transaction(cluster)
     assert last_stable_offset(cluster, 1) == orphan_offset
     idle = tool(cluster, "describe", "--transactional-id", ORPHAN_ID)  # Empty: no start time (Kafka's -1)
@@ -158,7 +163,6 @@ def test_find_and_abort_hanging_transactions(cluster):
     fields = dict(zip(*rows(idle.stdout)))
     assert (fields["TransactionState"], fields["CurrentTransactionStartTimeMs"], fields["TransactionDurationMs"],
             fields["TopicPartitions"]) == ("Empty", "None", "None", "")
-    time.sleep(0.01)  # find-hanging wants transactions strictly older than the timeout (0 minutes here)
     hanging = tool(cluster, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0")
     assert hanging.returncode == 0, hanging.stderr
     found = rows(hanging.stdout)
@@ -176,6 +180,15 @@ def test_find_and_abort_hanging_transactions(cluster):
     nothing = tool(cluster, "abort", "--topic", TOPIC, "--partition", "1", "--start-offset", str(orphan_offset))
     assert nothing.returncode == 1 and "Could not find any open transactions starting at offset" in nothing.stderr
 
+
+def test_find_and_abort_hanging_transactions(cluster):
+    kill_mid_transaction(cluster)
+    open_row = check_killed_transaction_described(cluster)
+    missing = tool(cluster, "describe", "--transactional-id", "nobody")
+    assert missing.returncode == 1 and "Failed to describe transaction state of transactional-id `nobody`" in \
+        missing.stderr
+    check_orphan_found_and_aborted(cluster)
+
     aborted = tool(cluster, "abort", "--topic", TOPIC, "--partition", "0", "--producer-id", open_row["ProducerId"],
                    "--producer-epoch", open_row["ProducerEpoch"],
                    "--coordinator-epoch", open_row["LatestCoordinatorEpoch"])
@@ -184,15 +197,11 @@ def test_find_and_abort_hanging_transactions(cluster):
              "the LSO of partition 0 to reach the high watermark")
 
 
-def test_http_api_and_metrics_show_the_open_transaction_and_the_lso(cluster):
-    """/api/v1/transactions lists a transaction in progress, /api/v1/partitions the LSO held at its first
-    offset below the HW, /metrics the ongoing count and LastStableOffsetLag; after the commit the LSO reaches
-    the HW and the coordinator counts the markers it had written."""
-    import requests
+def open_http_transaction(cluster: Cluster, topic: str):
+    """``topic`` (1 partition) with one plain record, then transaction "http-txn" with 4 records, flushed and
+    left open; its producer."""
     from confluent_kafka import Producer
-    from prometheus_client.parser import text_string_to_metric_families
 
-    topic, base = "txn-http", f"http://127.0.0.1:{cluster.http_port(1)}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # must outlive the future
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     plain = Producer({"bootstrap.servers": cluster.bootstrap_servers})
@@ -204,36 +213,60 @@ def test_http_api_and_metrics_show_the_open_transaction_and_the_lso(cluster):
     for i in range(4):
         producer.produce(topic, f"in-{i}".encode(), partition=0)
     assert producer.flush(30) == 0
+    return producer
 
-    def samples() -> dict:
-        text = requests.get(f"{base}/metrics", timeout=10).text
-        return {(s.name, tuple(sorted(s.labels.items()))): s.value
-                for family in text_string_to_metric_families(text) for s in family.samples}
+
+def metric_samples(base: str) -> dict:
+    """/metrics' samples by (name, sorted labels)."""
+    import requests
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = requests.get(f"{base}/metrics", timeout=10).text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def http_transactions(base: str) -> list[dict]:
+    import requests
+
+    return requests.get(f"{base}/api/v1/transactions", timeout=10).json()["transactions"]
+
+
+def test_http_api_and_metrics_show_the_open_transaction_and_the_lso(cluster):
+    """/api/v1/transactions lists a transaction in progress, /api/v1/partitions the LSO held at its first
+    offset below the HW, /metrics the ongoing count and LastStableOffsetLag; after the commit the LSO reaches
+    the HW and the coordinator counts the markers it had written."""
+    import requests
+
+    topic, base = "txn-http", f"http://127.0.0.1:{cluster.http_port(1)}"
+    producer = open_http_transaction(cluster, topic)
 
     def partition_row() -> dict:
         rows = requests.get(f"{base}/api/v1/partitions?topic={topic}", timeout=10).json()["partitions"]
         return rows[0]
 
-    listed = requests.get(f"{base}/api/v1/transactions", timeout=10).json()["transactions"]
-    mine = next(t for t in listed if t["transactional_id"] == "http-txn")
+    mine = next(t for t in http_transactions(base) if t["transactional_id"] == "http-txn")
     assert (mine["state"], mine["partitions"], mine["coordinator"]) == ("Ongoing", [f"{topic}-0"], 1)
     assert any(t["transactional_id"] == "http-txn" for t in
                requests.get(f"{base}/api/v1/overview", timeout=10).json()["transactions"])
     wait_for(lambda: partition_row()["high_watermark"] == 5, 30, "the transaction's records below the HW")
     assert partition_row()["last_stable_offset"] == 1
-    scraped = samples()
-    labels = (("partition", "0"), ("topic", topic))
-    assert scraped[("kafka_cluster_partition_last_stable_offset_lag", labels)] == 4
+    lag = ("kafka_cluster_partition_last_stable_offset_lag", (("partition", "0"), ("topic", topic)))
+    markers = ("kafka_coordinator_transaction_markers_written_total", ())
+    scraped = metric_samples(base)
+    assert scraped[lag] == 4
     assert scraped[("kafka_coordinator_transaction_ongoing_count", (("state", "Ongoing"),))] >= 1
-    markers_before = scraped[("kafka_coordinator_transaction_markers_written_total", ())]
+    markers_before = scraped[markers]
 
     producer.commit_transaction(60)
     wait_for(lambda: partition_row()["last_stable_offset"] == partition_row()["high_watermark"] == 6, 30,
              "the LSO at the HW after the commit marker")
-    wait_for(lambda: samples()[("kafka_cluster_partition_last_stable_offset_lag", labels)] == 0, 30, "no LSO lag")
-    assert samples()[("kafka_coordinator_transaction_markers_written_total", ())] >= markers_before + 1
-    assert all(t["transactional_id"] != "http-txn"
-               for t in requests.get(f"{base}/api/v1/transactions", timeout=10).json()["transactions"])
+    wait_for(lambda: metric_samples(base)[lag] == 0, 30, "no LSO lag")
+    # the coordinator counts the markers and writes CompleteCommit once WriteTxnMarkers is answered: later
+    wait_for(lambda: metric_samples(base)[markers] >= markers_before + 1, 30,
+             "the coordinator to count the COMMIT marker")
+    wait_for(lambda: all(t["transactional_id"] != "http-txn" for t in http_transactions(base)), 30,
+             "http-txn no longer listed (CompleteCommit)")
 
 
 def test_a_killed_producers_transaction_is_aborted_on_timeout_and_counted(cluster):
@@ -265,7 +298,7 @@ def test_a_killed_producers_transaction_is_aborted_on_timeout_and_counted(cluste
         return ends[0], ends[1]
 
     before = aborts()
-    kill_mid_transaction(cluster, "timed-out-producer", 2000, topic, 0)
+    kill_mid_transaction(cluster, "timed-out-producer", 10_000, topic, 0)  # ample for the reads below
     lso, hw = stable(0)
     assert (lso, hw) == (0, 3)
     wait_for(lambda: aborts() >= before + 1, 30, "the coordinator to abort the transaction on timeout")

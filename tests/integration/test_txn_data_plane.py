@@ -56,8 +56,9 @@ def produce(raw: RawConnection, values, *, pid: int = -1, epoch: int = -1, seq: 
     now = int(time.time() * 1000)
     batch = build_batch([Record(i, 0, None, v) for i, v in enumerate(values)], base_timestamp=now, producer_id=pid,
                         producer_epoch=epoch, base_sequence=seq, transactional=transactional)
+    topic_data = [dict(name=topic, partition_data=[dict(index=0, records=bytes(batch))])]
     body = raw.request(PRODUCE, 8, transactional_id=TRANSACTIONAL_ID if transactional else None, acks=-1,
-                       timeout=10000, topic_data=[dict(name=topic, partition_data=[dict(index=0, records=bytes(batch))])])
+                       timeout=10000, topic_data=topic_data)
     (partition,) = body.responses[0].partition_responses
     assert partition.error_code == 0, partition
     return partition.base_offset

@@ -13,19 +13,24 @@ the copier's ``__transaction_state`` partition between commits loses and duplica
 The copiers are rate-limited (``--rate``) so that the bounces land while the copy is under way. Through broker
 bounces a copier whose client gets stuck (librdkafka 2.16 can block forever in ``send_offsets_to_transaction`` when
 its cached group coordinator went down: confluentinc/librdkafka#5456 and #5511; the copier's watchdog then exits 4)
-is replaced with
-the same ``transactional.id``, as a supervisor would: exactly-once must hold through that too.
+is replaced with the same ``transactional.id``, as a supervisor would: exactly-once must hold through that too.
+Only that bug's signature is tolerated: stuck in ``send_offsets_to_transaction``, at most once per broker bounce;
+the replaced copiers' events are printed (shown with a failure).
 """
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 import uuid
 
 import pytest
 from confluent_kafka import Producer
+from kazoo.exceptions import NoNodeError
 
 from scripts.local.cluster import running_cluster
+from scripts.tools.common.cluster_admin import ClusterAdmin
+from scripts.tools.kafka_transactions.admin import TransactionsAdmin
 from tests.integration.conditions import wait_for
 from tests.integration.txn_support import (
     TXN_LOG, CopierProcess, ReaderThread, bounce_broker, create_topics, end_offsets, full_isr, leader_of, read_all,
@@ -62,6 +67,7 @@ class Run:
         self.reader.start()
         self.copiers: list[CopierProcess] = []
         self.stuck: list[dict] = []
+        self.bounces = 0
 
     def copier(self, *extra: str) -> CopierProcess:
         c = CopierProcess(self.bootstrap, self.source, self.sink, self.group, self.transactional_id,
@@ -70,19 +76,35 @@ class Run:
         self.extra = extra
         return c
 
+    def bounce(self, victim: int, hard: bool, topics: list[str]) -> None:
+        self.bounces += 1
+        bounce_broker(self.cluster, victim, hard, topics)
+
     def supervised(self, condition, timeout: float, what: str) -> dict:
         """The current copier's first event ``condition`` holds for; a copier that reports its client stuck
         (scripts/demo/txn_copier.py: a transactional call outliving its timeout) is replaced by a new one with
-        the same transactional.id, as a supervisor would, and the wait goes on with it."""
+        the same transactional.id, as a supervisor would, and the wait goes on with it. Only librdkafka's known
+        bug is excused: stuck in ``send_offsets_to_transaction``, at most once per broker bounce."""
         deadline = time.monotonic() + timeout
         while True:
             copier = self.copiers[-1]
-            event = copier.wait(lambda e: condition(e) or e["event"] == "stuck", deadline - time.monotonic(), what)
+            try:
+                event = copier.wait(lambda e: condition(e) or e["event"] == "stuck", deadline - time.monotonic(),
+                                    what)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\nreplaced stuck copiers: {self.stuck}") from None
             if event["event"] != "stuck":
                 return event
-            assert copier.exit_code(10) == 4
-            self.stuck.append(event)
-            self.copier(*self.extra)
+            self.replace_stuck(copier, event)
+
+    def replace_stuck(self, copier: CopierProcess, event: dict) -> None:
+        self.stuck.append(event)
+        print(f"copier stuck, replaced: {event}\n{copier.stderr_tail(1500)}")
+        assert event.get("call") == "send_offsets_to_transaction", (
+            f"a copier stuck elsewhere than librdkafka's known bug (#5456, #5511): {event}")
+        assert len(self.stuck) <= self.bounces, f"{len(self.stuck)} stuck copiers in {self.bounces} bounces"
+        assert copier.exit_code(10) == 4
+        self.copier(*self.extra)
 
     def committed(self) -> int:
         return sum(c.committed() for c in self.copiers)
@@ -94,7 +116,16 @@ class Run:
         assert output == self.input, "the output is not the input in order"
         ends = wait_for(lambda: stable(self.bootstrap, self.sink), 30, "LSO == high watermark", 0.2)
         assert self.reader.finish(ends, 60)[0] == self.input, "the concurrent read_committed consumer differs"
-        assert int(zk.get(f"/consumers/{self.group}/offsets/{self.source}/0")[0]) == len(self.input)
+        # the group's offsets reach ZooKeeper once the COMMIT marker to its __consumer_offsets partition lands,
+        # after EndTxn was answered (and retried while that partition's group coordinator loads)
+        wait_for(lambda: self.zk_offset(zk) == len(self.input), 30, f"the group's offset {len(self.input)} in ZK",
+                 0.2)
+
+    def zk_offset(self, zk) -> int | None:
+        try:
+            return int(zk.get(f"/consumers/{self.group}/offsets/{self.source}/0")[0])
+        except NoNodeError:
+            return None
 
     def close(self) -> None:
         self.reader.halt.set()
@@ -139,7 +170,7 @@ def test_copy_through_broker_bounces_is_exactly_once(cluster, zk, make_run, hard
                               *cluster.broker_ids) if b != first)
     for victim in (first, second):
         supervised_commits(run, 2)
-        bounce_broker(cluster, victim, hard, topics)
+        run.bounce(victim, hard, topics)
     run.supervised(lambda e: e["event"] == "done", 90, "done")
     assert run.copiers[-1].exit_code() == 0
     run.check_exactly_once(zk)
@@ -148,17 +179,20 @@ def test_copy_through_broker_bounces_is_exactly_once(cluster, zk, make_run, hard
 @pytest.mark.parametrize("hard", [True, False], ids=["hard", "clean"])
 def test_copy_through_copier_bounces_is_exactly_once(zk, make_run, hard):
     run = make_run()
-    copier = run.copier("--rate", "2500")
-    for _ in range(2):
-        wait_committed(copier, 3)
-        if hard:  # mid-transaction: once records of an open transaction are in the log (LSO < high watermark)
-            wait_for(lambda: not stable(run.bootstrap, run.sink), 30, "an open transaction", 0.01)
+    pause = ("--pause-in-txn", "4") if hard else ()
+    copier = run.copier("--rate", "2500", *pause)
+    for bounce in (1, 2):
+        if hard:  # inside its 4th transaction, once its records are in the log, uncommitted
+            copier.wait_event("paused", 60)
+            assert end_offsets(run.bootstrap, run.sink, committed=True)[0] < end_offsets(run.bootstrap, run.sink)[0]
             copier.signal(signal.SIGKILL)
         else:
+            wait_committed(copier, 3)
             copier.signal(signal.SIGTERM)  # the transaction under way is committed, then it exits
             copier.wait_event("stopped", 60)
         assert copier.exit_code() == (-signal.SIGKILL if hard else 0)
-        copier = run.copier("--rate", "2500")  # same transactional.id: aborts what the old one left open
+        # same transactional.id: aborts what the old one left open; the last one is not paused
+        copier = run.copier("--rate", "2500", *(pause if bounce < 2 else ()))
     copier.wait_event("done", 60)
     run.check_exactly_once(zk)
     if hard:  # the killed copiers' open transactions are in the log, aborted
@@ -167,15 +201,15 @@ def test_copy_through_copier_bounces_is_exactly_once(zk, make_run, hard):
 
 def test_zombie_copier_is_fenced_and_its_transaction_aborted(zk, make_run):
     run = make_run(3000)
-    timeout_ms = 4000
+    timeout_ms = 10_000  # ample for the HW and LSO reads below, before the coordinator's abort
     zombie = run.copier("--transaction-timeout-ms", str(timeout_ms), "--pause-in-txn", "2")
     zombie.wait_event("paused", 60)  # transaction 2's records produced, not committed
     zombie.signal(signal.SIGSTOP)
     high = end_offsets(run.bootstrap, run.sink)[0]
     assert end_offsets(run.bootstrap, run.sink, committed=True)[0] < high  # the open transaction holds the LSO
     # past its timeout the coordinator aborts it (bumping the epoch): the LSO moves past the ABORT marker
-    wait_for(lambda: end_offsets(run.bootstrap, run.sink, committed=True)[0] > high, timeout_ms / 1000 + 20,
-             "the timed-out transaction aborted", 0.2)
+    wait_for(lambda: end_offsets(run.bootstrap, run.sink, committed=True)[0] > high,
+             (timeout_ms + ABORT_SCAN_MS) / 1000 + 20, "the timed-out transaction aborted", 0.2)
 
     replacement = run.copier()
     replacement.wait_event("done", 60)
@@ -189,27 +223,42 @@ def test_zombie_copier_is_fenced_and_its_transaction_aborted(zk, make_run):
     assert len(uncommitted) > len(run.input)  # the aborted records are in the log, hidden from read_committed
 
 
+def transaction_start_ms(bootstrap: str, transactional_id: str) -> int:
+    """The open transaction's start time on its coordinator's clock (DescribeTransactions), epoch ms."""
+    async def describe():
+        async with ClusterAdmin(bootstrap, 30) as admin:
+            return await TransactionsAdmin(admin).describe_transaction(transactional_id)
+    description = asyncio.run(describe())
+    assert description.state == "Ongoing" and description.start_time_ms is not None, description
+    return description.start_time_ms
+
+
+def lso_and_hw(run: Run) -> tuple[int, int]:
+    return end_offsets(run.bootstrap, run.sink, committed=True)[0], end_offsets(run.bootstrap, run.sink)[0]
+
+
 def test_hanging_transaction_holds_the_lso_until_the_abort_scan(make_run):
     run = make_run(100)
-    timeout_ms = 6000
+    timeout_ms = 20_000
     stuck = run.copier("--transaction-timeout-ms", str(timeout_ms), "--pause-in-txn", "1")
     stuck.wait_event("paused", 60)
-    paused_at = time.monotonic()
     stuck.kill()  # a producer killed mid-transaction: nobody ends it
-    lso = end_offsets(run.bootstrap, run.sink, committed=True)[0]
-    assert lso == 0 and end_offsets(run.bootstrap, run.sink)[0] == 100
+    # the coordinator (on this host's clock) may abort it once its timeout has passed since it began
+    expires_at = (transaction_start_ms(run.bootstrap, run.transactional_id) + timeout_ms) / 1000
+    assert lso_and_hw(run) == (0, 100)
     plain = Producer({"bootstrap.servers": run.bootstrap, "acks": "all"})
     for i in range(10):
         plain.produce(run.sink, f"plain-{i}".encode(), partition=0)
     assert plain.flush(30) == 0
-    # the LSO stalls while the transaction is within its timeout, although the high watermark moves on
-    while time.monotonic() < paused_at + 0.7 * timeout_ms / 1000:
-        assert end_offsets(run.bootstrap, run.sink, committed=True)[0] == 0
-        assert end_offsets(run.bootstrap, run.sink)[0] == 110
-        time.sleep(0.25)
+    # the LSO stalls while the transaction is within its timeout, although the high watermark moves on:
+    # a few observations, all begun in the first half of the window
+    for _ in range(3):
+        assert time.time() < expires_at - timeout_ms / 2000, "too slow to observe the stall inside the timeout"
+        assert lso_and_hw(run) == (0, 110)
     # then, within the timeout plus one abort scan (and slack for a busy machine), the transaction is aborted
-    wait_for(lambda: stable(run.bootstrap, run.sink), timeout_ms / 1000 + ABORT_SCAN_MS / 1000 + 10,
+    wait_for(lambda: stable(run.bootstrap, run.sink), expires_at + ABORT_SCAN_MS / 1000 + 10 - time.time(),
              "the LSO past the hanging transaction", 0.2)
+    assert time.time() >= expires_at, "the transaction was aborted before its timeout"
     assert read_all(run.bootstrap, run.sink)[0] == [f"plain-{i}".encode() for i in range(10)]
     assert len(read_all(run.bootstrap, run.sink, isolation="read_uncommitted")[0]) == 110
 
@@ -220,6 +269,7 @@ def test_transaction_coordinator_failover_between_commits(cluster, zk, make_run)
     copier = run.copier("--rate", "1500")
     wait_committed(copier, 2)
     victim = leader_of(run.bootstrap, TXN_LOG, partition)
+    run.bounces += 1
     cluster.signal_broker(victim, signal.SIGKILL)  # right after a commit: the coordinator dies between commits
     try:
         wait_for(lambda: leader_of(run.bootstrap, TXN_LOG, partition) not in (-1, victim), 40,

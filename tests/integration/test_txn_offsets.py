@@ -136,8 +136,9 @@ def test_completing_records_the_producer_epochs_and_a_landed_commit_retried_succ
 # raw requests to a real cluster
 @pytest.fixture
 def cluster(tmp_path):
-    with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=4000, properties={
-                         "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200"}) as c:
+    properties = {"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200"}
+    with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=4000,
+                         properties=properties) as c:
         yield c
 
 
