@@ -46,6 +46,7 @@ from scripts.demo.group_member import (  # the member process and the tests use 
 from scripts.demo.groups_report import (
     MEMBERS, DeliveryCheck, Step, check_delivery, describe_event, parse_event, partition_list, ranges, throughput_line,
     timeline)
+from scripts.demo.runner import run_on_scratch_cluster, stopped_by_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = 6
@@ -314,21 +315,8 @@ class GroupDemo:
 
 def run_demo(bootstrap: str | None, duration_s: float = DEFAULT_DURATION_S, rate: int = DEFAULT_RATE,
              out: Callable[[str], None] = print) -> int:
-    from scripts.local.cluster import scratch_cluster
-
-    with scratch_cluster("zkafka-demo-groups-", 3, CLUSTER_PROPERTIES, bootstrap, out) as scratch:
-        try:
-            code = GroupDemo(scratch.bootstrap, duration_s, rate, out).run()
-        except KeyboardInterrupt:
-            scratch.failed = False
-            out("interrupted: stopping")
-            return 130
-        scratch.failed = code != 0
-        return code
-
-
-def _raise_interrupt(*_) -> None:
-    raise KeyboardInterrupt
+    return run_on_scratch_cluster("zkafka-demo-groups-", 3, CLUSTER_PROPERTIES, bootstrap, out,
+                                  lambda scratch: GroupDemo(scratch.bootstrap, duration_s, rate, out).run())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -349,11 +337,7 @@ def demo_command(bootstrap: str | None, duration_s: float, rate: int) -> int:
     """The CLI entry: SIGTERM stops the demo like Ctrl-C (members, producer and cluster cleaned up)."""
     if duration_s < MIN_DURATION_S or rate < 1:
         raise ValueError(f"--duration-s must be at least {MIN_DURATION_S:g} and --rate positive")
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        return run_demo(bootstrap, duration_s, rate, out=lambda line: print(line, flush=True))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return stopped_by_sigterm(lambda: run_demo(bootstrap, duration_s, rate, out=lambda line: print(line, flush=True)))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import argparse
 import json
 import queue
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -33,6 +32,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgpack
+
+from scripts.demo.runner import run_on_scratch_cluster, stopped_by_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
 CLICKS, COUNTS = "clicks", "page-counts"
@@ -293,35 +294,22 @@ class SparkDemo:
 
 def run_demo(bootstrap: str | None, duration_s: float = DEFAULT_DURATION_S, rate: int = DEFAULT_RATE,
              brokers: int = 1, out: Callable[[str], None] = print) -> int:
-    from scripts.local.cluster import scratch_cluster
-
-    with scratch_cluster("zkafka-demo-spark-", brokers, CLUSTER_PROPERTIES, bootstrap, out) as scratch:
+    def demo(scratch) -> int:
         try:
-            code = SparkDemo(scratch.bootstrap, scratch.directory, duration_s, rate, out).run()
+            return SparkDemo(scratch.bootstrap, scratch.directory, duration_s, rate, out).run()
         except QueryFailed as exc:
             out(f"FAILED: the streaming query stopped: {exc}")
             return 1
-        except KeyboardInterrupt:
-            scratch.failed = False
-            out("interrupted: stopping")
-            return 130
-        scratch.failed = code != 0
-        return code
 
-
-def _raise_interrupt(*_) -> None:
-    raise KeyboardInterrupt
+    return run_on_scratch_cluster("zkafka-demo-spark-", brokers, CLUSTER_PROPERTIES, bootstrap, out, demo)
 
 
 def demo_command(bootstrap: str | None, duration_s: float, rate: int = DEFAULT_RATE, brokers: int = 1) -> int:
     """The CLI entry: SIGTERM stops the demo like Ctrl-C (query, producer, consumer and cluster cleaned up)."""
     if duration_s < MIN_DURATION_S or rate < 1 or brokers not in (1, 3):
         raise ValueError(f"--duration-s must be at least {MIN_DURATION_S:g}, --rate positive, --brokers 1 or 3")
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        return run_demo(bootstrap, duration_s, rate, brokers, out=lambda line: print(line, flush=True))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return stopped_by_sigterm(
+        lambda: run_demo(bootstrap, duration_s, rate, brokers, out=lambda line: print(line, flush=True)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

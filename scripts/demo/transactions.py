@@ -37,6 +37,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka import IsolationLevel
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from scripts.demo.runner import run_on_scratch_cluster, stopped_by_sigterm
+
 PARTITIONS = 3
 PER_TXN = 750
 DEFAULT_RECORDS = 30_000
@@ -226,32 +228,15 @@ def _read_events(proc: subprocess.Popen) -> None:
 
 def run_demo(bootstrap: str | None, records: int = DEFAULT_RECORDS, rate: int = DEFAULT_RATE,
              out: Callable[[str], None] = print) -> int:
-    from scripts.local.cluster import scratch_cluster
-
-    with scratch_cluster("zkafka-demo-txn-", 3, CLUSTER_PROPERTIES, bootstrap, out) as scratch:
-        try:
-            code = TransactionsDemo(scratch.bootstrap, records, rate, out).run()
-        except KeyboardInterrupt:
-            scratch.failed = False
-            out("interrupted: stopping")
-            return 130
-        scratch.failed = code != 0
-        return code
-
-
-def _raise_interrupt(*_) -> None:
-    raise KeyboardInterrupt
+    return run_on_scratch_cluster("zkafka-demo-txn-", 3, CLUSTER_PROPERTIES, bootstrap, out,
+                                  lambda scratch: TransactionsDemo(scratch.bootstrap, records, rate, out).run())
 
 
 def demo_command(bootstrap: str | None, records: int, rate: int) -> int:
     """The CLI entry: SIGTERM stops the demo like Ctrl-C (copiers and cluster cleaned up)."""
     if records < MIN_RECORDS or rate < 1:
         raise ValueError(f"--records must be at least {MIN_RECORDS} and --rate positive")
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        return run_demo(bootstrap, records, rate, out=lambda line: print(line, flush=True))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return stopped_by_sigterm(lambda: run_demo(bootstrap, records, rate, out=lambda line: print(line, flush=True)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
