@@ -50,7 +50,9 @@ INITIAL_CONTROLLER_EPOCH = ControllerEpoch(0)
 INITIAL_ZK_VERSION = ZkVersion(0)
 # Kafka's Topic.INTERNAL_TOPICS: produced to only by the broker (or Kafka's admin client id), shown
 # as internal in Metadata and by the admin API, never produced to through the REST proxy.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+OFFSETS_TOPIC = "__consumer_offsets"  # the group coordinators' partitions (Kafka's GROUP_METADATA_TOPIC_NAME)
+TRANSACTION_STATE_TOPIC = "__transaction_state"  # the transaction coordinators' log
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,14 +24,13 @@ import logging
 import time
 from typing import Any
 
-from brokers.model import TopicPartition
+from brokers.model import TRANSACTION_STATE_TOPIC, TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record import batch_records
 from brokers.protocol.record_batch import iter_batches, whole_batches
 from brokers.replication.partition import Partition
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.storage.log import Log
-from transactions.coordinator.ports import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from typing import Any, Awaitable, Callable
 from brokers.app.transaction_log import ReplicaTransactionLog
 from brokers.control import VerifyTransactionRequest, VerifyTransactionResponse
 from brokers.http.client import post_control
-from brokers.model import TopicPartition
+from brokers.model import TRANSACTION_STATE_TOPIC, TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.sasl import SaslClientConfig
 from brokers.replication.metadata_cache import MetadataCache
@@ -35,7 +35,7 @@ from brokers.replication.replica_manager import ReplicaManager
 from transactions.coordinator.config import TransactionConfig
 from transactions.coordinator.coordinator import TransactionCoordinator
 from transactions.coordinator.marker_channel import TransactionMarkerChannelManager
-from transactions.coordinator.ports import TRANSACTION_STATE_TOPIC, ProducerIdAllocator
+from transactions.coordinator.ports import ProducerIdAllocator
 
 log = logging.getLogger(__name__)
 

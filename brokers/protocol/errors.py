@@ -169,7 +169,3 @@ class TransactionCoordinatorFencedError(KafkaError):
     """A WriteTxnMarkers from a coordinator whose epoch is older than the one the partition has seen."""
 
     code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
-
-
-class ProducerFencedError(KafkaError):
-    code = ErrorCode.PRODUCER_FENCED

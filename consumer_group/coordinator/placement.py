@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from brokers.model import java_hash_partition, java_string_hash
+from brokers.model import OFFSETS_TOPIC, java_hash_partition, java_string_hash
 
 __all__ = ["OFFSETS_TOPIC", "java_string_hash", "partition_for"]
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @lru_cache(maxsize=65536)  # every group request asks; a py-spy profile of offset commits showed 1.7 % here

@@ -14,7 +14,7 @@ from brokers.protocol.record import Record, build_batch
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
-from transactions.coordinator.ports import TRANSACTION_STATE_TOPIC
+from brokers.model import TRANSACTION_STATE_TOPIC
 
 TP = TopicPartition(TRANSACTION_STATE_TOPIC, 3)
 MIN_ISR = [2]

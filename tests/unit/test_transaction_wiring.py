@@ -25,7 +25,7 @@ from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
-from transactions.coordinator.ports import TRANSACTION_STATE_TOPIC
+from brokers.model import TRANSACTION_STATE_TOPIC
 
 BROKERS = tuple(BrokerInfo(i, (EndPoint("PLAINTEXT", "127.0.0.1", 9090 + i),), http_port=8080 + i) for i in (1, 2))
 DATA = TopicPartition("orders", 0)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable, Iterable, Protocol
 
-from brokers.model import INTERNAL_TOPICS, TopicPartition
+from brokers.model import INTERNAL_TOPICS, OFFSETS_TOPIC, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
@@ -33,7 +33,6 @@ from brokers.security.acls import DESCRIBE, GROUP, IDEMPOTENT_WRITE, READ, TOPIC
 from transactions.coordinator.coordinator import TransactionCoordinator
 from transactions.coordinator.views import error_answer
 
-OFFSETS_TOPIC = "__consumer_offsets"
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

@@ -8,7 +8,6 @@ from typing import Callable, Protocol
 
 from brokers.model import TopicPartition
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 class TransactionLog(Protocol):

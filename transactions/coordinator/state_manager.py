@@ -20,12 +20,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
+from brokers.model import TRANSACTION_STATE_TOPIC
 from brokers.protocol.errors import ErrorCode, KafkaError
 from transactions.coordinator import log_records
 from transactions.coordinator.config import TransactionConfig
 from transactions.coordinator.metadata import TransactionMetadata, TxnTransitMetadata
 from transactions.coordinator.placement import partition_for
-from transactions.coordinator.ports import TRANSACTION_STATE_TOPIC, TransactionLog
+from transactions.coordinator.ports import TransactionLog
 from transactions.coordinator.state import TransactionState
 
 log = logging.getLogger(__name__)

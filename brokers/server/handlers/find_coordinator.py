@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from brokers.model import TopicPartition
+from brokers.model import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.security.acls import DESCRIBE, GROUP, TRANSACTIONAL_ID
@@ -41,8 +41,6 @@ from brokers.server.context import ServerContext
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1  # Kafka's CoordinatorType
 
 

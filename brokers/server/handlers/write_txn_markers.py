@@ -24,6 +24,7 @@ import logging
 import time
 from typing import Any
 
+from brokers.model import OFFSETS_TOPIC
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.replica_manager import PartitionError
@@ -33,7 +34,6 @@ from brokers.server.handlers import leader_for, response
 
 log = logging.getLogger(__name__)
 
-GROUP_METADATA_TOPIC = "__consumer_offsets"
 
 
 def _marker_error(context: ServerContext, marker: Any, topic: str, index: int) -> tuple[int, asyncio.Future | None]:
@@ -56,7 +56,7 @@ def _marker_error(context: ServerContext, marker: Any, topic: str, index: int) -
 async def _complete_offsets(context: ServerContext, marker: Any, index: int) -> int:
     """A ``__consumer_offsets`` partition: the group coordinator completes the transaction's offsets."""
     try:
-        leader_for(context, GROUP_METADATA_TOPIC, index)
+        leader_for(context, OFFSETS_TOPIC, index)
     except PartitionError as exc:
         return exc.code
     coordinator = context.group_coordinator
@@ -67,7 +67,7 @@ async def _complete_offsets(context: ServerContext, marker: Any, index: int) -> 
                                                       marker.transaction_result, marker.coordinator_epoch)
     except Exception:  # noqa: BLE001 - a coordinator bug answers this partition, not the connection
         log.exception("completing producer %d's offsets on %s-%d failed", marker.producer_id,
-                      GROUP_METADATA_TOPIC, index)
+                      OFFSETS_TOPIC, index)
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
@@ -92,7 +92,7 @@ async def handle_write_txn_markers(context: ServerContext, header: RequestHeader
                 answer: dict[str, Any] = dict(partition_index=index, error_code=ErrorCode.NONE)
                 if not allowed:
                     answer["error_code"] = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-                elif topic.name == GROUP_METADATA_TOPIC:
+                elif topic.name == OFFSETS_TOPIC:
                     offsets.append((answer, _complete_offsets(context, marker, index)))
                 else:
                     answer["error_code"], wait = _marker_error(context, marker, topic.name, index)

@@ -21,7 +21,7 @@ import argparse
 import asyncio
 import sys
 
-from brokers.model import TopicPartition
+from brokers.model import OFFSETS_TOPIC, TopicPartition
 from brokers.protocol.errors import KafkaError
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
@@ -34,7 +34,6 @@ from scripts.tools.kafka_topics.admin import ADD_PARTITIONS_WARNING
 from scripts.tools.kafka_topics.replica_assignment import new_replica_lists, parse_replica_assignment
 
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def build_parser() -> argparse.ArgumentParser:
