@@ -34,7 +34,8 @@ from scripts.tools.kafka_transactions.admin import TransactionsAdmin
 from tests.integration.conditions import wait_for
 from tests.integration.txn_support import (
     TXN_LOG, CopierProcess, ReaderThread, bounce_broker, create_topics, end_offsets, full_isr, leader_of, read_all,
-    restart_killed_broker, seed, stable, txn_log_partition)
+    restart_killed_broker, seed, stable)
+from transactions.coordinator.placement import partition_for
 
 TXN_LOG_PARTITIONS = 4
 ABORT_SCAN_MS = 1000
@@ -165,7 +166,7 @@ def test_copy_through_broker_bounces_is_exactly_once(cluster, zk, make_run, hard
     copier.wait_event("ready", 60)
     topics = [run.source, run.sink, TXN_LOG]
     first = leader_of(run.bootstrap, run.sink, 0)
-    second = next(b for b in (leader_of(run.bootstrap, TXN_LOG, txn_log_partition(run.transactional_id,
+    second = next(b for b in (leader_of(run.bootstrap, TXN_LOG, partition_for(run.transactional_id,
                                                                                    TXN_LOG_PARTITIONS)),
                               *cluster.broker_ids) if b != first)
     for victim in (first, second):
@@ -265,7 +266,7 @@ def test_hanging_transaction_holds_the_lso_until_the_abort_scan(make_run):
 
 def test_transaction_coordinator_failover_between_commits(cluster, zk, make_run):
     run = make_run(10_000)
-    partition = txn_log_partition(run.transactional_id, TXN_LOG_PARTITIONS)
+    partition = partition_for(run.transactional_id, TXN_LOG_PARTITIONS)
     copier = run.copier("--rate", "1500")
     wait_committed(copier, 2)
     victim = leader_of(run.bootstrap, TXN_LOG, partition)

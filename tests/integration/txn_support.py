@@ -222,16 +222,6 @@ def leader_of(bootstrap: str, topic: str, partition: int) -> int:
     return admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
 
 
-def txn_log_partition(transactional_id: str, partitions: int) -> int:
-    """The ``__transaction_state`` partition of ``transactional_id``: ``abs(String.hashCode) % partitions``, the
-    hash computed here from Java's definition (not the broker's code) so that the test checks the placement."""
-    h = 0
-    for unit in transactional_id.encode("utf-16-be").hex(" ", 2).split():
-        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
-    h = h - (1 << 32) if h >= 1 << 31 else h
-    return abs(h) % partitions
-
-
 def full_isr(bootstrap: str, topics: list[str]) -> bool:
     try:
         metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)

@@ -79,19 +79,16 @@ class ClusterAdmin:
                 errors.append(f"{host}:{port}: {exc}")
         raise ClusterAdminError(f"no broker answered API key {api_key} ({'; '.join(errors)})")
 
-    async def _metadata(self, topics: list[str] | None) -> Any:
+    async def metadata(self, topics: list[str] | None) -> Any:
+        """Metadata v4 for ``topics`` (None: every topic, internal ones included)."""
         body = codec.build(codec.request_class(METADATA, 4),
                            topics=None if topics is None else [{"name": t} for t in topics],
                            allow_auto_topic_creation=False)
         return await self.request_any(METADATA, 4, body)
 
-    async def metadata(self, topics: list[str] | None) -> Any:
-        """Metadata v4 for ``topics`` (None: every topic, internal ones included)."""
-        return await self._metadata(topics)
-
     async def request_broker(self, broker_id: int, api_key: int, version: int, body: Any) -> Any:
         """``body`` to broker ``broker_id``, found in Metadata (ClusterAdminError if the cluster has no such broker)."""
-        broker = next((b for b in (await self._metadata([])).brokers if b.node_id == broker_id), None)
+        broker = next((b for b in (await self.metadata([])).brokers if b.node_id == broker_id), None)
         if broker is None:
             raise ClusterAdminError(f"no broker with id {broker_id} in the cluster's metadata")
         connection = await self._connection(broker.host, int(broker.port))
@@ -104,17 +101,17 @@ class ClusterAdmin:
         return ErrorCode(int(response.error_code)), int(response.node_id)
 
     async def broker_ids(self) -> list[int]:
-        return sorted(int(b.node_id) for b in (await self._metadata([])).brokers)
+        return sorted(int(b.node_id) for b in (await self.metadata([])).brokers)
 
     async def assignment(self, topics: list[str]) -> dict[TopicPartition, list[int]]:
         """The replica lists of ``topics`` (unknown topics are left out)."""
-        metadata = await self._metadata(topics)
+        metadata = await self.metadata(topics)
         return {TopicPartition(t.name, int(p.partition_index)): [int(r) for r in p.replica_nodes]
                 for t in metadata.topics if t.error_code == 0 for p in t.partitions}
 
     async def _to_controller(self, api_key: int, body: Any) -> Any:
         for attempt in (1, 2):
-            metadata = await self._metadata([])
+            metadata = await self.metadata([])
             controller = next((b for b in metadata.brokers if b.node_id == metadata.controller_id), None)
             if controller is None:
                 raise ClusterAdminError("the cluster names no controller")

@@ -82,7 +82,7 @@ class TransactionsAdmin:
         return await self._call(self.admin.metadata(topics))
 
     async def broker_ids(self) -> list[int]:
-        return sorted(int(b.node_id) for b in (await self._metadata([])).brokers)
+        return await self._call(self.admin.broker_ids())
 
     async def list_transactions(self, producer_ids: set[int] | None = None) -> dict[int, list[TransactionListing]]:
         """Every broker's listing; a broker still loading its coordinator state is asked again (Kafka's
