@@ -170,6 +170,9 @@ class FakeCluster:
         return SimpleNamespace(brokers=[SimpleNamespace(node_id=2), SimpleNamespace(node_id=1)],
                                topics=known if topics is None or topics == ["t"] else [])
 
+    async def broker_ids(self):
+        return sorted(b.node_id for b in (await self.metadata([])).brokers)
+
     async def find_coordinator(self, key, key_type):
         assert key_type == 1
         return self.coordinator
