@@ -19,7 +19,6 @@ INVALID_PRODUCER_EPOCH, the code every Produce version knows.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import ssl
 from typing import Any, Awaitable, Callable
@@ -95,9 +94,7 @@ class BrokerTransactions:
         if is_leader and partition is not None and partition.is_leader:
             self._spawn(self._elect(tp.partition, partition.leader_epoch))
         else:
-            resigned = self.coordinator.on_resigned(tp.partition)
-            if inspect.isawaitable(resigned):
-                self._spawn(resigned)
+            self.coordinator.on_resigned(tp.partition)
 
     async def _elect(self, partition: int, leader_epoch: int) -> None:
         """``on_elected`` unless the partition moved on before this task ran (a resignation or a newer epoch

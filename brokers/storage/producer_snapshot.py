@@ -21,8 +21,8 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
-import crc32c
 
+from brokers.protocol.record_batch import crc32c
 from brokers.storage.files import atomic_write, base_offset_of, offset_file_name
 
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -53,7 +53,7 @@ class SnapshotEntry(NamedTuple):
 def encode_snapshot(entries: Iterable[SnapshotEntry]) -> bytes:
     body = [_SNAPSHOT_ENTRY.pack(*entry) for entry in entries]
     rest = struct.pack(">i", len(body)) + b"".join(body)
-    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c.crc32c(rest)) + rest
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(rest)) + rest
 
 
 def decode_snapshot(data: bytes) -> list[SnapshotEntry]:
@@ -63,7 +63,7 @@ def decode_snapshot(data: bytes) -> list[SnapshotEntry]:
     version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
     if version != SNAPSHOT_VERSION:
         raise CorruptSnapshotError(f"unknown snapshot version {version}")
-    if crc32c.crc32c(data[_CRC_FROM:]) != crc:
+    if crc32c(data[_CRC_FROM:]) != crc:
         raise CorruptSnapshotError("CRC mismatch")
     if count < 0 or len(data) != _SNAPSHOT_HEAD.size + count * _SNAPSHOT_ENTRY.size:
         raise CorruptSnapshotError(f"{len(data)} bytes do not hold {count} entries")

@@ -28,7 +28,7 @@ from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from consumer_group.coordinator.group import GroupMetadata, OffsetAndMetadata
 from consumer_group.coordinator.membership import JoinRequest
-from consumer_group.coordinator.offsets import expired_offsets
+from consumer_group.coordinator.offsets import expired_offsets, oversized_metadata
 from consumer_group.coordinator.state import GroupState
 from consumer_group.coordinator.txn_offset_commits import TransactionalOffsets
 
@@ -77,8 +77,7 @@ class GroupCoordinator(TransactionalOffsets):
                       leader_epochs: dict[TopicPartition, int],
                       commit_timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, ErrorCode]:
         limit = self.config.offset_metadata_max_bytes
-        results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, (_, md) in offsets.items()
-                   if md is not None and len(md.encode()) > limit}
+        results = oversized_metadata({tp: md for tp, (_, md) in offsets.items()}, limit)
         accepted = {tp: value for tp, value in offsets.items() if tp not in results}
         code = await self._store_offsets(group_id, accepted, retention_ms, leader_epochs, commit_timestamps)
         results.update(dict.fromkeys(accepted, code))

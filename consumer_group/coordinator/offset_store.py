@@ -25,11 +25,10 @@ from typing import Protocol
 
 from brokers.model import TopicPartition
 from brokers.zk.client import KafkaZkClient
+from brokers.zk.client_offsets import ProducerEpochs, TxnOffsets
 from brokers.zk.errors import ZkError
 
-TxnOffsets = dict[TopicPartition, tuple[int, str, int]]  # partition -> (offset, metadata, leader epoch)
 PendingByProducer = dict[int, tuple[int, TxnOffsets]]  # producer id -> (producer epoch, offsets)
-ProducerEpochs = tuple[int, int]  # (producer epoch, transaction coordinator epoch) of a producer's last marker
 
 log = logging.getLogger(__name__)
 

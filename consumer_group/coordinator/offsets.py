@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from brokers.model import TopicPartition
+from brokers.protocol.errors import ErrorCode
 from consumer_group.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, OffsetAndMetadata
 from consumer_group.coordinator.offset_store import OffsetStore
 from consumer_group.coordinator.state import GroupState
@@ -109,6 +110,12 @@ class OffsetWriter:
         tasks: list[Any] = list(self._drains.values())
         if tasks:
             await asyncio.wait(tasks, timeout=5)
+
+
+def oversized_metadata(metadata: dict[TopicPartition, str | None], limit: int) -> dict[TopicPartition, ErrorCode]:
+    """OFFSET_METADATA_TOO_LARGE for each partition whose committed metadata is over ``offset.metadata.max.bytes``."""
+    return {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, md in metadata.items()
+            if md is not None and len(md.encode()) > limit}
 
 
 def expired_offsets(group: GroupMetadata, now_ms: int, retention_ms: int) -> list[TopicPartition]:

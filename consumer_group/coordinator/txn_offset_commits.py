@@ -29,6 +29,7 @@ from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from consumer_group.coordinator.group import GroupMetadata, OffsetAndMetadata
 from consumer_group.coordinator.membership import GroupMembership
+from consumer_group.coordinator.offsets import oversized_metadata
 from consumer_group.coordinator.state import GroupState
 from consumer_group.coordinator.txn_offsets import (
     PendingTxnOffsets,
@@ -68,8 +69,7 @@ class TransactionalOffsets(GroupMembership):
         if error is not None:
             return dict.fromkeys(offsets, error)
         limit, now = self.config.offset_metadata_max_bytes, self.now_ms()
-        results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, (_, md, _) in offsets.items()
-                   if md is not None and len(md.encode()) > limit}
+        results = oversized_metadata({tp: md for tp, (_, md, _) in offsets.items()}, limit)
         accepted = {tp: OffsetAndMetadata(offset, md or "", now, None, leader_epoch)
                     for tp, (offset, md, leader_epoch) in offsets.items() if tp not in results}
         if accepted:

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from brokers.model import NO_TIMESTAMP
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import READ
 from brokers.server.context import ServerContext
 from brokers.server.handlers import leader_for, response
-from brokers.storage.producer_state import ProducerStateEntry
+from brokers.storage.producer_state import NO_SEQUENCE, ProducerStateEntry
 
-NO_SEQUENCE = -1
-NO_TIMESTAMP = -1
 NO_OFFSET = -1
-NO_COORDINATOR_EPOCH = -1
 
 
 def producer_state(entry: ProducerStateEntry) -> dict[str, Any]:
