@@ -196,22 +196,33 @@ def transactional_header(records: bytes | None) -> BatchHeader | None:
         return None  # the append answers it
 
 
-def _transactional_id_refused(context: ServerContext, request: Any) -> bool:
+TransactionalBatches = dict[tuple[str, int], BatchHeader]  # (topic, partition) -> its transactional batch's header
+
+
+def transactional_batches(request: Any) -> TransactionalBatches:
+    """The header of each partition's transactional batch, read once per request."""
+    found = {}
+    for topic in request.topic_data:
+        for p in topic.partition_data:
+            header = transactional_header(p.records)
+            if header is not None:
+                found[(topic.name, p.index)] = header
+    return found
+
+
+def _transactional_id_refused(context: ServerContext, request: Any, batches: TransactionalBatches) -> bool:
     """Kafka's check of a request with transactional records: Write on its (non-null) transactional id."""
-    if not any(transactional_header(p.records) for t in request.topic_data for p in t.partition_data):
+    if not batches:
         return False
     transactional_id = getattr(request, "transactional_id", None)
     return transactional_id is None or not context.authorized(WRITE, TRANSACTIONAL_ID, transactional_id)
 
 
 async def _verify(context: ServerContext, request: Any, topic: str, index: int,
-                  records: bytes | None) -> tuple[int | None, VerificationGuard | None]:
-    """KIP-890 for one partition: (the coordinator's refusal code or None, the guard the append must
-    carry, None for a batch that is not transactional)."""
+                  batch: BatchHeader) -> tuple[int | None, VerificationGuard | None]:
+    """KIP-890 for one partition's transactional batch: (the coordinator's refusal code or None, the guard the
+    append must carry)."""
     verify, transactional_id = context.verify_transaction, request.transactional_id
-    batch = transactional_header(records)
-    if batch is None:
-        return None, None
     try:
         partition = leader_for(context, topic, index)
     except PartitionError as exc:
@@ -224,22 +235,24 @@ async def _verify(context: ServerContext, request: Any, topic: str, index: int,
     return (None if code == ErrorCode.NONE else code), guard
 
 
-async def _verifications(context: ServerContext, request: Any,
-                         topics: list) -> dict[tuple[str, int], tuple[int | None, VerificationGuard | None]]:
-    """KIP-890's (refusal, guard) for the partitions of ``topics``, the coordinator asked for all at once."""
+async def _verifications(context: ServerContext, request: Any, batches: TransactionalBatches,
+                         topics: set[str]) -> dict[tuple[str, int], tuple[int | None, VerificationGuard | None]]:
+    """KIP-890's (refusal, guard) for the transactional batches of ``topics``, the coordinator asked for all at
+    once; a partition without a transactional batch is not in the answer."""
     if context.verify_transaction is None or getattr(request, "transactional_id", None) is None:
         return {}
-    wanted = [(topic.name, p.index, p.records) for topic in topics for p in topic.partition_data]
-    answers = await asyncio.gather(*(_verify(context, request, name, index, records)
-                                     for name, index, records in wanted))
-    return {(name, index): answer for (name, index, _), answer in zip(wanted, answers)}
+    wanted = [(key, batch) for key, batch in batches.items() if key[0] in topics]
+    answers = await asyncio.gather(*(_verify(context, request, name, index, batch)
+                                     for (name, index), batch in wanted))
+    return {key: answer for (key, _), answer in zip(wanted, answers)}
 
 
 async def handle_produce(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     acks = request.acks
     known = context.metadata_cache.topics()
     writable = context.authorized_topics(WRITE, {t.name for t in request.topic_data})
-    txn_refused = _transactional_id_refused(context, request)
+    batches = transactional_batches(request)
+    txn_refused = _transactional_id_refused(context, request, batches)
 
     def topic_error(name: str) -> int | None:
         if acks not in VALID_ACKS:
@@ -251,7 +264,8 @@ async def handle_produce(context: ServerContext, header: RequestHeader, request:
         return None if name in known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     errors = {topic.name: topic_error(topic.name) for topic in request.topic_data}
-    verified = await _verifications(context, request, [t for t in request.topic_data if errors[t.name] is None])
+    verified = await _verifications(context, request, batches, {t.name for t in request.topic_data
+                                                                  if errors[t.name] is None})
     responses, waits = [], []
     for topic in request.topic_data:
         error = errors[topic.name]
