@@ -104,8 +104,9 @@ class ProducerSnapshotFiles:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(data)
             os.replace(tmp, path)
-        kept = {o for o, _ in files[-(SNAPSHOTS_TO_KEEP - 1):]} | {offset}
-        self.delete(lambda o: o not in kept)
+        for stale_offset, stale in files[:len(files) - (SNAPSHOTS_TO_KEEP - 1)]:  # the directory listed once
+            if stale_offset != offset:
+                stale.unlink(missing_ok=True)
 
     def read_latest(self, at_most: int, on_corrupt: Callable[[Path, Exception], None]) -> tuple[int, list[SnapshotEntry]]:
         """(offset, entries) of the newest readable snapshot at or below ``at_most``, deleting the

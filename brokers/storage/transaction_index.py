@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from bisect import bisect_left
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -55,6 +57,9 @@ def decode_entries(data: bytes) -> list[AbortedTxn]:
     return out
 
 
+_last_offset = attrgetter("last_offset")
+
+
 class TransactionIndex:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -77,7 +82,9 @@ class TransactionIndex:
         """Entries overlapping [fetch_offset, upper_bound_offset): marker at or after the fetch offset,
         transaction starting before the upper bound."""
         with self._lock:
-            return [e for e in self._loaded() if e.last_offset >= fetch_offset and e.first_offset < upper_bound_offset]
+            entries = self._loaded()  # last_offset strictly increases: the first overlap is found by bisection
+            first = bisect_left(entries, fetch_offset, key=_last_offset)
+            return [e for e in entries[first:] if e.first_offset < upper_bound_offset]
 
     def _loaded(self) -> list[AbortedTxn]:
         """The entries, read from the file on first use (under the lock)."""
