@@ -21,9 +21,10 @@ import ssl
 from collections import deque
 from typing import Any
 
+from brokers.model import EndPoint
 from brokers.protocol import codec
 from brokers.protocol.framing import MIN_RESPONSE_FRAME_BYTES, FrameDecoder, ProtocolError
-from brokers.protocol.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslClient, SaslClientConfig
+from brokers.protocol.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SASL_PROTOCOLS, SaslClient, SaslClientConfig
 from brokers.protocol.scram import ScramError
 
 log = logging.getLogger(__name__)
@@ -152,3 +153,16 @@ class KafkaConnection:
                 future.set_exception(self._closed_error)
         if self._transport is not None:
             self._transport.close()
+
+
+async def connect_inter_broker(endpoint: EndPoint, client_id: str, ssl_context: ssl.SSLContext | None,
+                               sasl: SaslClientConfig | None, timeout_s: float) -> KafkaConnection:
+    """A connection to another broker's ``endpoint`` with this broker's inter-broker security: TLS on an SSL or
+    SASL_SSL listener (a ConnectionError when this broker has no TLS client config), SASL on a SASL one."""
+    tls = endpoint.security_protocol in ("SSL", "SASL_SSL")
+    if tls and ssl_context is None:
+        raise ConnectionError(f"{endpoint} is a TLS listener, but this broker has no TLS client config")
+    connection = KafkaConnection(endpoint.host, endpoint.port, client_id, ssl_context if tls else None,
+                                 sasl=sasl if endpoint.security_protocol in SASL_PROTOCOLS else None)
+    await connection.connect(timeout_s)
+    return connection

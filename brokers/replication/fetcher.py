@@ -33,14 +33,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from brokers.client.connection import KafkaConnection
+from brokers.client.connection import KafkaConnection, connect_inter_broker
 from brokers.config import from_schema, schema_field
 from brokers.model import EndPoint, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record_batch import whole_batches
-from brokers.protocol.sasl import SASL_PROTOCOLS, SaslClientConfig
+from brokers.protocol.sasl import SaslClientConfig
 from brokers.replication import isr as decide
 from brokers.replication.partition import Partition
 from brokers.replication.quota import LONG_MAX, ReplicationQuota, is_throttled, should_throttle
@@ -165,15 +165,9 @@ class ReplicaFetcher:
 
     async def _connect(self) -> KafkaConnection:
         if self._connection is None or not self._connection.connected:
-            tls = self.endpoint.security_protocol in ("SSL", "SASL_SSL")
-            if tls and self.config.ssl_context is None:
-                raise ConnectionError(f"{self.endpoint} is a TLS listener, but this broker has no TLS client config")
-            sasl = self.config.sasl if self.endpoint.security_protocol in SASL_PROTOCOLS else None
-            connection = KafkaConnection(self.endpoint.host, self.endpoint.port,
-                                         f"broker-{self.config.broker_id}-fetcher-{self.source}",
-                                         self.config.ssl_context if tls else None, sasl=sasl)
-            await connection.connect(self.config.socket_timeout_ms / 1000)
-            self._connection = connection
+            self._connection = await connect_inter_broker(
+                self.endpoint, f"broker-{self.config.broker_id}-fetcher-{self.source}", self.config.ssl_context,
+                self.config.sasl, self.config.socket_timeout_ms / 1000)
         return self._connection
 
     def _current(self, tp: TopicPartition, state: PartitionFetchState) -> bool:

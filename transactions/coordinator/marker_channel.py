@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Awaitable, Callable, Mapping, Protocol
 
-from brokers.client.connection import KafkaConnection
+from brokers.client.connection import KafkaConnection, connect_inter_broker
 from brokers.model import BrokerInfo, EndPoint, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
-from brokers.protocol.sasl import SASL_PROTOCOLS, SaslClientConfig
+from brokers.protocol.sasl import SaslClientConfig
 from transactions.coordinator.ports import TxnMarker
 
 log = logging.getLogger(__name__)
@@ -343,14 +343,8 @@ class TransactionMarkerChannelManager:
                 send.finish(True)
 
     async def _connect_kafka(self, endpoint: EndPoint) -> KafkaConnection:
-        tls = endpoint.security_protocol in ("SSL", "SASL_SSL")
-        if tls and self.ssl_context is None:
-            raise ConnectionError(f"{endpoint} is a TLS listener, but this broker has no TLS client config")
-        sasl = self.sasl if endpoint.security_protocol in SASL_PROTOCOLS else None
-        connection = KafkaConnection(endpoint.host, endpoint.port, f"broker-{self.broker_id}-txn-marker-sender",
-                                     self.ssl_context if tls else None, sasl=sasl)
-        await connection.connect(self.request_timeout_ms / 1000)
-        return connection
+        return await connect_inter_broker(endpoint, f"broker-{self.broker_id}-txn-marker-sender", self.ssl_context,
+                                          self.sasl, self.request_timeout_ms / 1000)
 
     # -- lifecycle and metrics --------------------------------------------------------------------
     async def shutdown(self) -> None:
