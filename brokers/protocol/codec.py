@@ -362,3 +362,13 @@ __all__ = [
     "request_class",
     "response_class",
 ]
+
+
+def build_response(header: Any, /, **values: Any) -> Any:
+    """The response entity of ``header``'s API and version (``response_class``) built from ``values`` (``build``)."""
+    return build(response_class(header.api_key, header.api_version), **values)
+
+
+def duration_ms(value: Any) -> int:
+    """A kio duration field (``timedelta``), or an int already in milliseconds, as int milliseconds."""
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)

@@ -62,17 +62,9 @@ class GroupApiContext(Protocol):
     def client_host(self) -> str: ...
 
 
-def _response(header: RequestHeader, **fields: Any) -> Any:
-    return codec.build(codec.response_class(header.api_key, header.api_version), **fields)
-
-
 def _group_denied(context: GroupApiContext, group_id: str, operation: int = READ) -> bool:
     """True when the principal may not do ``operation`` on the group."""
     return not context.authorized(operation, GROUP, group_id)
-
-
-def _ms(value: Any) -> int:
-    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
 async def handle_join_group(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
@@ -80,17 +72,17 @@ async def handle_join_group(context: GroupApiContext, header: RequestHeader, req
     if _group_denied(context, request.group_id):
         result = JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, "")
     else:
-        session_timeout_ms = _ms(request.session_timeout)
+        session_timeout_ms = codec.duration_ms(request.session_timeout)
         rebalance_timeout = getattr(request, "rebalance_timeout", None)
         result = await coordinator.join_group(JoinRequest(
             group_id=request.group_id, member_id=request.member_id,
             group_instance_id=getattr(request, "group_instance_id", None),
             require_known_member_id=versions.requires_known_member_id(header.api_version),
             client_id=header.client_id or "", client_host=context.client_host(), session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=session_timeout_ms if rebalance_timeout is None else _ms(rebalance_timeout),
+            rebalance_timeout_ms=session_timeout_ms if rebalance_timeout is None else codec.duration_ms(rebalance_timeout),
             protocol_type=request.protocol_type,
             protocols=[(p.name, bytes(p.metadata)) for p in request.protocols]))
-    return _response(header, **versions.join_response(header.api_version, result))
+    return codec.build_response(header, **versions.join_response(header.api_version, result))
 
 
 async def handle_sync_group(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
@@ -104,29 +96,29 @@ async def handle_sync_group(context: GroupApiContext, header: RequestHeader, req
         result = await context.group_coordinator.sync_group(
             request.group_id, request.generation_id, request.member_id, getattr(request, "group_instance_id", None),
             assignments, protocol_type, protocol_name)
-        return _response(header, error_code=result.error, protocol_type=result.protocol_type,
+        return codec.build_response(header, error_code=result.error, protocol_type=result.protocol_type,
                          protocol_name=result.protocol_name, assignment=result.assignment)
-    return _response(header, error_code=error, protocol_type=None, protocol_name=None, assignment=b"")
+    return codec.build_response(header, error_code=error, protocol_type=None, protocol_name=None, assignment=b"")
 
 
 async def handle_heartbeat(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     if _group_denied(context, request.group_id):
-        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return codec.build_response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = context.group_coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,
                                                 getattr(request, "group_instance_id", None))
-    return _response(header, error_code=error)
+    return codec.build_response(header, error_code=error)
 
 
 async def handle_leave_group(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     if _group_denied(context, request.group_id):
-        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
+        return codec.build_response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if header.api_version < 3:
         error, errors = context.group_coordinator.leave_group(request.group_id, [(request.member_id, None)])
-        return _response(header, error_code=errors[0] if error == ErrorCode.NONE and errors else error)
+        return codec.build_response(header, error_code=errors[0] if error == ErrorCode.NONE and errors else error)
     leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     error, errors = context.group_coordinator.leave_group(request.group_id, leaving)
     members = [{"member_id": m, "group_instance_id": i, "error_code": e} for (m, i), e in zip(leaving, errors)]
-    return _response(header, error_code=error, members=members)
+    return codec.build_response(header, error_code=error, members=members)
 
 
 def _by_topic(results: dict[TopicPartition, Any], entry) -> list[dict]:
@@ -178,9 +170,9 @@ async def handle_offset_commit(context: GroupApiContext, header: RequestHeader, 
         results.update(await coordinator.commit_offsets(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
             getattr(request, "group_instance_id", None), allowed,
-            versions.retention_ms(header.api_version, None if retention is None else _ms(retention)), epochs,
+            versions.retention_ms(header.api_version, None if retention is None else codec.duration_ms(retention)), epochs,
             _commit_timestamps(header)))
-    return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
+    return codec.build_response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 
 
 async def handle_txn_offset_commit(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
@@ -198,7 +190,7 @@ async def handle_txn_offset_commit(context: GroupApiContext, header: RequestHead
                 getattr(request, "member_id", UNKNOWN_MEMBER_ID), getattr(request, "group_instance_id", None),
                 getattr(request, "generation_id", NO_GENERATION), allowed))  # v3 (KIP-447)
     results = {tp: versions.txn_offset_commit_error(header.api_version, e) for tp, e in results.items()}
-    return _response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
+    return codec.build_response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 
 
 _DENIED = object()  # an OffsetFetch partition of a topic the principal may not describe
@@ -224,7 +216,7 @@ async def handle_offset_fetch(context: GroupApiContext, header: RequestHeader, r
     if _group_denied(context, request.group_id, DESCRIBE):
         error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
     elif version == 0:
-        return _response(header, topics=await _fetch_v0(context, request.group_id, partitions or []))
+        return codec.build_response(header, topics=await _fetch_v0(context, request.group_id, partitions or []))
     else:
         error, offsets = context.group_coordinator.fetch_offsets(request.group_id, partitions)
     if error != ErrorCode.NONE:
@@ -245,7 +237,7 @@ async def handle_offset_fetch(context: GroupApiContext, header: RequestHeader, r
         if committed is None:
             return _fetched(partition, -1, "", partition_error)
         return _fetched(partition, committed.offset, committed.metadata, partition_error, committed.leader_epoch)
-    return _response(header, error_code=error, topics=_by_topic(offsets, entry))
+    return codec.build_response(header, error_code=error, topics=_by_topic(offsets, entry))
 
 
 def _fetched(partition: int, offset: int, metadata: str, error: ErrorCode, leader_epoch: int = -1) -> dict:
@@ -300,7 +292,7 @@ def _describe_group(context: GroupApiContext, header: RequestHeader, group_id: s
 
 async def handle_describe_groups(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     requested = bool(getattr(request, "include_authorized_operations", False))
-    return _response(header, groups=[_describe_group(context, header, g, requested) for g in request.groups])
+    return codec.build_response(header, groups=[_describe_group(context, header, g, requested) for g in request.groups])
 
 
 async def handle_list_groups(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
@@ -309,7 +301,7 @@ async def handle_list_groups(context: GroupApiContext, header: RequestHeader, re
     if not context.authorized_on_cluster(DESCRIBE):
         visible = context.filter_authorized(DESCRIBE, GROUP, {g.group_id for g in groups})  # per-group Describe
         groups = [g for g in groups if g.group_id in visible]
-    return _response(header, error_code=error, groups=[
+    return codec.build_response(header, error_code=error, groups=[
         {"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": str(g.state)}
         for g in groups])
 
@@ -319,19 +311,19 @@ async def handle_delete_groups(context: GroupApiContext, header: RequestHeader, 
     deletable = context.filter_authorized(DELETE, GROUP, names)
     results = await context.group_coordinator.delete_groups([g for g in names if g in deletable])
     results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
-    return _response(header, results=[{"group_id": g, "error_code": e} for g, e in results.items()])
+    return codec.build_response(header, results=[{"group_id": g, "error_code": e} for g, e in results.items()])
 
 
 async def handle_offset_delete(context: GroupApiContext, header: RequestHeader, request: Any) -> Any:
     partitions = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     if _group_denied(context, request.group_id, DELETE):
-        return _response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
+        return codec.build_response(header, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
     denied = _partitions_rejected(context, partitions)
     partitions = [tp for tp in partitions if tp not in denied]
     error, results = await context.group_coordinator.delete_offsets(request.group_id, partitions)
     if error == ErrorCode.NONE:
         results = {**results, **denied}
-    return _response(header, error_code=error,
+    return codec.build_response(header, error_code=error,
                      topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
 
 

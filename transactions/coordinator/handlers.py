@@ -74,14 +74,6 @@ def producer_id_and_epoch_valid(producer_id: int, producer_epoch: int) -> bool:
     return (producer_id == NO_PRODUCER_ID) == (producer_epoch == NO_PRODUCER_EPOCH)
 
 
-def _response(header: RequestHeader, **fields: Any) -> Any:
-    return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0, **fields)
-
-
-def _ms(value: Any) -> int:
-    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
-
-
 # -- InitProducerId ----------------------------------------------------------------------------------------
 def _init_denied(context: TransactionApiContext, transactional_id: str | None) -> ErrorCode | None:
     if transactional_id is not None:
@@ -100,11 +92,11 @@ async def handle_init_producer_id(context: TransactionApiContext, header: Reques
     if error is None and not producer_id_and_epoch_valid(producer_id, producer_epoch):
         error = ErrorCode.INVALID_REQUEST
     if error is not None:
-        return _response(header, error_code=error, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
+        return codec.build_response(header, throttle_time=0, error_code=error, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
     expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
     result = await context.transaction_coordinator.handle_init_producer_id(
-        transactional_id, _ms(request.transaction_timeout), expected)
-    return _response(header, error_code=versioned_error(ApiKey.INIT_PRODUCER_ID, header.api_version, result.error),
+        transactional_id, codec.duration_ms(request.transaction_timeout), expected)
+    return codec.build_response(header, throttle_time=0, error_code=versioned_error(ApiKey.INIT_PRODUCER_ID, header.api_version, result.error),
                      producer_id=result.producer_id, producer_epoch=result.producer_epoch)
 
 
@@ -133,7 +125,7 @@ def _add_partitions_response(header: RequestHeader, errors: dict[TopicPartition,
     topics: dict[str, list[dict]] = {}
     for tp, error in errors.items():
         topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "partition_error_code": error})
-    return _response(header, results_by_topic_v3_and_below=[
+    return codec.build_response(header, throttle_time=0, results_by_topic_v3_and_below=[
         {"name": name, "results_by_partition": results} for name, results in topics.items()])
 
 
@@ -164,15 +156,15 @@ async def handle_add_offsets_to_txn(context: TransactionApiContext, header: Requ
         error = await context.transaction_coordinator.handle_add_partitions_to_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, {offsets})
         error = versioned_error(ApiKey.ADD_OFFSETS_TO_TXN, header.api_version, error)
-    return _response(header, error_code=error)
+    return codec.build_response(header, throttle_time=0, error_code=error)
 
 
 async def handle_end_txn(context: TransactionApiContext, header: RequestHeader, request: Any) -> Any:
     if not context.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
-        return _response(header, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return codec.build_response(header, throttle_time=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     error = await context.transaction_coordinator.handle_end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed))
-    return _response(header, error_code=versioned_error(ApiKey.END_TXN, header.api_version, error))
+    return codec.build_response(header, throttle_time=0, error_code=versioned_error(ApiKey.END_TXN, header.api_version, error))
 
 
 # -- ListTransactions / DescribeTransactions (KIP-664) -----------------------------------------------------------
@@ -182,7 +174,7 @@ async def handle_list_transactions(context: TransactionApiContext, header: Reque
     visible = context.filter_authorized(DESCRIBE, TRANSACTIONAL_ID, {txn_id for txn_id, _, _ in listed})
     states = [{"transactional_id": txn_id, "producer_id": pid, "transaction_state": state}
               for txn_id, pid, state in listed if txn_id in visible]
-    return _response(header, error_code=error, unknown_state_filters=unknown, transaction_states=states)
+    return codec.build_response(header, throttle_time=0, error_code=error, unknown_state_filters=unknown, transaction_states=states)
 
 
 def _timestamp(ms: int) -> datetime.datetime:
@@ -207,7 +199,7 @@ async def handle_describe_transactions(context: TransactionApiContext, header: R
             states.append(_described(coordinator.describe_transactions([txn_id])[0]))
         else:
             states.append(_described(error_answer(txn_id, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)))
-    return _response(header, transaction_states=states)
+    return codec.build_response(header, throttle_time=0, transaction_states=states)
 
 
 HANDLERS = {

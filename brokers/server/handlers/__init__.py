@@ -26,7 +26,7 @@ METADATA_POLL_SECONDS = 0.01
 
 def response(header: RequestHeader, **fields: Any) -> Any:
     """The response entity of the request's API and version, never throttled (``throttle_time`` 0)."""
-    return codec.build(codec.response_class(header.api_key, header.api_version), throttle_time=0, **fields)
+    return codec.build_response(header, throttle_time=0, **fields)
 
 
 def error_message(exc: KafkaError) -> str:
