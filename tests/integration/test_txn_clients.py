@@ -25,11 +25,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 from kafka.structs import OffsetAndMetadata
-from kazoo.exceptions import NoNodeError
 
 from scripts.local.cluster import running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.txn_support import create_topics, end_offsets, seed, stable
+from tests.integration.znodes import committed_offset
 
 TXN_PROPERTIES = {"transaction.state.log.num.partitions": "4", "transaction.state.log.replication.factor": "3",
                   "transaction.state.log.min.isr": "2", "offsets.topic.num.partitions": "4",
@@ -173,10 +173,7 @@ CLIENTS = {"confluent-kafka": ConfluentClient, "kafka-python": KafkaPythonClient
 
 # -- the test -----------------------------------------------------------------------------------
 def zk_offset(zk, group: str, topic: str) -> int | None:
-    try:
-        return int(zk.get(f"/consumers/{group}/offsets/{topic}/0")[0])
-    except NoNodeError:
-        return None
+    return committed_offset(zk, group, topic, 0)
 
 
 @pytest.mark.parametrize("client_name", list(CLIENTS))

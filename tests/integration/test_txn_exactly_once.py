@@ -26,7 +26,6 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
-from kazoo.exceptions import NoNodeError
 
 from scripts.local.cluster import running_cluster
 from scripts.tools.common.cluster_admin import ClusterAdmin
@@ -35,6 +34,7 @@ from tests.integration.conditions import wait_for
 from tests.integration.txn_support import (
     TXN_LOG, CopierProcess, ReaderThread, bounce_broker, create_topics, end_offsets, full_isr, leader_of, read_all,
     restart_killed_broker, seed, stable)
+from tests.integration.znodes import committed_offset
 from transactions.coordinator.placement import partition_for
 
 TXN_LOG_PARTITIONS = 4
@@ -123,10 +123,7 @@ class Run:
                  0.2)
 
     def zk_offset(self, zk) -> int | None:
-        try:
-            return int(zk.get(f"/consumers/{self.group}/offsets/{self.source}/0")[0])
-        except NoNodeError:
-            return None
+        return committed_offset(zk, self.group, self.source, 0)
 
     def close(self) -> None:
         self.reader.halt.set()

@@ -31,7 +31,7 @@ from tests.integration.conditions import wait_for
 from tests.integration.external_clients import (  # versions_served: an autouse fixture
     KAFKAJS, TIMEOUT, committed, create_topic, kafkajs, read_all, sarama, versions_served)
 from tests.integration.stored import stored_batches
-from tests.integration.znodes import connected_zk
+from tests.integration.znodes import committed_offset, connected_zk
 
 PARTITIONS = 2
 TRANSACTIONAL, CONTROL = 0x10, 0x20
@@ -92,10 +92,9 @@ def zk_offsets(cluster, group: str, topic: str) -> tuple[dict[int, int], int]:
     found = {}
     with connected_zk(cluster) as zk:
         for p in range(PARTITIONS):
-            try:
-                found[p] = int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0])
-            except NoNodeError:
-                pass
+            offset = committed_offset(zk, group, topic, p)
+            if offset is not None:
+                found[p] = offset
         try:
             pending = len(zk.get_children(f"/consumers/{group}/txn_offsets"))
         except NoNodeError:

@@ -18,6 +18,15 @@ def controller_id(zk: KazooClient) -> int | None:
         return None
 
 
+def committed_offset(zk: KazooClient, group: str, topic: str, partition: int) -> int | None:
+    """The group's committed offset of the partition in ``/consumers/<group>/offsets/<topic>/<partition>``, or None
+    while none is committed."""
+    try:
+        return int(zk.get(f"/consumers/{group}/offsets/{topic}/{partition}")[0])
+    except NoNodeError:
+        return None
+
+
 @contextmanager
 def connected_zk(cluster):
     """A started kazoo client of ``cluster``'s ZooKeeper, stopped and closed on exit."""
