@@ -16,7 +16,7 @@ os.environ.setdefault("DOCKER_HOST", "unix:///var/run/docker.sock")
 os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 os.environ.setdefault("TC_HOST", "127.0.0.1")
 
-from tests.containers.harness import BROKER_IMAGE, ZOOKEEPER_IMAGE, ContainerCluster, docker_problem  # noqa: E402
+from scripts.containers.cluster import BROKER_IMAGE, ZOOKEEPER_IMAGE, ContainerCluster, docker_problem  # noqa: E402
 
 HOW_TO_ENABLE = ("run compose/ensure-docker.sh (Docker engine) and compose/build-images.sh --offline "
                  f"(images {BROKER_IMAGE} and {ZOOKEEPER_IMAGE}), as .ci/run does")

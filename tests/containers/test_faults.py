@@ -10,7 +10,7 @@ import time
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.containers.harness import SESSION_TIMEOUT_MS, ContainerCluster
+from scripts.containers.cluster import SESSION_TIMEOUT_MS, ContainerCluster
 from tests.integration.conditions import wait_for
 
 PROPERTIES = {"min.insync.replicas": "2", "default.replication.factor": "3", "offsets.topic.replication.factor": "3",

@@ -8,7 +8,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.containers.harness import SESSION_TIMEOUT_MS, ContainerCluster
+from scripts.containers.cluster import SESSION_TIMEOUT_MS, ContainerCluster
 from tests.containers.test_faults import PROPERTIES, create_topic, leader_of
 from tests.integration.conditions import wait_for
 

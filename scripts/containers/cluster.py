@@ -22,7 +22,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from scripts.local.zookeeper import find_free_base_port
-from tests.integration.conditions import wait_for
+from scripts.containers.conditions import wait_for
 
 BROKER_IMAGE = os.environ.get("ZKAFKA_BROKER_IMAGE", "zkafka-broker:local")
 ZOOKEEPER_IMAGE = os.environ.get("ZKAFKA_ZOOKEEPER_IMAGE", "zkafka-zookeeper:local")
