@@ -1,0 +1,47 @@
+"""``python -m scripts.soak.checker HISTORY [HISTORY ...]``: check history files (or directories of
+``history-*.jsonl``), print the summary and the time the check took; exit 1 when the history is invalid."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from scripts.soak.checker.core import check
+from scripts.soak.checker.model import CheckConfig
+from scripts.soak.history import merge
+from scripts.soak.report import summary_text
+
+
+def _paths(args: list[str]) -> list[Path]:
+    paths: list[Path] = []
+    for arg in args:
+        p = Path(arg)
+        paths.extend(sorted(p.glob("history-*.jsonl")) if p.is_dir() else [p])
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scripts.soak.checker", description=__doc__)
+    parser.add_argument("histories", nargs="+", help="history files, or directories of history-*.jsonl")
+    parser.add_argument("--no-idempotence", action="store_true", help="duplicates are allowed")
+    parser.add_argument("--read-uncommitted", action="store_true", help="aborted reads are allowed")
+    parser.add_argument("--eos", action="append", default=[], metavar="IN:OUT",
+                        help="an input topic and the output topic its copiers write")
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    args = parser.parse_args(argv)
+    config = CheckConfig(idempotent=not args.no_idempotence, read_committed=not args.read_uncommitted,
+                         eos_pairs=dict(pair.split(":", 1) for pair in args.eos))
+    started = time.monotonic()
+    ops = merge(_paths(args.histories))
+    read_s = time.monotonic() - started
+    result = check(ops, config)
+    check_s = time.monotonic() - started - read_s
+    print(json.dumps(result.to_json(), indent=1) if args.json else summary_text(result, {}))
+    print(f"{len(ops)} ops read in {read_s:.1f} s, checked in {check_s:.1f} s", file=sys.stderr)
+    return 0 if result.valid else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
