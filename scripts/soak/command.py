@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scripts.soak.runner import SoakOptions
 
 EXIT_VALID, EXIT_ANOMALIES, EXIT_HARNESS = 0, 1, 3
 MIN_BROKERS, MAX_BROKERS = 3, 5
@@ -28,7 +32,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--unsafe", action="store_true",
                    help="Jepsen's unsafe configuration: acks=1, min.insync.replicas=1, unclean leader election "
                         "(the checker must report lost writes)")
-    p.add_argument("--rate", type=int, default=500, help="records/s of each producer (default 500)")
+    p.add_argument("--rate", type=int, default=500, help="records/s written to the soak topic, over all its producers (default 500)")
     p.add_argument("--partitions", type=int, default=6, help="partitions of the soak topic (default 6)")
 
 
@@ -44,7 +48,7 @@ def fault_kinds(text: str | None, known: tuple[str, ...] | list[str]) -> list[st
     return kinds
 
 
-def options_from(args: argparse.Namespace, known_kinds) -> "SoakOptions":  # noqa: F821 - imported by run
+def options_from(args: argparse.Namespace, known_kinds) -> "SoakOptions":
     """``SoakOptions`` from the flags; ValueError naming the flag that is wrong."""
     from scripts.soak.runner import SoakOptions
     from scripts.soak.workloads.launcher import WorkloadPlan

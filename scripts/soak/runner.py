@@ -42,8 +42,7 @@ from scripts.soak.nemesis.nemesis import Nemesis  # noqa: E402
 from scripts.soak.nemesis.schedule import KINDS, make_schedule  # noqa: E402
 from scripts.soak.report import summary_text, write_report  # noqa: E402
 from scripts.soak.topics import Watermarks, create_topics, led_keys, plan_keys, plan_topics, views  # noqa: E402
-from scripts.soak.workloads import launcher  # noqa: E402
-from scripts.soak.workloads.launcher import WorkloadPlan, start_workloads  # noqa: E402
+from scripts.soak.workloads.launcher import WorkloadPlan, start_workloads, stop_all, supervise  # noqa: E402
 
 HOW_TO_GET_DOCKER = ("run compose/ensure-docker.sh (a Docker engine) and compose/build-images.sh --offline "
                      f"(the images {BROKER_IMAGE} and {ZOOKEEPER_IMAGE})")
@@ -165,10 +164,10 @@ class _Run:
             self._faults(nemesis)
             healed_at_ns = time.monotonic_ns()
             print(f"soak: healed; faults {nemesis.counts()}; draining", flush=True)
-            self._stop([p for p in self.processes if _kind(p) == "producer"])
+            self._stop([p for p in self.processes if p.kind == "producer"])
             availability = self._drain(healed_at_ns)
         finally:
-            self._stop([p for p in self.processes if p.alive or _name(p) not in self.finished])
+            self._stop([p for p in self.processes if p.name not in self.finished])
         return self._check(nemesis, availability)
 
     def _wait_under_way(self) -> None:
@@ -193,9 +192,8 @@ class _Run:
             nemesis.stop_and_heal()
 
     def _supervise(self) -> None:
-        supervise = getattr(launcher, "supervise", None)
-        if supervise is not None:
-            supervise(self.processes)
+        for name in supervise(self.processes):
+            print(f"soak: {name} exited by itself; restarted", flush=True)
 
     def _drain(self, healed_at_ns: int) -> Availability:
         """Readers, group and copiers keep running until caught up and every key is led, for at least
@@ -227,9 +225,9 @@ class _Run:
                             workloads_finished=self.finished)
 
     def _stop(self, processes: list) -> None:
-        for p in processes:
-            code = p.stop(STOP_TIMEOUT_S)
-            self.finished[_name(p)] = code == 0
+        """SIGTERM to all of them at once; stopped cleanly = exit code 0."""
+        for name, code in stop_all(processes, STOP_TIMEOUT_S).items():
+            self.finished[name] = code == 0
 
     def _check(self, nemesis, availability: Availability) -> SoakOutcome:
         availability = replace(availability, workloads_finished=dict(self.finished))
@@ -254,14 +252,6 @@ class _Run:
                 "mean_interval_s": o.mean_interval_s, "unsafe": o.unsafe, "command": o.command,
                 "plan": asdict(self.plan), "ops": ops, "drained": getattr(self, "drained", False),
                 "out_dir": str(self.out_dir)}
-
-
-def _name(p) -> str:
-    return getattr(p, "name", None) or getattr(p, "process", None) or str(id(p))
-
-
-def _kind(p) -> str:
-    return getattr(p, "kind", None) or _name(p).rsplit("-", 1)[0]
 
 
 def _brief(lagging: dict) -> str:
