@@ -228,6 +228,9 @@ class _Run:
         """SIGTERM to all of them at once; stopped cleanly = exit code 0."""
         for name, code in stop_all(processes, STOP_TIMEOUT_S).items():
             self.finished[name] = code == 0
+            if code != 0:
+                print(f"soak: {name} did not stop cleanly (exit {code}); see its log in {self.history_dir}",
+                      flush=True)
 
     def _check(self, nemesis, availability: Availability) -> SoakOutcome:
         availability = replace(availability, workloads_finished=dict(self.finished))
@@ -250,7 +253,7 @@ class _Run:
         return {"seed": self.seed, "minutes": o.minutes, "brokers": o.brokers, "faults": counts,
                 "faults_total": sum(counts.values()), "kinds": list(o.kinds or KINDS),
                 "mean_interval_s": o.mean_interval_s, "unsafe": o.unsafe, "command": o.command,
-                "plan": asdict(self.plan), "ops": ops, "drained": getattr(self, "drained", False),
+                "plan": asdict(self.plan), "ops": ops, "workloads": [p.describe() for p in self.processes], "drained": getattr(self, "drained", False),
                 "out_dir": str(self.out_dir)}
 
 
