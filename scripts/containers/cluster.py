@@ -399,6 +399,11 @@ class ContainerCluster:
     def small_dir_usage(self) -> str:
         return self._holder_exec(disk.usage_script()).strip()
 
+    def small_dir_faulty(self) -> bool:
+        """A filler is in the small log dir or its permissions are taken away."""
+        code, _ = self._holder().exec_run(["sh", "-c", disk.faulty_script()], user="root")
+        return code == 0
+
     def make_small_dir_unwritable(self) -> None:
         self._holder_exec(disk.unwritable_script())
 

@@ -48,6 +48,11 @@ def usage_script(directory: str = HOLDER_MOUNT) -> str:
     return f"df --output=pcent {directory} | tail -n 1"
 
 
+def faulty_script(directory: str = HOLDER_MOUNT) -> str:
+    """Succeeds when a filler is there or the directory lost its mode."""
+    return f'test -e {directory}/{FILLER} || test "$(stat -c %a {directory})" != 755'
+
+
 def probe_write_script(directory: str = SMALL_LOG_DIR) -> str:
     """Succeeds when the current user can create a file in the directory."""
     return f"touch {directory}/.nemesis-probe && rm -f {directory}/.nemesis-probe"
