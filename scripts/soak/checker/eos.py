@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from scripts.soak.checker.index import HistoryIndex, reads_of, topic_of
+from scripts.soak.checker.index import HistoryIndex, reads_of
 from scripts.soak.checker.model import CheckConfig, Findings
 
 
@@ -19,7 +19,7 @@ def check_eos(index: HistoryIndex, config: CheckConfig, findings: Findings) -> N
     read_in: dict[str, set] = defaultdict(set)
     read_out: dict[str, dict] = defaultdict(dict)
     doubled: dict[str, set] = defaultdict(set)
-    topic = _topics()
+    topic = index.topic
     for c in index.completed:
         if c.f not in ("poll", "txn"):
             continue
@@ -32,8 +32,7 @@ def check_eos(index: HistoryIndex, config: CheckConfig, findings: Findings) -> N
                 if place != (key, offset):
                     doubled[t].add(value)
     acked_in: dict[str, dict] = defaultdict(dict)
-    for value, (key, offset, _) in index.acked.items():
-        t = topic(key)
+    for (t, value), (key, offset, _) in index.acked.items():
         if t in config.eos_pairs:
             acked_in[t][value] = (key, offset)
     for inp, out in sorted(config.eos_pairs.items()):
@@ -52,14 +51,3 @@ def _compare(inp: str, out: str, acked: dict, read_in: set, read_out: dict, doub
                                        "value": value})
     for value in sorted(doubled):
         findings.add("eos-duplicate", {"output": out, "value": value, "first": list(read_out[value])})
-
-
-def _topics():
-    cache: dict[str, str] = {}
-
-    def topic(key: str) -> str:
-        t = cache.get(key)
-        if t is None:
-            t = cache[key] = topic_of(key)
-        return t
-    return topic

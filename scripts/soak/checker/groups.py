@@ -42,7 +42,7 @@ def _check_gaps(index: HistoryIndex, name: list[str], ops: list[Completed], find
     for key, offsets in sorted(consumed.items()):
         order = index.order(key)
         for i in order.span(min(offsets), max(offsets)):
-            if order.offsets[i] not in offsets and index.visible(order.values[i]):
+            if order.visible[i] and order.offsets[i] not in offsets:
                 findings.add("group-gap", {"group": name, "key": key, "offset": order.offsets[i],
                                            "value": order.values[i]})
 

@@ -11,7 +11,8 @@ aborted transactions: they observed the log). ``version`` maps key -> offset -> 
 Outcomes of a sent value: ``acked`` (an ok send, or a send of a committed transaction; the offset may be
 None, an implicit acknowledgement), ``failed`` (a fail send: never written), ``aborted`` (a send of a failed
 transaction: written, never visible under read_committed), ``indefinite`` (info sends, sends of info
-transactions). A value is *visible* when it is acked or someone polled it.
+transactions). A record is *visible* when it is acked or someone polled it, unless it is an aborted
+transaction's (under read_committed).
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from scripts.soak.history import FAIL, INFO, INVOKE, OK, Op, split_key
+
+ABORTED = "aborted"
 
 
 class Completed:
@@ -95,6 +98,7 @@ class VersionOrder:
     """One key's observed offsets in order, their values, and a prefix count of the visible ones."""
     offsets: list[int]
     values: list[Any]
+    visible: list[bool]  # acked or polled, and not an aborted transaction's record (under read_committed)
     visible_before: list[int]  # visible_before[i] = visible entries among offsets[:i]
 
     def visible_between(self, low: int, high: int) -> int:
@@ -108,34 +112,49 @@ class VersionOrder:
 
 
 class HistoryIndex:
-    """Everything the checks look up, built in one pass over the paired ops."""
+    """Everything the checks look up, built in one pass over the paired ops.
+
+    A copier copies a value unchanged into another topic, so a record is identified by ``(topic, value)``
+    (``tv``): ``acked``, ``polled``, ``where`` and the outcome sets are keyed by it. An aborted transaction's
+    copy and the committed copy after it share a value, so an aborted send that learnt its offset is also
+    known by position (``aborted_at``), and only the position tells which copy a poll read.
+    """
 
     def __init__(self, ops: Iterable[Op], read_committed: bool = True) -> None:
         self.read_committed = read_committed
         self.completed = pair(ops)
         self.version: dict[str, dict[int, Any]] = defaultdict(dict)
         self.clashes: dict[tuple[str, int], set] = {}
-        self.where: dict[Any, tuple[str, int]] = {}
-        self.elsewhere: dict[Any, set[tuple[str, int]]] = {}
-        self.acked: dict[Any, tuple[str, int | None, Completed]] = {}
-        self.failed: set = set()
-        self.aborted: set = set()
-        self.indefinite: set = set()
-        self.writer: dict[Any, Completed] = {}
-        self.polled: set = set()
+        self.where: dict[tuple[str, Any], tuple[str, int]] = {}
+        self.elsewhere: dict[tuple[str, Any], set[tuple[str, int]]] = {}
+        self.acked: dict[tuple[str, Any], tuple[str, int | None, Completed]] = {}
+        self.failed: set[tuple[str, Any]] = set()
+        self.aborted: set[tuple[str, Any]] = set()
+        self.aborted_at: set[tuple[str, int]] = set()
+        self.indefinite: set[tuple[str, Any]] = set()
+        self.writer: dict[tuple[str, Any], Completed] = {}
+        self.writer_at: dict[tuple[str, int], Completed] = {}
+        self.polled: set[tuple[str, Any]] = set()
         self.max_read: dict[str, int] = {}
         self.subscribers: dict[str, frozenset[str]] = {}
         self.stats = _Stats()
+        self._topics: dict[str, str] = {}
         self._orders: dict[str, VersionOrder] = {}
         for c in self.completed:
             self._add(c)
+
+    def topic(self, key: str) -> str:
+        t = self._topics.get(key)
+        if t is None:
+            t = self._topics[key] = topic_of(key)
+        return t
 
     def _add(self, c: Completed) -> None:
         self.stats.op(c)
         if c.f == "send":
             self._sends(c, c.type)
         elif c.f == "txn":
-            self._sends(c, {OK: OK, FAIL: "aborted", INFO: INFO}[c.type])
+            self._sends(c, {OK: OK, FAIL: ABORTED, INFO: INFO}[c.type])
             self._reads(c)
         elif c.f == "poll" and c.type == OK:
             self._reads(c)
@@ -145,40 +164,52 @@ class HistoryIndex:
 
     def _sends(self, c: Completed, outcome: str) -> None:
         for key, offset, value in sends_of(c.value):
-            self.writer[value] = c
+            tv = (self.topic(key), value)
             self.stats.send(c.f, outcome, offset)
             if outcome == OK:
-                self.acked[value] = (key, offset, c)
-            elif outcome == FAIL:
-                self.failed.add(value)
-            elif outcome == "aborted":
-                self.aborted.add(value)
+                self.acked[tv] = (key, offset, c)
+                self.writer[tv] = c
             else:
-                self.indefinite.add(value)
+                self.writer.setdefault(tv, c)
+                {FAIL: self.failed, ABORTED: self.aborted, INFO: self.indefinite}[outcome].add(tv)
             if offset is not None and outcome != FAIL:
-                self._observe(key, offset, value)
+                self.writer_at[(key, offset)] = c
+                if outcome == ABORTED:
+                    self.aborted_at.add((key, offset))
+                self._observe(key, offset, value, tv, outcome != ABORTED)
 
     def _reads(self, c: Completed) -> None:
-        max_read = self.max_read
+        max_read, polled, topic = self.max_read, self.polled, self.topic
         for key, offset, value in reads_of(c.value):
-            self.polled.add(value)
+            tv = (topic(key), value)
+            polled.add(tv)
             self.stats.values_read += 1
             if offset > max_read.get(key, -1):
                 max_read[key] = offset
-            self._observe(key, offset, value)
+            self._observe(key, offset, value, tv, True)
 
-    def _observe(self, key: str, offset: int, value: Any) -> None:
+    def _observe(self, key: str, offset: int, value: Any, tv: tuple[str, Any], placed: bool) -> None:
         at = self.version[key]
         seen = at.setdefault(offset, value)
         if seen != value:
             self.clashes.setdefault((key, offset), {seen}).add(value)
-        place = self.where.setdefault(value, (key, offset))
-        if place != (key, offset):
-            self.elsewhere.setdefault(value, set()).add((key, offset))
+        if placed:
+            place = self.where.setdefault(tv, (key, offset))
+            if place != (key, offset):
+                self.elsewhere.setdefault(tv, set()).add((key, offset))
 
-    def visible(self, value: Any) -> bool:
-        return (value in self.acked or value in self.polled
-                or (not self.read_committed and value in self.aborted))
+    def is_aborted_read(self, key: str, offset: int, value: Any) -> bool:
+        """Whether a poll of ``value`` at ``(key, offset)`` read a failed send or an aborted transaction's."""
+        tv = (self.topic(key), value)
+        if (key, offset) in self.aborted_at or tv in self.failed:
+            return True
+        return tv in self.aborted and tv not in self.acked and self.writer_at.get((key, offset)) is None
+
+    def _visible(self, key: str, offset: int, value: Any) -> bool:
+        if (key, offset) in self.aborted_at:
+            return not self.read_committed
+        tv = (self.topic(key), value)
+        return tv in self.acked or tv in self.polled
 
     def order(self, key: str) -> VersionOrder:
         """The version order of a key (built on first use)."""
@@ -187,11 +218,12 @@ class HistoryIndex:
             at = self.version.get(key, {})
             offsets = sorted(at)
             values = [at[o] for o in offsets]
+            visible = [self._visible(key, o, v) for o, v in zip(offsets, values)]
             prefix, n = [0], 0
-            for v in values:
-                n += self.visible(v)
+            for seen in visible:
+                n += seen
                 prefix.append(n)
-            order = self._orders[key] = VersionOrder(offsets, values, prefix)
+            order = self._orders[key] = VersionOrder(offsets, values, visible, prefix)
         return order
 
     def stats_json(self) -> dict:

@@ -47,6 +47,6 @@ def _track(index: HistoryIndex, c: Completed, position: dict[str, tuple[int, int
         if kind.endswith("skip"):
             order = index.order(key)
             example["skipped"] = [[order.offsets[i], order.values[i]] for i in order.span(previous + 1, offset - 1)
-                                  if index.visible(order.values[i])][:5]
+                                  if order.visible[i]][:5]
         findings.add(kind, example)
 

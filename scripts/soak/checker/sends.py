@@ -8,21 +8,23 @@ from scripts.soak.history import OK
 
 
 def check_offsets(index: HistoryIndex, findings: Findings) -> None:
-    """inconsistent-offsets: one (key, offset), several values; duplicate: one value, several (key, offset)."""
+    """inconsistent-offsets: one (key, offset), several values; duplicate: one value at several offsets of a
+    topic (a copy into another topic is no duplicate; nor is an aborted copy followed by a committed one)."""
     for (key, offset), values in sorted(index.clashes.items()):
         findings.add("inconsistent-offsets", {"key": key, "offset": offset, "values": sorted(values)})
-    for value, places in index.elsewhere.items():
-        first = index.where[value]
-        findings.add("duplicate", {"value": value, "at": [list(p) for p in sorted(places | {first})]})
+    for tv, places in index.elsewhere.items():
+        committed = (places | {index.where[tv]}) - index.aborted_at
+        if len(committed) > 1:
+            findings.add("duplicate", {"value": tv[1], "at": [list(p) for p in sorted(committed)]})
 
 
 def check_acked(index: HistoryIndex, findings: Findings) -> None:
     """unseen: an acked value nobody polled; lost-write: one of those with a higher offset of its key read."""
     polled, max_read = index.polled, index.max_read
-    for value, (key, offset, c) in index.acked.items():
-        if value in polled:
+    for tv, (key, offset, c) in index.acked.items():
+        if tv in polled:
             continue
-        example = {"key": key, "offset": offset, "value": value, "process": c.process, "op": c.op}
+        example = {"key": key, "offset": offset, "value": tv[1], "process": c.process, "op": c.op}
         findings.add("unseen", example)
         if offset is not None and max_read.get(key, -1) > offset:
             findings.add("lost-write", dict(example, highest_read=max_read[key]))

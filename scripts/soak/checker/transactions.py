@@ -18,15 +18,14 @@ MAX_CYCLE_EXAMPLE = 8
 
 def check_aborted_reads(index: HistoryIndex, findings: Findings) -> None:
     """G1a: a poll (of any op) read a value whose send failed or whose transaction aborted."""
-    failed, aborted = index.failed, index.aborted
-    if not failed and not aborted:
+    if not index.failed and not index.aborted:
         return
     for c in index.completed:
         if c.f not in ("poll", "txn"):
             continue
         for key, offset, value in reads_of(c.value):
-            if value in failed or value in aborted:
-                writer = index.writer[value]
+            if index.is_aborted_read(key, offset, value):
+                writer = index.writer_at.get((key, offset)) or index.writer[(index.topic(key), value)]
                 findings.add("G1a", {"process": c.process, "op": c.op, "key": key, "offset": offset, "value": value,
                                      "writer": writer.ident, "writer_type": writer.type})
 
@@ -35,17 +34,20 @@ def check_transactions(index: HistoryIndex, findings: Findings) -> None:
     committed = [c for c in index.completed if c.f == "txn" and c.type == OK]
     for c in index.completed:
         if c.f == "txn" and c.type != FAIL:
-            _precommitted(c, findings)
+            _precommitted(index, c, findings)
     for c in committed:
         _send_skips(index, c, findings)
     report_cycles("G0", ww_edges(index), findings)
     report_cycles("G1c", wr_edges(index, committed), findings)
 
 
-def _precommitted(c: Completed, findings: Findings) -> None:
-    sent = {value for _, _, value in sends_of(c.value)}
+def _precommitted(index: HistoryIndex, c: Completed, findings: Findings) -> None:
+    """A copier reads a value in one topic and sends it to another: only a read in the topic sent to counts."""
+    sent = {(index.topic(key), value) for key, _, value in sends_of(c.value)}
+    if not sent:
+        return
     for key, offset, value in reads_of(c.value):
-        if value in sent:
+        if (index.topic(key), value) in sent:
             findings.add("precommitted-read", {"process": c.process, "op": c.op, "key": key, "offset": offset,
                                                "value": value})
 
@@ -61,10 +63,9 @@ def _send_skips(index: HistoryIndex, c: Completed, findings: Findings) -> None:
         offsets.sort()
         order = index.order(key)
         for i in order.span(offsets[0], offsets[-1]):
-            value = order.values[i]
-            if index.writer.get(value) is not c and index.visible(value):
+            if order.visible[i] and index.writer_at.get((key, order.offsets[i])) is not c:
                 findings.add("int-send-skip", {"process": c.process, "op": c.op, "key": key,
-                                               "offset": order.offsets[i], "value": value})
+                                               "offset": order.offsets[i], "value": order.values[i]})
                 break
 
 
@@ -73,8 +74,8 @@ def ww_edges(index: HistoryIndex) -> dict[Completed, set[Completed]]:
     keys = {key for key, _, c in index.acked.values() if c.f == "txn"}
     for key in keys:
         before: Completed | None = None
-        for value in index.order(key).values:
-            writer = index.writer.get(value)
+        for offset in index.order(key).offsets:
+            writer = index.writer_at.get((key, offset))
             if writer is None or writer.f != "txn" or writer.type != OK:
                 continue
             if before is not None and before is not writer:
@@ -86,8 +87,8 @@ def ww_edges(index: HistoryIndex) -> dict[Completed, set[Completed]]:
 def wr_edges(index: HistoryIndex, committed: list[Completed]) -> dict[Completed, set[Completed]]:
     edges: dict[Completed, set[Completed]] = defaultdict(set)
     for c in committed:
-        for _, _, value in reads_of(c.value):
-            writer = index.writer.get(value)
+        for key, _, value in reads_of(c.value):
+            writer = index.writer.get((index.topic(key), value))
             if writer is not None and writer is not c and writer.f == "txn" and writer.type == OK:
                 edges[writer].add(c)
     return edges
