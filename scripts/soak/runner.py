@@ -154,6 +154,8 @@ class _Run:
         self.progress = Progress(self.config.eos_pairs)
         self.processes: list = []
         self.finished: dict[str, bool] = {}
+        self.heal_problem: str | None = None
+        self.drained = False
 
     def execute(self) -> SoakOutcome:
         self.processes = start_workloads(self.plan, self.cluster.bootstrap_servers, self.history_dir)
@@ -189,7 +191,11 @@ class _Run:
                 self.progress.absorb(self.tail.read())
                 time.sleep(min(SUPERVISE_INTERVAL_S, max(0.0, end - time.monotonic())))
         finally:
-            nemesis.stop_and_heal()
+            try:
+                nemesis.stop_and_heal()
+            except AssertionError as exc:  # a broker not back: the drain measures what that costs
+                self.heal_problem = str(exc)
+                print(f"soak: after the final heal: {exc}", flush=True)
 
     def _supervise(self) -> None:
         for name in supervise(self.processes):
@@ -253,7 +259,7 @@ class _Run:
         return {"seed": self.seed, "minutes": o.minutes, "brokers": o.brokers, "faults": counts,
                 "faults_total": sum(counts.values()), "kinds": list(o.kinds or KINDS),
                 "mean_interval_s": o.mean_interval_s, "unsafe": o.unsafe, "command": o.command,
-                "plan": asdict(self.plan), "ops": ops, "workloads": [p.describe() for p in self.processes], "drained": getattr(self, "drained", False),
+                "plan": asdict(self.plan), "ops": ops, "workloads": [p.describe() for p in self.processes], "drained": self.drained, "heal_problem": self.heal_problem,
                 "out_dir": str(self.out_dir)}
 
 
