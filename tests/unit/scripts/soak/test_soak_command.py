@@ -91,3 +91,20 @@ def test_harness_error_is_exit_3(monkeypatch):
         raise SoakHarnessError("the cluster did not start: boom")
     monkeypatch.setattr(runner, "run_soak", broken)
     assert main(["soak"]) == 3
+
+
+def test_safe_and_unsafe_configurations():
+    safe = runner.broker_properties(unsafe=False)
+    assert (safe["min.insync.replicas"], safe["unclean.leader.election.enable"], safe["default.replication.factor"],
+            safe["auto.create.topics.enable"]) == ("2", "false", "3", "false")
+    assert safe["offsets.topic.replication.factor"] == safe["transaction.state.log.replication.factor"] == "3"
+    unsafe = runner.broker_properties(unsafe=True)
+    assert (unsafe["min.insync.replicas"], unsafe["unclean.leader.election.enable"]) == ("1", "true")
+    plan = runner.WorkloadPlan(rate=900)
+    assert runner.effective_plan(plan, unsafe=False) == plan
+    lossy = runner.effective_plan(plan, unsafe=True)
+    assert (lossy.acks, lossy.idempotence, lossy.copiers, lossy.rate) == ("1", False, False, 900)
+    assert runner.check_config(plan, unsafe=False).idempotent
+    assert runner.check_config(plan, unsafe=False).eos_pairs == {"txn-in": "txn-out"}
+    assert not runner.check_config(lossy, unsafe=True).idempotent
+    assert runner.check_config(lossy, unsafe=True).eos_pairs == {}
