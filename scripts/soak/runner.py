@@ -225,8 +225,10 @@ class _Run:
         finally:
             watermarks.close()
         self.drained = not lagging
-        print(f"soak: drained in {time.monotonic() - start:.0f} s" if not lagging else
-              f"soak: still behind after {self.options.drain_max_s:g} s: {_brief(lagging)}", flush=True)
+        unled = sorted(set(keys) - set(clock.led_after))
+        print(f"soak: drain ended after {time.monotonic() - start:.0f} s: "
+              + ("caught up" if not lagging else f"still behind: {_brief(lagging)}")
+              + (f"; without a live leader everywhere: {', '.join(unled)}" if unled else ""), flush=True)
         return Availability(healed_at_ns=healed_at_ns, leaderless_after_heal=clock.leaderless_after_heal(),
                             workloads_finished=self.finished)
 
