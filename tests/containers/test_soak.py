@@ -41,7 +41,6 @@ def not_allowed(outcome: SoakOutcome) -> dict[str, int]:
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("seed", [FIXED_SEED, RANDOM_SEED], ids=["fixed-seed", "random-seed"])
 def test_short_soak_reports_no_anomaly(docker_ready, seed):
-    print(f"\nsoak seed: {seed}")
     outcome = run_soak(SoakOptions(minutes=3, seed=seed, mean_interval_s=8, drain_min_s=30, drain_max_s=150,
                                    out_dir=artifacts(f"soak-{seed}")))
     injected = Counter({k: n for k, n in outcome.fault_counts.items() if n})
