@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,5 +89,9 @@ def run(args: argparse.Namespace) -> int:
         outcome = run_soak(options)
     except SoakHarnessError as exc:
         print(f"zkafka soak: the harness failed: {exc}")
+        return EXIT_HARNESS
+    except Exception:  # noqa: BLE001 - the harness's own failure, not an anomaly: say so, with its traceback
+        traceback.print_exc()
+        print("zkafka soak: the harness failed (above); the cluster was removed")
         return EXIT_HARNESS
     return EXIT_VALID if outcome.valid else EXIT_ANOMALIES

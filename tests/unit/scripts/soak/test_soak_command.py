@@ -86,9 +86,10 @@ def test_a_harness_failure_says_how_to_fix_it_and_exits_3(monkeypatch, capsys, t
     assert "compose/ensure-docker.sh" in out and "compose/build-images.sh --offline" in out
 
 
-def test_harness_error_is_exit_3(monkeypatch):
+@pytest.mark.parametrize("failure", [SoakHarnessError("the cluster did not start: boom"), RuntimeError("docker gone")])
+def test_harness_error_is_exit_3(monkeypatch, failure):
     def broken(options):
-        raise SoakHarnessError("the cluster did not start: boom")
+        raise failure
     monkeypatch.setattr(runner, "run_soak", broken)
     assert main(["soak"]) == 3
 
