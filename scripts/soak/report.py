@@ -24,23 +24,11 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c")
 
 
 def summary_text(result: CheckResult, meta: dict) -> str:
-    lines = [f"soak {'VALID' if result.valid else 'INVALID'}"
-             + "".join(f"  {k}={meta[k]}" for k in ("seed", "minutes", "brokers") if k in meta)]
-    s = result.stats
-    sends, txns = s.get("sends", {}), s.get("txns", {})
-    lines.append(f"sends ok {sends.get('ok', 0)} implicit-acks {sends.get('implicit_acks', 0)} fail "
-                 f"{sends.get('fail', 0)} info {sends.get('info', 0)}; polls {s.get('polls', 0)} values read "
-                 f"{s.get('values_read', 0)}; txns committed {txns.get('committed', 0)} aborted "
-                 f"{txns.get('aborted', 0)} indefinite {txns.get('indefinite', 0)}")
+    head = f"soak {'VALID' if result.valid else 'INVALID'}" + "".join(
+        f"  {k}={meta[k]}" for k in ("seed", "minutes", "brokers") if k in meta)
+    lines = [head, *result.summary_lines()]
     if meta.get("faults"):
-        lines.append("faults: " + ", ".join(f"{k} {n}" for k, n in sorted(meta["faults"].items())))
-    seen = [a for a in result.anomalies.values() if a.count]
-    for a in sorted(seen, key=lambda a: (a.allowed, a.kind)):
-        lines.append(f"  {a.kind:<22} {a.count:>8}  {'allowed' if a.allowed else 'BAD'}  {a.description}")
-        for example in a.examples[:2]:
-            lines.append(f"      e.g. {json.dumps(example)[:200]}")
-    if not seen:
-        lines.append(f"  all {len(result.anomalies)} anomaly kinds: 0")
+        lines.insert(2, "faults: " + ", ".join(f"{k} {n}" for k, n in sorted(meta["faults"].items())))
     return "\n".join(lines)
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from scripts.soak.checker.core import check
 from scripts.soak.checker.model import CheckConfig
 from scripts.soak.history import merge
-from scripts.soak.report import summary_text
 
 
 def _paths(args: list[str]) -> list[Path]:
@@ -38,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     read_s = time.monotonic() - started
     result = check(ops, config)
     check_s = time.monotonic() - started - read_s
-    print(json.dumps(result.to_json(), indent=1) if args.json else summary_text(result, {}))
+    verdict = f"soak history {'VALID' if result.valid else 'INVALID'}"
+    print(json.dumps(result.to_json(), indent=1) if args.json else "\n".join([verdict, *result.summary_lines()]))
     print(f"{len(ops)} ops read in {read_s:.1f} s, checked in {check_s:.1f} s", file=sys.stderr)
     return 0 if result.valid else 1
 
