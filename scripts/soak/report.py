@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterable
 
-from scripts.soak.checker.index import Completed, pair, reads_of, sends_of
+from scripts.soak.checker.index import Completed, pair, reads_of, sends_of, topic_of
 from scripts.soak.checker.model import CheckResult
 from scripts.soak.history import OK, Op
 
@@ -78,22 +78,24 @@ class Series:
         acked_at: dict[Any, int] = {}
         first_read: dict[Any, int] = {}
         last = t0
+        topic = _TopicCache()
         for c in completed:
             if c.end is None:
                 continue
             last = max(last, c.end)
             b = self.bucket(c.end)
             if c.type == OK and c.f in ("send", "txn"):
-                for _, _, value in sends_of(c.value):
+                for key, _, value in sends_of(c.value):
                     sends[b] += 1
-                    acked_at[value] = c.end
+                    acked_at[(topic(key), value)] = c.end
                 if c.f == "send":
                     self.latencies[b].append((c.end - c.start) / 1e6)
             if c.type == OK and c.f in ("poll", "txn"):
-                for _, _, value in reads_of(c.value):
+                for key, _, value in reads_of(c.value):
                     polled[b] += 1
-                    if value not in first_read or c.end < first_read[value]:
-                        first_read[value] = c.end
+                    tv = (topic(key), value)
+                    if tv not in first_read or c.end < first_read[tv]:
+                        first_read[tv] = c.end
         self.n = self.bucket(last) + 1
         self.end_s = self.n * BUCKET_NS / 1e9
         self.seconds = [i * BUCKET_NS / 1e9 for i in range(self.n)]
@@ -123,6 +125,16 @@ class Series:
             n += delta[i]
             out.append(n)
         return out
+
+
+class _TopicCache(dict):
+    """key -> topic (a copier's copy of a value is another record: records are ``(topic, value)``)."""
+
+    def __call__(self, key: str) -> str:
+        topic = self.get(key)
+        if topic is None:
+            topic = self[key] = topic_of(key)
+        return topic
 
 
 def fault_windows(events: list[dict], t0: int, end_s: float) -> list[tuple[float, float, str]]:
