@@ -21,6 +21,7 @@ from scripts.soak.history import OK, Op
 BUCKET_NS = 5 * 10**9
 WIDTH, HEIGHT, PAD = 960, 220, 48
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c")
+TICKS_S = (5, 10, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 
 
 def summary_text(result: CheckResult, meta: dict) -> str:
@@ -179,7 +180,11 @@ def chart(title: str, xs: list[float], lines: dict[str, list], windows: list[tup
     parts.append(f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{PAD + h}" stroke="#888"/>')
     parts.append(f'<text x="{PAD - 4}" y="{PAD + 4}" font-size="10" text-anchor="end">{y_max:.4g}</text>')
     parts.append(f'<text x="{PAD - 4}" y="{PAD + h}" font-size="10" text-anchor="end">0</text>')
-    parts.append(f'<text x="{PAD + w}" y="{PAD + h + 14}" font-size="10" text-anchor="end">{x_max:.0f} s</text>')
+    step = next((s for s in TICKS_S if x_max / s <= 10), TICKS_S[-1])
+    for n in range(0, int(x_max // step) + 1):
+        parts.append(f'<line x1="{x(n * step):.1f}" y1="{PAD + h}" x2="{x(n * step):.1f}" y2="{PAD + h + 4}" '
+                     f'stroke="#888"/><text x="{x(n * step):.1f}" y="{PAD + h + 15}" font-size="10" '
+                     f'text-anchor="middle">{n * step} s</text>')
     for n, (name, ys) in enumerate(lines.items()):
         colour = COLOURS[n % len(COLOURS)]
         points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(xs, ys) if v is not None)

@@ -13,8 +13,8 @@ EOS = CheckConfig(eos_pairs={"txn-in": "txn-out"})
 
 
 def clean_history() -> History:
-    """Two producers, an implicit ack, info sends read and never read, a failed send, a copier with an abort,
-    an assigned reader and a two-member group."""
+    """Three producers, an implicit ack, info sends read and never read, a failed send, a copier with an
+    abort, two assigned readers and a two-member group."""
     h = History()
     h.send("p0", "soak/0", 1, 0)
     h.send("p0", "soak/0", 2, 1)
@@ -38,6 +38,9 @@ def clean_history() -> History:
     h.poll("r0", {"soak/0": [(2, 1001), (3, 3)], "soak/1": [(1, 4), (2, 1005)]})
     h.poll("r0", {"txn-in/0": [(0, 2001), (1, 2002), (2, 2003)], "txn-out/0": [(0, 2001), (1, 2002)]})
     h.poll("r0", {"txn-out/0": [(5, 2003)]})
+    h.assign("r1", ["soak/0"])
+    h.poll("r1", {"soak/0": [(0, 1)]})
+    h.poll("r1", {"soak/0": [(1, 2), (2, 1001), (3, 3)]})
     h.subscribe("g0", ["soak"])
     h.rebalance("g0", ["soak/0", "soak/1"])
     h.poll("g0", {"soak/0": [(0, 1), (1, 2)]})
