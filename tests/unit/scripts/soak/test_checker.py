@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scripts.soak.checker import KINDS, Availability, CheckConfig, CheckResult, check
+from scripts.soak.checker.transactions import strongly_connected
 from scripts.soak.history import read_file
 
 from .histories import FAIL, INFO, History
@@ -369,3 +370,38 @@ def test_a_torn_last_line_is_dropped(tmp_path, torn):
     path = tmp_path / "history-p0.jsonl"
     path.write_text("".join(op.to_json() + "\n" for op in h.ops) + torn)
     assert list(read_file(path)) == h.ops
+
+
+def test_strongly_connected_components_of_a_long_cycle_need_no_recursion():
+    n = 50_000
+    edges = {i: {(i + 1) % n} for i in range(n)}
+    edges[n] = {0}  # a tail into the cycle: its own component
+    components = sorted(strongly_connected(edges), key=len)
+    assert [len(c) for c in components] == [1, n]
+
+
+def test_a_rebalance_around_a_members_leave_is_expected():
+    h = History()
+    _group_of_one(h)
+    h.subscribe("g1", ["soak"])
+    h.rebalance("g1", [])
+    h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.at(100)
+    h.commit("g1", {})  # g1's last op: it leaves
+    h.at(110)
+    h.rebalance("g0", ["soak/0"], ["soak/0"])
+    h.at(200)
+    h.commit("g0", {"soak/0": 3})
+    assert check(h.ops).valid
+
+
+def test_after_a_transaction_of_unknown_outcome_the_copier_may_start_anywhere():
+    h = History()
+    for offset, value in enumerate((1, 2, 3, 4)):
+        h.send("p0", "txn-in/0", value, offset)
+    h.txn("c0", [("poll", {"txn-in/0": [(0, 1), (1, 2)]}), ("send", "txn-out/0", None, 1),
+                 ("send", "txn-out/0", None, 2)], INFO)
+    h.txn("c0", [("poll", {"txn-in/0": [(0, 1), (1, 2), (2, 3), (3, 4)]})])  # the commit had not happened
+    h.poll("r0", {"txn-in/0": [(0, 1), (1, 2), (2, 3), (3, 4)]})
+    result = check(h.ops)
+    assert result.valid and result.stats["txns"]["indefinite"] == 1
