@@ -4,7 +4,8 @@ from the network), and ``summary_text`` for the terminal.
 The page: the run's meta (seed, minutes, brokers, faults by kind, command line); three charts over 5-second
 buckets (ok sends/s and polled values/s; send latency p50/p99; acked values not yet polled), each with the
 nemesis's fault windows (``start`` … ``heal`` events of one kind and target) shaded and labelled; then one row
-per anomaly kind (count, allowed?, description, examples) and the checker's stats.
+per fault (and per fault that could not start), one row per anomaly kind (count, allowed?, description,
+examples) and the checker's stats.
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def render(ops: list[Op], nemesis_events: list[dict], result: CheckResult, meta:
         "<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\"><title>zkafka soak report</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>zkafka soak: <span class=\"{verdict.lower()}\">{verdict}</span></h1>",
-        meta_table(meta), *charts, anomaly_table(result),
+        meta_table(meta), *charts, fault_table(windows, nemesis_events, t0), anomaly_table(result),
         "<h2>Stats</h2>", f"<pre>{escape(json.dumps(result.stats, indent=1))}</pre>",
         "</body></html>"])
 
@@ -202,6 +203,17 @@ def meta_table(meta: dict) -> str:
             " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
         rows.append(f"<tr><th>{escape(str(key))}</th><td>{escape(shown)}</td></tr>")
     return "<h2>Run</h2><table>" + "".join(rows) + "</table>"
+
+
+def fault_table(windows: list[tuple[float, float, str]], events: list[dict], t0: int) -> str:
+    rows = ["<tr><th>fault</th><th>from (s)</th><th>to (s)</th><th>seconds</th></tr>"]
+    rows.extend(f"<tr><td>{escape(label)}</td><td>{start:.1f}</td><td>{heal:.1f}</td><td>{heal - start:.1f}</td></tr>"
+                for start, heal, label in windows)
+    errors = [e for e in events if e.get("event") == "error"]
+    rows.extend(f'<tr class="allowed"><td>{escape(_label((e.get("kind"), e.get("target"))))} could not start: '
+                f'{escape(str(e.get("detail", "")))}</td><td>{(e.get("time", t0) - t0) / 1e9:.1f}</td><td></td>'
+                f'<td></td></tr>' for e in errors)
+    return "<h2>Faults</h2><table class=\"faults\">" + "".join(rows) + "</table>"
 
 
 def anomaly_table(result: CheckResult) -> str:

@@ -74,6 +74,7 @@ def test_the_report_has_the_anomaly_rows_the_fault_labels_and_nothing_from_the_n
     assert "INVALID" in text and "lost-write" in text and "unseen" in text and "seed" in text
     assert "kill-leader broker2" in text and "partition-ring" in text
     assert page.count('class="bad"') == 2  # lost-write and unseen
+    assert "<td>kill-leader broker2</td><td>2.0</td><td>8.0</td><td>6.0</td>" in page
     assert '"highest_read": 1' in page.replace("&quot;", '"')
 
 
