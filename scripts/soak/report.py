@@ -179,7 +179,7 @@ def chart(title: str, xs: list[float], lines: dict[str, list], windows: list[tup
                      f'font-size="10" fill="#a50">{escape(label)}</text>')
     parts.append(f'<line x1="{PAD}" y1="{PAD + h}" x2="{PAD + w}" y2="{PAD + h}" stroke="#888"/>')
     parts.append(f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{PAD + h}" stroke="#888"/>')
-    parts.append(f'<text x="{PAD - 4}" y="{PAD + 4}" font-size="10" text-anchor="end">{y_max:.4g}</text>')
+    parts.append(f'<text x="{PAD - 4}" y="{PAD + 4}" font-size="10" text-anchor="end">{_short(y_max)}</text>')
     parts.append(f'<text x="{PAD - 4}" y="{PAD + h}" font-size="10" text-anchor="end">0</text>')
     step = next((s for s in TICKS_S if x_max / s <= 10), TICKS_S[-1])
     for n in range(0, int(x_max // step) + 1):
@@ -188,12 +188,29 @@ def chart(title: str, xs: list[float], lines: dict[str, list], windows: list[tup
                      f'text-anchor="middle">{n * step} s</text>')
     for n, (name, ys) in enumerate(lines.items()):
         colour = COLOURS[n % len(COLOURS)]
-        points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(xs, ys) if v is not None)
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{points}"/>')
+        for run in _runs(xs, ys):
+            points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in run)
+            parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{points}"/>')
         parts.append(f'<text x="{PAD + w - 150}" y="{20 + 12 * n}" font-size="11" fill="{colour}">'
                      f'{escape(name)}</text>')
     parts.append("</svg>")
     return "<div class=\"chart\">" + "".join(parts) + "</div>"
+
+
+def _runs(xs: list[float], ys: list) -> list[list[tuple[float, float]]]:
+    """The points of a line, split where a bucket has no value (no sends: no latency)."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for s, v in zip(xs, ys):
+        if v is None:
+            if runs[-1]:
+                runs.append([])
+        else:
+            runs[-1].append((s, v))
+    return [r for r in runs if r]
+
+
+def _short(v: float) -> str:
+    return f"{v / 1e6:.3g}M" if v >= 1e6 else f"{v / 1e3:.3g}k" if v >= 1e4 else f"{v:.4g}"
 
 
 def meta_table(meta: dict) -> str:

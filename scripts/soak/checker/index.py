@@ -123,6 +123,7 @@ class HistoryIndex:
     def __init__(self, ops: Iterable[Op], read_committed: bool = True) -> None:
         self.read_committed = read_committed
         self.completed = pair(ops)
+        self.t0 = min((c.start for c in self.completed), default=0)  # examples give times from here
         self.version: dict[str, dict[int, Any]] = defaultdict(dict)
         self.clashes: dict[tuple[str, int], set] = {}
         self.where: dict[tuple[str, Any], tuple[str, int]] = {}
