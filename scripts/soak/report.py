@@ -188,7 +188,7 @@ def chart(title: str, xs: list[float], lines: dict[str, list], windows: list[tup
                      f'text-anchor="middle">{n * step} s</text>')
     for n, (name, ys) in enumerate(lines.items()):
         colour = COLOURS[n % len(COLOURS)]
-        for run in _runs(xs, ys):
+        for run in line_runs(xs, ys):
             points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in run)
             parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{points}"/>')
         parts.append(f'<text x="{PAD + w - 150}" y="{20 + 12 * n}" font-size="11" fill="{colour}">'
@@ -197,7 +197,7 @@ def chart(title: str, xs: list[float], lines: dict[str, list], windows: list[tup
     return "<div class=\"chart\">" + "".join(parts) + "</div>"
 
 
-def _runs(xs: list[float], ys: list) -> list[list[tuple[float, float]]]:
+def line_runs(xs: list[float], ys: list) -> list[list[tuple[float, float]]]:
     """The points of a line, split where a bucket has no value (no sends: no latency)."""
     runs: list[list[tuple[float, float]]] = [[]]
     for s, v in zip(xs, ys):

@@ -405,3 +405,23 @@ def test_after_a_transaction_of_unknown_outcome_the_copier_may_start_anywhere():
     h.poll("r0", {"txn-in/0": [(0, 1), (1, 2), (2, 3), (3, 4)]})
     result = check(h.ops)
     assert result.valid and result.stats["txns"]["indefinite"] == 1
+
+
+def test_an_indefinite_send_someone_read_is_visible_so_jumping_over_it_is_a_skip():
+    h = History()
+    h.send("p0", "soak/0", 1, 0)
+    h.send("p0", "soak/0", 2, type_=INFO)  # landed at offset 1: r1 read it
+    h.send("p0", "soak/0", 3, 2)
+    h.poll("r1", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.poll("r0", {"soak/0": [(0, 1), (2, 3)]})
+    assert_only(check(h.ops), "int-poll-skip")
+
+
+def test_an_indefinite_send_to_the_input_that_was_copied_is_no_eos_extra():
+    h = History()
+    h.send("p0", "txn-in/0", 1, 0)
+    h.send("p0", "txn-in/0", 2, type_=INFO)
+    h.txn("c0", [("poll", {"txn-in/0": [(0, 1), (1, 2)]}), ("send", "txn-out/0", 0, 1), ("send", "txn-out/0", 1, 2)])
+    h.poll("r0", {"txn-in/0": [(0, 1), (1, 2)], "txn-out/0": [(0, 1), (1, 2)]})
+    result = check(h.ops, EOS)
+    assert result.valid and result.anomalies["eos-extra"].count == 0

@@ -5,7 +5,7 @@ from html.parser import HTMLParser
 
 from scripts.soak.checker import CheckConfig, check
 from scripts.soak.checker.__main__ import main as checker_main
-from scripts.soak.report import fault_windows, summary_text, write_report
+from scripts.soak.report import line_runs, fault_windows, summary_text, write_report
 
 from .histories import History
 
@@ -105,3 +105,8 @@ def test_the_checker_cli_exits_1_on_an_invalid_history(tmp_path, capsys):
     clean.poll("r0", {"soak/0": [(0, 1)]})
     (tmp_path / "clean.jsonl").write_text("".join(op.to_json() + "\n" for op in clean.ops))
     assert checker_main([str(tmp_path / "clean.jsonl")]) == 0
+
+
+def test_a_chart_line_breaks_over_buckets_without_values():
+    assert line_runs([0, 5, 10, 15, 20], [1.0, None, 2.0, 3.0, None]) == [[(0, 1.0)], [(10, 2.0), (15, 3.0)]]
+    assert line_runs([0, 5], [None, None]) == []
