@@ -219,7 +219,9 @@ class HistoryIndex:
         tv = (self.topic(key), value)
         if (key, offset) in self.aborted_at or tv in self.failed:
             return True
-        return tv in self.aborted and tv not in self.acked and self.writer_at.get((key, offset)) is None
+        # without the aborted copy's offset: aborted only when no copy that may be visible was sent
+        return (tv in self.aborted and tv not in self.acked and tv not in self.indefinite
+                and self.writer_at.get((key, offset)) is None)
 
     def _visible(self, key: str, offset: int, value: Any) -> bool:
         if (key, offset) in self.aborted_at:
