@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+import pytest
+
 from scripts.soak.checker import CheckConfig, check
 from scripts.soak.checker.__main__ import main as checker_main
 from scripts.soak.report import line_runs, fault_windows, summary_text, write_report
@@ -105,6 +107,12 @@ def test_the_checker_cli_exits_1_on_an_invalid_history(tmp_path, capsys):
     clean.poll("r0", {"soak/0": [(0, 1)]})
     (tmp_path / "clean.jsonl").write_text("".join(op.to_json() + "\n" for op in clean.ops))
     assert checker_main([str(tmp_path / "clean.jsonl")]) == 0
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.jsonl").write_text((tmp_path / "clean.jsonl").read_text())
+    assert checker_main([str(run)]) == 0
+    with pytest.raises(SystemExit, match="no history"):
+        checker_main([str(tmp_path / "nowhere")])
 
 
 def test_a_chart_line_breaks_over_buckets_without_values():
