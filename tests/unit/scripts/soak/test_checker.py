@@ -347,7 +347,7 @@ def test_a_restarted_process_reusing_op_numbers_leaves_its_pending_ops_indefinit
     h = History()
     h.invoke("p0", "send", [["send", "soak/0", 1]])  # op 0, killed in flight
     h.crash("p0")  # op 1
-    h._next["p0"] = 0  # the restarted process counts from 0 again
+    h.renumber("p0")
     h.send("p0", "soak/0", 2, 0)
     h.poll("r0", {"soak/0": [(0, 2)]})
     result = check(h.ops)
