@@ -21,10 +21,10 @@ from pathlib import Path
 from scripts.soak.history import FAIL, INFO, HistoryWriter
 
 EXIT_OK = 0
-EXIT_UNFINISHED = 2
-EXIT_FATAL = 3
-EXIT_STUCK = 4
-EXIT_UNKNOWN_TXN = 5
+EXIT_UNFINISHED = 10  # above Python's own 1 (an uncaught exception) and argparse's 2
+EXIT_FATAL = 11
+EXIT_STUCK = 12
+EXIT_UNKNOWN_TXN = 13
 EXIT_CODES = {EXIT_OK: "ok", EXIT_UNFINISHED: "unfinished", EXIT_FATAL: "fatal", EXIT_STUCK: "stuck",
               EXIT_UNKNOWN_TXN: "unknown-txn"}
 
@@ -115,19 +115,28 @@ def open_history(args: argparse.Namespace) -> HistoryWriter:
     return writer
 
 
+_STOP = threading.Event()
+
+
+def _stop(*_) -> None:
+    _STOP.set()
+
+
+def catch_stop_signals() -> None:
+    """SIGTERM and SIGINT from now on ask the workload to stop (``__main__`` calls it before the client
+    library is even imported, so an early SIGTERM is a clean stop too)."""
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+
+
 class Stopping:
-    """Set by SIGTERM (and SIGINT): the workload finishes what it is doing and exits."""
+    """True once SIGTERM (or SIGINT) arrived: the workload finishes what it is doing and exits."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()
-        signal.signal(signal.SIGTERM, self._set)
-        signal.signal(signal.SIGINT, self._set)
-
-    def _set(self, *_) -> None:
-        self._event.set()
+        catch_stop_signals()
 
     def __bool__(self) -> bool:
-        return self._event.is_set()
+        return _STOP.is_set()
 
 
 def log(process: str, message: str) -> None:
