@@ -31,10 +31,12 @@ EXIT_CODES = {EXIT_OK: "ok", EXIT_UNFINISHED: "unfinished", EXIT_FATAL: "fatal",
 VALUE_RANGE = 10**9  # each producer process owns [value_base, value_base + VALUE_RANGE)
 
 # Errors that mean the record was definitely not written: the client refused it before sending, or the
-# broker refuses it on every attempt alike (so no earlier attempt can have been written either).
+# broker refuses it on every attempt alike (so no earlier attempt can have been written either). Not
+# ``_PURGE_QUEUE``: librdkafka's purge of the queues takes the transmit queue too, where a record waits for its
+# retry after an attempt that may have been written.
 SEND_DEFINITE = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "RECORD_LIST_TOO_LARGE",
                            "INVALID_RECORD", "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
-                           "_PURGE_QUEUE", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "INVALID_REQUIRED_ACKS"})
+                           "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "INVALID_REQUIRED_ACKS"})
 # A commit rejected by the group coordinator for the member's generation: the offsets were not stored.
 COMMIT_DEFINITE = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS",
                              "FENCED_INSTANCE_ID", "_NO_OFFSET", "_ASSIGNMENT_LOST", "_STATE",

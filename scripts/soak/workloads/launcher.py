@@ -153,7 +153,8 @@ class WorkloadPlan:
     max_txn_records: int = 100
 
 
-def producer_flags(topic: str, partitions: int, rate: float, value_base: int, acks: str, idempotence: bool) -> list[str]:
+def producer_flags(topic: str, partitions: int, rate: float, value_base: int, acks: str,
+                   idempotence: bool) -> list[str]:
     return ["--topic", topic, "--partitions", str(partitions), "--rate", f"{rate:g}", "--value-base", str(value_base),
             "--acks", acks, "--idempotence", "true" if idempotence else "false"]
 

@@ -67,12 +67,11 @@ class TestValues:
 class TestClassification:
     @pytest.mark.parametrize("name", ["_MSG_TIMED_OUT", "REQUEST_TIMED_OUT", "NOT_LEADER_FOR_PARTITION",
                                       "OUT_OF_ORDER_SEQUENCE_NUMBER", "_FATAL", "UNKNOWN_TOPIC_OR_PART",
-                                      "_PURGE_INFLIGHT"])
+                                      "_PURGE_INFLIGHT", "_PURGE_QUEUE"])
     def test_a_delivery_error_is_indefinite(self, name):
         assert send_completion(name, at_produce=False) == INFO
 
-    @pytest.mark.parametrize("name", ["MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "_PURGE_QUEUE",
-                                      "TOPIC_AUTHORIZATION_FAILED"])
+    @pytest.mark.parametrize("name", ["MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "TOPIC_AUTHORIZATION_FAILED"])
     def test_a_definite_delivery_error_fails(self, name):
         assert send_completion(name, at_produce=False) == FAIL
 
