@@ -425,3 +425,23 @@ def test_an_indefinite_send_to_the_input_that_was_copied_is_no_eos_extra():
     h.poll("r0", {"txn-in/0": [(0, 1), (1, 2)], "txn-out/0": [(0, 1), (1, 2)]})
     result = check(h.ops, EOS)
     assert result.valid and result.anomalies["eos-extra"].count == 0
+
+
+def test_a_crash_of_an_assigned_reader_starts_its_tracking_afresh():
+    h = History()
+    _three_sends(h)
+    h.poll("r0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.crash("r0")
+    h.poll("r0", {"soak/0": [(0, 1)]})
+    assert check(h.ops).valid
+
+
+def test_aborted_reads_and_read_cycles_are_allowed_under_read_uncommitted():
+    h = History()
+    h.txn("c0", [("send", "txn-out/0", 0, 1)], FAIL)
+    h.poll("r0", {"txn-out/0": [(0, 1)]})
+    h.txn("c1", [("send", "a/0", 0, 5), ("poll", {"b/0": [(0, 6)]})])
+    h.txn("c2", [("send", "b/0", 0, 6), ("poll", {"a/0": [(0, 5)]})])
+    strict, loose = check(h.ops), check(h.ops, CheckConfig(read_committed=False))
+    assert not strict.valid and strict.anomalies["G1a"].count == 1 and strict.anomalies["G1c"].count == 1
+    assert loose.valid and loose.anomalies["G1a"].allowed and loose.anomalies["G1c"].allowed
