@@ -16,17 +16,25 @@ epochs in ``/consumers/<group>/txn_producers/<producer id>`` in that multi (``lo
 Completing is idempotent: when the multi fails and the pending znode is gone, an earlier attempt whose
 answer was lost (a ZooKeeper connection loss) applied it, and the call succeeds.
 
+Group metadata records (``group_record``) live in ``/consumers/<group>/metadata``. Their writes are fenced
+by the znode version, the way a commit is kept from acting on stale knowledge: the store remembers the
+version it last read (``load_group_metadata``) or wrote, writes at that version (create when it saw none), and
+a write that finds the znode changed since raises ``GroupMetadataFenced`` (another coordinator wrote it: a
+deposed coordinator never overwrites its successor's record); the version is then forgotten and re-read
+before the next write. Versions are forgotten after any failed write too (the write may have landed).
+
 ``MemoryOffsetStore`` is the same contract in memory, for unit tests of the coordinator.
 """
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Any, Protocol
 
 from brokers.model import TopicPartition
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.client_offsets import ProducerEpochs, TxnOffsets
-from brokers.zk.errors import ZkError
+from brokers.zk.errors import BadVersionError, NodeExistsError, NoNodeError, ZkError
+from consumer_group.coordinator.group_record import GroupMetadataFenced
 
 PendingByProducer = dict[int, tuple[int, TxnOffsets]]  # producer id -> (producer epoch, offsets)
 
@@ -58,11 +66,19 @@ class OffsetStore(Protocol):
 
     async def delete_txn_offsets(self, group_id: str, producer_id: int) -> None: ...
 
+    async def store_group(self, group_id: str, value: dict[str, Any]) -> None: ...
+
+    async def load_group_metadata(self, group_ids: list[str]) -> dict[str, dict[str, Any]]: ...
+
+
+_ABSENT = -1  # a known version meaning: the metadata znode does not exist
+
 
 class ZkOffsetStore:
     def __init__(self, kzc: KafkaZkClient):
         self.kzc = kzc
         self._existing: dict[str, set[TopicPartition]] = {}
+        self._metadata_versions: dict[str, int] = {}  # group -> metadata znode version last seen (_ABSENT: none)
 
     async def commit(self, group_id: str, offsets: dict[TopicPartition, int]) -> None:
         if not offsets:
@@ -87,8 +103,36 @@ class ZkOffsetStore:
         return await self.kzc.get_consumer_groups()
 
     async def delete_group(self, group_id: str) -> None:
+        self._metadata_versions.pop(group_id, None)
         await self.kzc.delete_consumer_group(group_id)
         self._existing.pop(group_id, None)
+
+    async def store_group(self, group_id: str, value: dict[str, Any]) -> None:
+        version = self._metadata_versions.pop(group_id, None)
+        if version is None:
+            version = await self.kzc.group_metadata_version(group_id)
+        try:
+            written = await self.kzc.set_group_metadata(group_id, value, None if version == _ABSENT else version)
+        except (BadVersionError, NodeExistsError, NoNodeError) as exc:
+            raise GroupMetadataFenced(f"the metadata of group {group_id} changed since version {version}") from exc
+        self._metadata_versions[group_id] = written
+
+    async def load_group_metadata(self, group_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored records of ``group_ids`` that have one (a znode that does not parse is skipped with a
+        warning, and the next write re-reads its version)."""
+        found: dict[str, dict[str, Any]] = {}
+        for group_id in group_ids:
+            self._metadata_versions.pop(group_id, None)
+            try:
+                stored = await self.kzc.get_group_metadata(group_id)
+            except ValueError as exc:
+                log.warning("skipping the bad metadata of group %s: %s", group_id, exc)
+                continue
+            if stored is None:
+                self._metadata_versions[group_id] = _ABSENT
+            else:
+                found[group_id], self._metadata_versions[group_id] = stored
+        return found
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> None:
         await self.kzc.delete_consumer_offsets(group_id, partitions)
@@ -131,9 +175,12 @@ class ZkOffsetStore:
 
 class MemoryOffsetStore:
     """The OffsetStore contract in a dict; ``fail`` makes the next commits raise (store outage), ``lose_reply``
-    makes the next transaction completion apply and then raise it (a connection lost before the answer)."""
+    makes the next transaction completion apply and then raise it (a connection lost before the answer);
+    ``metadata_fail`` makes the next group metadata writes raise."""
 
     def __init__(self) -> None:
+        self.metadata: dict[str, dict[str, Any]] = {}
+        self.metadata_fail: Exception | None = None
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
         self.txn_offsets: dict[str, PendingByProducer] = {}
         self.txn_producers: dict[str, dict[int, ProducerEpochs]] = {}
@@ -151,9 +198,18 @@ class MemoryOffsetStore:
         return dict(self.offsets.get(group_id, {}))
 
     async def groups(self) -> list[str]:
-        return sorted(set(self.offsets) | set(self.txn_offsets) | set(self.txn_producers))
+        return sorted(set(self.offsets) | set(self.txn_offsets) | set(self.txn_producers) | set(self.metadata))
+
+    async def store_group(self, group_id: str, value: dict[str, Any]) -> None:
+        if self.metadata_fail is not None:
+            raise self.metadata_fail
+        self.metadata[group_id] = value
+
+    async def load_group_metadata(self, group_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return {g: self.metadata[g] for g in group_ids if g in self.metadata}
 
     async def delete_group(self, group_id: str) -> None:
+        self.metadata.pop(group_id, None)
         self.offsets.pop(group_id, None)
         self.txn_offsets.pop(group_id, None)
         self.txn_producers.pop(group_id, None)
