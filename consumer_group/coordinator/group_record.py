@@ -17,7 +17,6 @@ only protocol it is known to support after a load, as in Kafka).
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 from dataclasses import dataclass
@@ -118,7 +117,7 @@ def store_error(exc: BaseException) -> ErrorCode:
     write NOT_COORDINATOR, a timed-out one REBALANCE_IN_PROGRESS, any other COORDINATOR_NOT_AVAILABLE."""
     if isinstance(exc, GroupMetadataFenced):
         return ErrorCode.NOT_COORDINATOR
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+    if isinstance(exc, TimeoutError):
         return ErrorCode.REBALANCE_IN_PROGRESS
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
