@@ -14,8 +14,8 @@ rebalance.
 Everything here runs on the broker's event loop and never awaits between reading a group and changing
 it: JoinGroup and SyncGroup park a callback on the member (``GroupMetadata``) and await a future that the
 callback resolves; timers (``Timers``) fire the session, join, KIP-394 pending-member and KAFKA-12890
-pending-sync deadlines. Only offset writes await ZooKeeper (``OffsetWriter``); the cache is updated
-after the write succeeds.
+pending-sync deadlines. Only offset and group metadata writes await ZooKeeper (``OffsetWriter``,
+``GroupStore``); the cache is updated, and the members answered, after the write succeeds.
 """
 from __future__ import annotations
 
@@ -507,7 +507,7 @@ class GroupMembership:
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode:
         error = self.group_error(group_id)
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            return ErrorCode.NONE  # as Kafka: the member rejoins once the group is loaded
+            return ErrorCode.NONE  # as Kafka: the member carries on once the group is loaded
         group = self.groups.get(group_id)
         error = error or self._member_error(group, generation_id, member_id, group_instance_id)
         if error is not None:
