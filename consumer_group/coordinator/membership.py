@@ -284,8 +284,8 @@ class GroupMembership:
         member.join_callback = respond
         self._schedule_session_expiry(group, member)
         if group.is_(GroupState.STABLE) and group.select_protocol() == group.protocol_name:
-            group.answer_join(member, JoinResult(ErrorCode.NONE, member_id, group.generation_id, group.protocol_type,
-                                                 group.protocol_name, old_leader))
+            self._spawn(self._store_static_member(group, member_id, JoinResult(
+                ErrorCode.NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name, old_leader)))
         elif group.is_(GroupState.STABLE):
             self._maybe_prepare_rebalance(group, f"static member {req.group_instance_id} changed protocols")
         elif group.is_(GroupState.COMPLETING_REBALANCE):
@@ -496,6 +496,22 @@ class GroupMembership:
         group.set_and_propagate_assignment(assignments)
         group.transition_to(GroupState.STABLE, self.now_ms())
         log.info("group %s: generation %d is stable", group.group_id, generation)
+
+    async def _store_static_member(self, group: GroupMetadata, member_id: str, result: JoinResult) -> None:
+        """KIP-345 in Stable: the static member's new id is stored before its join is answered (Kafka stores the
+        group with the current assignment), so the next coordinator knows it; a failed store answers the join
+        its error. Nothing to answer when the group moved on meanwhile (a rebalance answers the parked join)."""
+        generation = group.generation_id
+
+        def current() -> bool:
+            return (self.groups.get(group.group_id) is group and group.is_(GroupState.STABLE)
+                    and group.generation_id == generation and group.has(member_id))
+
+        error = await self.group_store.store_group(group.group_id,
+                                                   lambda: record_of(group, self.now_ms()) if current() else None)
+        if error is not None and current():
+            member = group.get(member_id)
+            group.answer_join(member, result if error is ErrorCode.NONE else JoinResult(error, member_id))
 
     async def _store_empty(self, group: GroupMetadata, generation: int) -> None:
         """The group became Empty: store it so (its generation and protocol type survive a coordinator move)."""

@@ -179,3 +179,32 @@ def test_fake_clock_is_the_record_timestamp():
         await ctx.single_stable()
         assert stored(ctx).current_state_timestamp_ms == FakeClock().ms()
     run(scenario)
+
+
+def test_a_static_members_new_id_is_stored_before_its_join_is_answered():
+    async def scenario(ctx: Ctx):
+        old = await ctx.single_stable(assignment=b"mine", instance="i1")
+        rejoin = await ctx.join(instance="i1")
+        assert rejoin.error is ErrorCode.NONE and rejoin.member_id != old
+        assert [m.member_id for m in stored(ctx).members] == [rejoin.member_id]
+        assert stored(ctx).leader == rejoin.member_id and stored(ctx).members[0].assignment == b"mine"
+        new = await successor(ctx)
+        try:
+            assert new.heartbeat(rejoin.member_id, 1, instance="i1") is ErrorCode.NONE
+            assert new.heartbeat(old, 1, instance="i1") is ErrorCode.FENCED_INSTANCE_ID
+            assert await new.sync(rejoin.member_id, 1, instance="i1") == assigned(b"mine")
+        finally:
+            await new.coordinator.shutdown()
+    run(scenario)
+
+
+def test_a_static_member_whose_new_id_cannot_be_stored_gets_the_error():
+    async def scenario(ctx: Ctx):
+        await ctx.single_stable(instance="i1")
+        ctx.store.metadata_fail = ZkError("connection loss")
+        assert (await ctx.join(instance="i1")).error is ErrorCode.COORDINATOR_NOT_AVAILABLE
+        ctx.store.metadata_fail = None
+        again = await ctx.join(instance="i1")
+        assert again.error is ErrorCode.NONE and ctx.state() is GroupState.STABLE
+        assert [m.member_id for m in stored(ctx).members] == [again.member_id]
+    run(scenario)
