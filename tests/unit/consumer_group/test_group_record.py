@@ -82,7 +82,7 @@ def test_a_record_with_members_loads_stable_with_them():
     assert (group.generation_id, group.protocol_type, group.protocol_name, group.leader_id) == (7, "consumer",
                                                                                                "range", "m2")
     assert list(group.members) == ["m1", "m2"]
-    m1, m2 = group.get("m1"), group.get("m2")
+    m1 = group.get("m1")
     assert (m1.client_id, m1.client_host, m1.rebalance_timeout_ms, m1.session_timeout_ms, m1.assignment) == (
         "c1", "/10.0.0.1", 30_000, 10_000, b"\x00\x01a")
     assert m1.protocols == [("range", SUB)] and not m1.awaiting_join and not m1.awaiting_sync
