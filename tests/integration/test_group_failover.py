@@ -11,6 +11,7 @@ import signal
 import threading
 
 import pytest
+import requests
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -113,6 +114,14 @@ def described(admin: AdminClient):
     return group.state, sorted(m.member_id for m in group.members), group.coordinator.id
 
 
+def coordinator_view(cluster: Cluster, broker: int) -> tuple[str, int, list[str]]:
+    """The group as the coordinator holds it in memory (its HTTP admin API): state, generation, member ids."""
+    response = requests.get(cluster.http_url(broker, "/api/v1/local/groups"), timeout=10)
+    response.raise_for_status()
+    group = next(g for g in response.json() if g["group_id"] == GROUP)
+    return group["state"], group["generation"], sorted(m["member_id"] for m in group["members"])
+
+
 def stored_record(zk) -> dict:
     return json.loads(zk.get(f"/consumers/{GROUP}/metadata")[0])
 
@@ -137,6 +146,8 @@ def test_killing_the_coordinator_does_not_rebalance_the_group(cluster):
             assert before[1] == sorted(m.member_id for m in members)
             record = stored_record(zk)
             assert sorted(m["memberId"] for m in record["members"]) == before[1]
+            in_memory = coordinator_view(cluster, before[2])
+            assert in_memory == ("Stable", record["generation"], before[1])
             settled = [list(m.rebalances) for m in members]
             committed_before = committed(zk)
 
@@ -150,6 +161,7 @@ def test_killing_the_coordinator_does_not_rebalance_the_group(cluster):
 
             after = described(admin)
             assert after[:2] == before[:2], "the new coordinator does not know the group as it was"
+            assert coordinator_view(cluster, new) == in_memory  # same state, generation and member ids
             commits_at_failover = [m.commits_ok for m in members]
             produce(cluster, 1200, 1200)
             wait_for(lambda: len(set(members[0].values + members[1].values)) == 2400, 45, "the next 1200 records")
@@ -157,7 +169,7 @@ def test_killing_the_coordinator_does_not_rebalance_the_group(cluster):
             assert all(m.commits_ok > n for m, n in zip(members, commits_at_failover)), "commits stopped succeeding"
             assert [m.rebalances for m in members] == settled, "the members went through a rebalance"
             assert stored_record(zk)["generation"] == record["generation"]
-            assert described(admin)[:2] == before[:2]
+            assert described(admin)[:2] == before[:2] and coordinator_view(cluster, new) == in_memory
             final = committed(zk)
             assert all(final[p] >= committed_before[p] for p in range(PARTITIONS)), (committed_before, final)
     finally:
