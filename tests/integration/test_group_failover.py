@@ -122,6 +122,14 @@ def coordinator_view(cluster: Cluster, broker: int) -> tuple[str, int, list[str]
     return group["state"], group["generation"], sorted(m["member_id"] for m in group["members"])
 
 
+def loaded(cluster: Cluster, broker: int) -> bool:
+    try:
+        coordinator_view(cluster, broker)
+        return True
+    except (requests.RequestException, StopIteration):
+        return False
+
+
 def stored_record(zk) -> dict:
     return json.loads(zk.get(f"/consumers/{GROUP}/metadata")[0])
 
@@ -157,6 +165,7 @@ def test_killing_the_coordinator_does_not_rebalance_the_group(cluster):
             alive = [b for b in cluster.broker_ids if b != old]
             wait_for(lambda: coordinator_of(cluster, alive) != -1, 30, "a new coordinator")
             new = coordinator_of(cluster, alive)
+            wait_for(lambda: loaded(cluster, new), 30, "the new coordinator to load the group")
             wait_for(lambda: (described(admin) or (None, None, -1))[2] == new, 30, "the new coordinator to serve")
 
             after = described(admin)
