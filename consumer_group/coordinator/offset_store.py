@@ -17,11 +17,14 @@ Completing is idempotent: when the multi fails and the pending znode is gone, an
 answer was lost (a ZooKeeper connection loss) applied it, and the call succeeds.
 
 Group metadata records (``group_record``) live in ``/consumers/<group>/metadata``. Their writes are fenced
-by the znode version, the way a commit is kept from acting on stale knowledge: the store remembers the
-version it last read (``load_group_metadata``) or wrote, writes at that version (create when it saw none), and
-a write that finds the znode changed since raises ``GroupMetadataFenced`` (another coordinator wrote it: a
-deposed coordinator never overwrites its successor's record); the version is then forgotten and re-read
-before the next write. Versions are forgotten after any failed write too (the write may have landed).
+by the znode version (what the leader epoch of the ``__consumer_offsets`` partition does in Kafka): the store
+remembers the version it last wrote and writes at that version (create when it knows there is none). Loading
+a group's record on election *claims* it: the record is rewritten as read, at the version read, so every
+coordinator that loaded or wrote it before holds a stale version from then on. A write at a stale version
+raises ``GroupMetadataFenced`` (a deposed coordinator never overwrites its successor's record, even one its
+successor has not changed), and the group stays fenced in this store until its next load. A group never seen
+(created after the load) has its version read before its first write; a write that failed otherwise may
+have landed, so its version is read again before the next write.
 
 ``MemoryOffsetStore`` is the same contract in memory, for unit tests of the coordinator.
 """
@@ -72,13 +75,14 @@ class OffsetStore(Protocol):
 
 
 _ABSENT = -1  # a known version meaning: the metadata znode does not exist
+_FENCED = -2  # another coordinator claimed or wrote the record since: no writes until the next load
 
 
 class ZkOffsetStore:
     def __init__(self, kzc: KafkaZkClient):
         self.kzc = kzc
         self._existing: dict[str, set[TopicPartition]] = {}
-        self._metadata_versions: dict[str, int] = {}  # group -> metadata znode version last seen (_ABSENT: none)
+        self._metadata_versions: dict[str, int] = {}  # group -> metadata znode version (or _ABSENT, _FENCED)
 
     async def commit(self, group_id: str, offsets: dict[TopicPartition, int]) -> None:
         if not offsets:
@@ -109,30 +113,48 @@ class ZkOffsetStore:
 
     async def store_group(self, group_id: str, value: dict[str, Any]) -> None:
         version = self._metadata_versions.pop(group_id, None)
+        if version == _FENCED:
+            self._metadata_versions[group_id] = _FENCED
+            raise GroupMetadataFenced(f"the metadata of group {group_id} was claimed by another coordinator")
         if version is None:
             version = await self.kzc.group_metadata_version(group_id)
+        self._metadata_versions[group_id] = await self._write_metadata(group_id, value, version)
+
+    async def _write_metadata(self, group_id: str, value: dict[str, Any], version: int) -> int:
         try:
-            written = await self.kzc.set_group_metadata(group_id, value, None if version == _ABSENT else version)
+            return await self.kzc.set_group_metadata(group_id, value, None if version == _ABSENT else version)
         except (BadVersionError, NodeExistsError, NoNodeError) as exc:
+            self._metadata_versions[group_id] = _FENCED
             raise GroupMetadataFenced(f"the metadata of group {group_id} changed since version {version}") from exc
-        self._metadata_versions[group_id] = written
 
     async def load_group_metadata(self, group_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """The stored records of ``group_ids`` that have one (a znode that does not parse is skipped with a
-        warning, and the next write re-reads its version)."""
+        """The stored records of ``group_ids`` that have one, each claimed (rewritten at the version read; read
+        again if another coordinator wrote it in between). A znode that does not parse is skipped with a
+        warning, and its version is read again before the next write."""
         found: dict[str, dict[str, Any]] = {}
         for group_id in group_ids:
-            self._metadata_versions.pop(group_id, None)
+            stored = await self._claim_metadata(group_id)
+            if stored is not None:
+                found[group_id] = stored
+        return found
+
+    async def _claim_metadata(self, group_id: str) -> dict[str, Any] | None:
+        self._metadata_versions.pop(group_id, None)
+        for _ in range(3):
             try:
                 stored = await self.kzc.get_group_metadata(group_id)
             except ValueError as exc:
                 log.warning("skipping the bad metadata of group %s: %s", group_id, exc)
-                continue
+                return None
             if stored is None:
                 self._metadata_versions[group_id] = _ABSENT
-            else:
-                found[group_id], self._metadata_versions[group_id] = stored
-        return found
+                return None
+            try:
+                self._metadata_versions[group_id] = await self._write_metadata(group_id, *stored)
+                return stored[0]
+            except GroupMetadataFenced:
+                continue  # written in between: read it again
+        raise GroupMetadataFenced(f"the metadata of group {group_id} keeps changing while it is loaded")
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> None:
         await self.kzc.delete_consumer_offsets(group_id, partitions)

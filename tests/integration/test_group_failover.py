@@ -2,7 +2,8 @@
 unexpected rebalances on a broker failure"): the coordinator stores the group's metadata record in
 ``/consumers/<group>/metadata`` after each completed rebalance, and the broker elected next for the group's
 ``__consumer_offsets`` partition loads it, so the members carry on with the same member ids and generation.
-Also: a deposed coordinator's record write is fenced by the znode version (real ZooKeeper)."""
+Also: a deposed coordinator's record write is fenced by the znode version once its successor loaded the record
+(real ZooKeeper)."""
 from __future__ import annotations
 
 import asyncio
@@ -196,12 +197,17 @@ def test_a_deposed_coordinators_record_write_is_fenced(cluster):
             record = {"protocolType": "consumer", "generation": 1, "protocol": None, "leader": None,
                       "currentStateTimestamp": 1, "members": []}
             await old.store_group("g-fenced", record)
-            assert (await new.load_group_metadata(["g-fenced"]))["g-fenced"]["generation"] == 1
-            await new.store_group("g-fenced", {**record, "generation": 2})
+            assert (await new.load_group_metadata(["g-fenced"]))["g-fenced"]["generation"] == 1  # claims it
+            with pytest.raises(GroupMetadataFenced):  # though the successor has not changed the record
+                await old.store_group("g-fenced", {**record, "generation": 2})
+            with pytest.raises(GroupMetadataFenced):  # and stays fenced
+                await old.store_group("g-fenced", {**record, "generation": 2})
+            await new.store_group("g-fenced", {**record, "generation": 3})
+            assert (await old.load_group_metadata(["g-fenced"]))["g-fenced"]["generation"] == 3  # elected again
             with pytest.raises(GroupMetadataFenced):
-                await old.store_group("g-fenced", {**record, "generation": 3})
-            assert (await new.load_group_metadata(["g-fenced"]))["g-fenced"]["generation"] == 2
-            await new.store_group("g-fenced", {**record, "generation": 4})  # the loaded version: no fence
+                await new.store_group("g-fenced", {**record, "generation": 4})
+            await old.store_group("g-fenced", {**record, "generation": 5})
+            assert (await new.load_group_metadata(["g-fenced"]))["g-fenced"]["generation"] == 5
             await new.delete_group("g-fenced")
         finally:
             for gateway in gateways:
