@@ -456,8 +456,8 @@ class ConsumerGroupMetadataZNode:
     "protocol":<s|null>,"leader":<s|null>,"currentStateTimestamp":<ms>,"members":[{"memberId","groupInstanceId",
     "clientId","clientHost","rebalanceTimeout","sessionTimeout","subscription":<base64>,"assignment":<base64>}]}``
     (``consumer_group.coordinator.group_record`` builds and reads the fields). Conditional write: the
-    coordinator sets it at the znode version it last saw, so a deposed coordinator cannot overwrite a newer
-    coordinator's record."""
+    coordinator sets it at the znode version it last wrote, and a newly elected coordinator claims it by
+    rewriting it at the version it read, so a deposed coordinator cannot overwrite its successor's record."""
 
     VERSION = 3
 
