@@ -208,3 +208,12 @@ def test_a_static_member_whose_new_id_cannot_be_stored_gets_the_error():
         assert again.error is ErrorCode.NONE and ctx.state() is GroupState.STABLE
         assert [m.member_id for m in stored(ctx).members] == [again.member_id]
     run(scenario)
+
+
+def test_a_store_longer_than_the_commit_timeout_answers_rebalance_in_progress():
+    async def scenario(ctx: Ctx):
+        joined = await ctx.join()
+        assert (await ctx.sync(joined.member_id, 1, {joined.member_id: b"a"})).error is ErrorCode.REBALANCE_IN_PROGRESS
+        assert ctx.state() is GroupState.PREPARING_REBALANCE and "g" not in ctx.store.metadata
+        ctx.store.gate.set()
+    run(scenario, store=HeldStore(), offsets_commit_timeout_ms=50)
