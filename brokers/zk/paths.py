@@ -448,6 +448,35 @@ class ConsumerOffsetZNode:
         return int(data.decode())
 
 
+class ConsumerGroupMetadataZNode:
+    """``/consumers/<group>/metadata``: the group's membership as of its last completed rebalance (Kafka's group
+    metadata record in ``__consumer_offsets``), written by the group coordinator after each completed SyncGroup
+    and when the group becomes Empty, loaded by the coordinator elected next, removed with the group. The JSON
+    carries Kafka's ``GroupMetadataValue`` v3 field names: ``{"version":3,"protocolType":<s>,"generation":<n>,
+    "protocol":<s|null>,"leader":<s|null>,"currentStateTimestamp":<ms>,"members":[{"memberId","groupInstanceId",
+    "clientId","clientHost","rebalanceTimeout","sessionTimeout","subscription":<base64>,"assignment":<base64>}]}``
+    (``consumer_group.coordinator.group_record`` builds and reads the fields). Conditional write: the
+    coordinator sets it at the znode version it last wrote, and a newly elected coordinator claims it by
+    rewriting it at the version it read, so a deposed coordinator cannot overwrite its successor's record."""
+
+    VERSION = 3
+
+    @staticmethod
+    def path(group: str) -> str:
+        return f"/consumers/{group}/metadata"
+
+    @staticmethod
+    def encode(value: dict[str, Any]) -> bytes:
+        return _json({"version": ConsumerGroupMetadataZNode.VERSION, **value})
+
+    @staticmethod
+    def decode(data: bytes, path: str = "metadata") -> dict[str, Any]:
+        value = _load(data, path)
+        if value.get("version") != ConsumerGroupMetadataZNode.VERSION:
+            raise ValueError(f"{path}: unsupported group metadata version {value.get('version')!r}")
+        return {k: v for k, v in value.items() if k != "version"}
+
+
 class ConsumerTxnOffsetsZNode:
     """``/consumers/<group>/txn_offsets/<producer id>``: the offsets a transactional producer committed for the
     group (TxnOffsetCommit), pending until its transaction's marker commits or aborts them:
