@@ -129,3 +129,58 @@ def test_the_wait_gives_up_at_the_bound_and_ends_at_once_when_another_session_ow
         assert await KafkaZkClient(ExpiringGateway(0x999, None)).wait_broker_deregistered(1, OLD_SESSION, 5.0)
 
     asyncio.run(scenario())
+
+
+class FakeKzc:
+    def __init__(self, found, gone: bool = True):
+        self.found, self.gone, self.waited, self.registered = found, gone, [], []
+
+    async def get_broker_registration(self, broker_id):
+        return self.found
+
+    async def wait_broker_deregistered(self, broker_id, owner, timeout_s):
+        self.waited.append((broker_id, owner, timeout_s))
+        return self.gone
+
+    async def register_broker(self, info):
+        self.registered.append(info)
+        return 99
+
+
+def fake_broker(found):
+    from types import SimpleNamespace
+
+    from brokers.config import BrokerConfig
+    config = BrokerConfig.from_properties({"zookeeper.connect": "zk:2181", "broker.id": "1",
+                                           "listeners": "PLAINTEXT://127.0.0.1:1"})
+    return SimpleNamespace(broker_id=1, config=config, broker_epoch=-1, cluster_id="c", kzc=FakeKzc(found),
+                           zk=SimpleNamespace(session_id=OUR_SESSION, session_timeout_ms=6000),
+                           http=SimpleNamespace(port=8080, scheme="http"))
+
+
+def test_prepare_waits_out_our_previous_incarnation_then_registers(caplog):
+    from brokers.app.registration import BrokerRegistration
+    ours = BrokerInfo(1, (EndPoint("PLAINTEXT", "127.0.0.1", 1),), http_port=8080)  # port 1: nobody answers
+    broker = fake_broker((ours, OLD_SESSION))
+
+    async def scenario():
+        registration = BrokerRegistration(broker)
+        await registration.prepare()
+        await registration.register()
+
+    with caplog.at_level("WARNING", logger="brokers.app.registration"):
+        asyncio.run(scenario())
+    assert broker.kzc.waited == [(1, OLD_SESSION, 6.0 + EXPIRY_MARGIN_S)] and broker.broker_epoch == 99
+    (line,) = [r.getMessage() for r in caplog.records if "previous incarnation" in r.getMessage()]
+    assert f"session {OLD_SESSION:#x}" in line and "at most 11.0 s" in line
+
+
+def test_prepare_refuses_another_broker_naming_it():
+    from brokers.app.registration import BrokerRegistration
+    from brokers.zk.client import DuplicateBrokerIdError
+    other = BrokerInfo(1, (EndPoint("PLAINTEXT", "10.0.0.9", 9092),), http_port=8080)
+    broker = fake_broker((other, OLD_SESSION))
+    with pytest.raises(DuplicateBrokerIdError, match=r"already registered by another live broker \(session 0x100, "
+                                                     r"endpoints PLAINTEXT://10.0.0.9:9092\): its endpoints"):
+        asyncio.run(BrokerRegistration(broker).prepare())
+    assert broker.kzc.waited == [] and broker.kzc.registered == []
