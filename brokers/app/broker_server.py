@@ -2,7 +2,8 @@
 sequences of named steps over the components the composition root builds.
 
 Start order (Kafka 2.8, reference §1.4): ZooKeeper session and persistent roots -> cluster id and
-``meta.properties`` -> logs loaded (recovery off the loop) -> metadata cache and replica manager -> admin ->
+``meta.properties`` -> a registration in the way judged (our previous incarnation's is waited out, while
+the logs load: ``registration.prepare``) -> logs loaded (recovery off the loop) -> metadata cache and replica manager -> admin ->
 group coordinator -> transaction coordinator -> listeners -> HTTP (control plane) -> ``/brokers/ids/<id>``
 registration (broker epoch) -> controller candidate.
 Stop in reverse. A session that expires is answered by resigning, then re-registering and
@@ -142,6 +143,7 @@ class BrokerServer:
     async def startup(self) -> None:
         await self._connect_zookeeper()
         await self._resolve_identity()
+        await self.registration.prepare()  # before any socket of ours is bound (previous_incarnation)
         config_baseline = await self.config_listener.latest_sequence()  # changes after it are applied later
         await self.config_handlers.load_dynamic_broker_configs()
         await self._start_log_manager()
@@ -296,6 +298,7 @@ class BrokerServer:
         """Controlled shutdown first, then reverse order: listeners, controller, transactions, groups, watches,
         replication, registration (session close), HTTP, logs (flush, checkpoints)."""
         self.shutting_down = True  # /readyz answers 503 from now on
+        self.registration.cancel()
         if self.controller is not None and self.broker_epoch > 0:
             await self.control_plane.request_controlled_shutdown()
         for kafka_listener in self.kafka_listeners:
