@@ -12,7 +12,10 @@ in ``-b`` leave every ISR and lose leadership (seen in broker 1's metadata, with
 a produce straight to broker 3 for such a partition answers KAFKA_STORAGE_ERROR or NOT_LEADER, never
 success; acks=all produces to every partition still succeed through the new leaders and everything
 acknowledged reads back; DescribeLogDirs shows ``-b`` offline; after a restart with space again the
-replicas return to every ISR.
+replicas return to every ISR (recovery truncated the torn batch). Then the disk is "replaced" by a
+regular file at the dir's path: broker 3 starts with that dir offline (Kafka's createAndValidateLogDirs)
+and its replicas there leave the ISRs again; with an empty dir in its place they are re-created from
+their leaders and rejoin.
 """
 from __future__ import annotations
 
@@ -57,7 +60,8 @@ def jbod_cluster(tmp_path):
         yield cluster, small
     finally:
         cluster.down()
-        subprocess.run(["umount", "-l", str(small)], check=False)
+        if small.is_dir():
+            subprocess.run(["umount", "-l", str(small)], check=False)
 
 
 def partition_view(cluster: Cluster, broker: int, partition: int) -> dict | None:
@@ -192,3 +196,25 @@ def test_a_failed_log_dir_takes_only_its_replicas_offline(jbod_cluster):
     seen = read_all(bootstrap)
     for p in range(PARTITIONS):
         assert acked[p] <= seen[p], (p, sorted(acked[p] - seen[p]))
+
+    # the disk is replaced by something unusable: broker 3 starts with that dir offline
+    cluster.stop_broker(FAILING)
+    subprocess.run(["umount", str(small)], check=True)
+    small.rmdir()
+    small.write_text("not a directory")
+    cluster.start_broker(FAILING)
+    wait_for(lambda: (h := cluster.health(FAILING)) and h["offline_log_dirs"] == [str(small)], TIMEOUT,
+             "broker 3 up with the unusable dir offline")
+    wait_for(failed_over, TIMEOUT, "broker 3's replicas in the unusable dir out of every ISR at start-up")
+    wait_for(lambda: all(FAILING in partition_view(cluster, OTHER, p)["isr"] for p in in_large), TIMEOUT,
+             "broker 3's replicas in its good dir back in the ISR")
+
+    # an empty disk in its place: the replicas are re-created from their leaders
+    cluster.stop_broker(FAILING)
+    small.unlink()
+    small.mkdir()
+    cluster.start_broker(FAILING)
+    wait_for(lambda: all((v := partition_view(cluster, OTHER, p)) and FAILING in v["isr"] and not v["offline_replicas"]
+                         for p in range(PARTITIONS)), TIMEOUT, "broker 3's replicas re-created and in every ISR")
+    assert sorted(child.name for child in small.iterdir() if child.name.startswith(f"{TOPIC}-")) == sorted(
+        f"{TOPIC}-{p}" for p in in_small)
