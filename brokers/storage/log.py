@@ -54,6 +54,7 @@ class Log:
                  clock: Callable[[], float] = time.time, failure_channel: LogDirFailureChannel | None = None):
         self.directory = Path(directory)
         self.failure_channel = failure_channel  # None: I/O errors propagate as they are (tools, tests)
+        self.log_dir = self.directory.parent  # the ``log.dirs`` entry holding this log
         self.directory.mkdir(parents=True, exist_ok=True)
         self.topic_partition = TopicPartition.from_dir_name(self.directory.name)
         self.config = config
@@ -77,11 +78,6 @@ class Log:
         self.producer_state.on_high_watermark_updated(self.high_watermark)
 
     # -- state ---------------------------------------------------------------------------------
-    @property
-    def log_dir(self) -> Path:
-        """The ``log.dirs`` entry holding this log."""
-        return self.directory.parent
-
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
 

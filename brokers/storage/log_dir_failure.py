@@ -69,8 +69,8 @@ class LogDirFailureChannel:
         return self._offline.get(Path(log_dir))
 
     def check_online(self, log_dir: Path, what: str) -> None:
-        """KafkaStorageError if ``log_dir`` is offline."""
-        if Path(log_dir) in self._offline:
+        """KafkaStorageError if ``log_dir`` (a Path) is offline."""
+        if self._offline and log_dir in self._offline:
             raise KafkaStorageError(f"{what}: log dir {log_dir} is offline")
 
     def call(self, log_dir: Path, what: str, fn: Callable[[], T]) -> T:
@@ -82,19 +82,30 @@ class LogDirFailureChannel:
         except KafkaStorageError:
             raise
         except OSError as exc:
-            self.maybe_add_offline_log_dir(log_dir, f"error while {what}", exc)
-            raise KafkaStorageError(f"error while {what} in {log_dir}: {exc}") from exc
+            raise self.failed(log_dir, what, exc) from exc
+
+    def failed(self, log_dir: Path, what: str, exc: OSError) -> KafkaStorageError:
+        """Take ``log_dir`` offline for ``exc`` (seen while ``what``); the error to raise to the caller."""
+        self.maybe_add_offline_log_dir(log_dir, f"error while {what}", exc)
+        return KafkaStorageError(f"error while {what} in {log_dir}: {exc}")
 
 
 def guarded(what: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """Method decorator for objects with ``failure_channel`` (None: unguarded) and ``log_dir``: the
-    method runs through ``LogDirFailureChannel.call``."""
+    """Method decorator for objects with ``failure_channel`` (None: unguarded) and ``log_dir``: refused
+    while the dir is offline, an OSError takes the dir offline (``LogDirFailureChannel.call``, with the
+    message built only on failure: this is every append's and read's path)."""
     def decorate(method: Callable[..., T]) -> Callable[..., T]:
         @functools.wraps(method)
         def run(self, *args, **kwargs) -> T:
             channel = self.failure_channel
             if channel is None:
                 return method(self, *args, **kwargs)
-            return channel.call(self.log_dir, f"{what} {self!r}", lambda: method(self, *args, **kwargs))
+            channel.check_online(self.log_dir, what)
+            try:
+                return method(self, *args, **kwargs)
+            except KafkaStorageError:
+                raise
+            except OSError as exc:
+                raise channel.failed(self.log_dir, f"{what} {self!r}", exc) from exc
         return run
     return decorate
