@@ -17,6 +17,7 @@ from brokers.server.handlers.describe_log_dirs import log_dir_results, wanted_pa
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
 from brokers.zk.paths import PERSISTENT_ROOTS, LogDirEventNotificationZNode
+from tests.unit.storage.conftest import batch
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -117,3 +118,20 @@ def test_the_notification_znode():
     with pytest.raises(ValueError):
         LogDirEventNotificationZNode.decode(b'{"version":1}')
     assert LogDirEventNotificationZNode.PATH in PERSISTENT_ROOTS
+
+
+def test_a_parked_acks_all_produce_fails_with_kafka_storage_error(world):
+    rm, log_manager, notified, halted = world
+
+    async def scenario():
+        await rm.become_leader_or_follower(lai(T0))
+        partition = rm.partitions[T0]
+        info = partition.append_as_leader(batch([b"v"]), -1, 0)
+        parked = partition.wait_for_acks(info.last_offset + 1)  # follower 2 has not fetched it
+        assert not parked.done()
+        failed_dir = log_manager.log_dir_of(T0)
+        log_manager.failure_channel.maybe_add_offline_log_dir(failed_dir, "test")
+        await rm.handle_log_dir_failure(failed_dir)
+        return parked.result()
+
+    assert run(scenario()) == ErrorCode.KAFKA_STORAGE_ERROR
