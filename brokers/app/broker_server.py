@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 from brokers.admin.zk_admin import ZkAdmin
@@ -184,6 +185,20 @@ class BrokerServer:
                                       scheduler=self.scheduler)
         await asyncio.to_thread(self.log_manager.startup)
 
+    def _watch_log_dir_failures(self) -> None:
+        """KIP-112: a dir that goes offline (on any thread) is handled on the event loop by the replica
+        manager; dirs already offline at start-up too (their partitions answer LeaderAndIsr with
+        KAFKA_STORAGE_ERROR)."""
+        loop = asyncio.get_running_loop()
+        channel = self.log_manager.failure_channel
+
+        def on_failure(log_dir: Path) -> None:
+            loop.call_soon_threadsafe(self.spawn, self.replica_manager.handle_log_dir_failure(log_dir))
+
+        channel.add_listener(on_failure)
+        for log_dir in channel.offline_dirs():
+            self.spawn(self.replica_manager.handle_log_dir_failure(log_dir, notify=False))
+
     def _start_replica_manager(self) -> None:
         self.fetcher_config = self._fetcher_config()
         self.replica_manager = ReplicaManager(
@@ -192,8 +207,10 @@ class BrokerServer:
             listener=self.config["inter.broker.listener.name"],
             replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"], stats=self.stats,
             leader_throttle_rate=lambda: self.dynamic_config.leader_replication_throttled_rate,
-            follower_throttle_rate=lambda: self.dynamic_config.follower_replication_throttled_rate)
+            follower_throttle_rate=lambda: self.dynamic_config.follower_replication_throttled_rate,
+            log_dir_event_notifier=lambda: self.kzc.propagate_log_dir_event(self.broker_id))
         self.replica_manager.start()
+        self._watch_log_dir_failures()
 
     def _fetcher_config(self) -> FetcherConfig:
         try:

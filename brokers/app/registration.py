@@ -58,10 +58,15 @@ async def resolve_broker_id(config: BrokerConfig, kzc: KafkaZkClient) -> int:
 
 def check_meta_properties(config: BrokerConfig, broker_id: int, cluster_id: str | None) -> None:
     """Every log dir belongs to this broker id and this cluster, or start-up stops (Kafka's rule); a log
-    dir without ``meta.properties`` gets one."""
+    dir without ``meta.properties`` gets one. A dir that cannot be read or written is skipped: it starts
+    offline (KIP-112, the log manager's ``createAndValidateLogDirs``)."""
     for log_dir in config.log_dirs:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        meta = read_meta_properties(log_dir)
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            meta = read_meta_properties(log_dir)
+        except OSError as exc:
+            log.error("log dir %s is unusable (%s): it starts offline", log_dir, exc)
+            continue
         if meta.get("cluster.id") not in (None, cluster_id):
             raise ConfigError(f"{log_dir}/meta.properties belongs to cluster {meta['cluster.id']}, but "
                               f"ZooKeeper's /cluster/id is {cluster_id}: wrong zookeeper.connect or log.dirs?")
@@ -69,7 +74,10 @@ def check_meta_properties(config: BrokerConfig, broker_id: int, cluster_id: str 
             raise ConfigError(f"{log_dir}/meta.properties belongs to broker {meta['broker.id']}, "
                               f"not broker.id={broker_id}")
         if not meta:
-            write_meta_properties(log_dir, broker_id, cluster_id or "")
+            try:
+                write_meta_properties(log_dir, broker_id, cluster_id or "")
+            except OSError as exc:
+                log.error("cannot write %s/meta.properties (%s): the dir starts offline", log_dir, exc)
 
 
 class BrokerRegistration:

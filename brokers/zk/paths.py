@@ -321,6 +321,28 @@ class IsrChangeNotificationZNode:
         return [TopicPartition(p["topic"], int(p["partition"])) for p in _load(data, "isr change")["partitions"]]
 
 
+class LogDirEventNotificationZNode:
+    """``/log_dir_event_notification/log_dir_event_<seq>`` (PERSISTENT_SEQUENTIAL): a broker saw one of its log
+    dirs fail (KIP-112), ``{"version":1,"broker":<id>,"event":1}`` (event 1: LogDirFailure)."""
+
+    PATH = "/log_dir_event_notification"
+    PREFIX = "log_dir_event_"
+    LOG_DIR_FAILURE = 1
+
+    @staticmethod
+    def encode(broker_id: int) -> bytes:
+        return _json({"version": 1, "broker": broker_id, "event": LogDirEventNotificationZNode.LOG_DIR_FAILURE})
+
+    @staticmethod
+    def decode(data: bytes) -> int:
+        """The broker id a notification names."""
+        value = _load(data, LogDirEventNotificationZNode.PATH)
+        try:
+            return int(value["broker"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{LogDirEventNotificationZNode.PATH}: not a log dir event: {exc!r}") from None
+
+
 class ConfigEntityZNode:
     """``/config/<type>/<name>``: only overrides, all values strings."""
 
@@ -555,7 +577,7 @@ class ProducerIdBlockZNode:
 PERSISTENT_ROOTS = (
     ConsumerGroupsZNode.PATH, BrokerIdsZNode.PATH, TopicsZNode.PATH, ConfigChangesZNode.PATH, DeleteTopicsZNode.PATH,
     BrokerSequenceIdZNode.PATH, IsrChangeNotificationZNode.PATH, ProducerIdBlockZNode.PATH,
-    "/log_dir_event_notification", *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
+    LogDirEventNotificationZNode.PATH, *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
 )
 
 
