@@ -55,7 +55,7 @@ def split_key(key: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     """One line of the history."""
     time: int

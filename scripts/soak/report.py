@@ -4,7 +4,8 @@ from the network), and ``summary_text`` for the terminal.
 The page: the run's meta (seed, minutes, brokers, faults by kind, command line); three charts over 5-second
 buckets (ok sends/s and polled values/s; send latency p50/p99; acked values not yet polled), each with the
 nemesis's fault windows (``start`` … ``heal`` events of one kind and target) shaded and labelled; then one row
-per anomaly kind (count, allowed?, description, examples) and the checker's stats.
+per fault (and per fault that could not start), one row per anomaly kind (count, allowed?, description,
+examples) and the checker's stats.
 """
 from __future__ import annotations
 
@@ -14,33 +15,22 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterable
 
-from scripts.soak.checker.index import Completed, pair, reads_of, sends_of
+from scripts.soak.checker.index import Completed, pair, reads_of, sends_of, topic_of
 from scripts.soak.checker.model import CheckResult
 from scripts.soak.history import OK, Op
 
 BUCKET_NS = 5 * 10**9
 WIDTH, HEIGHT, PAD = 960, 220, 48
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c")
+TICKS_S = (5, 10, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 
 
 def summary_text(result: CheckResult, meta: dict) -> str:
-    lines = [f"soak {'VALID' if result.valid else 'INVALID'}"
-             + "".join(f"  {k}={meta[k]}" for k in ("seed", "minutes", "brokers") if k in meta)]
-    s = result.stats
-    sends, txns = s.get("sends", {}), s.get("txns", {})
-    lines.append(f"sends ok {sends.get('ok', 0)} implicit-acks {sends.get('implicit_acks', 0)} fail "
-                 f"{sends.get('fail', 0)} info {sends.get('info', 0)}; polls {s.get('polls', 0)} values read "
-                 f"{s.get('values_read', 0)}; txns committed {txns.get('committed', 0)} aborted "
-                 f"{txns.get('aborted', 0)} indefinite {txns.get('indefinite', 0)}")
+    head = f"soak {'VALID' if result.valid else 'INVALID'}" + "".join(
+        f"  {k}={meta[k]}" for k in ("seed", "minutes", "brokers") if k in meta)
+    lines = [head, *result.summary_lines()]
     if meta.get("faults"):
-        lines.append("faults: " + ", ".join(f"{k} {n}" for k, n in sorted(meta["faults"].items())))
-    seen = [a for a in result.anomalies.values() if a.count]
-    for a in sorted(seen, key=lambda a: (a.allowed, a.kind)):
-        lines.append(f"  {a.kind:<22} {a.count:>8}  {'allowed' if a.allowed else 'BAD'}  {a.description}")
-        for example in a.examples[:2]:
-            lines.append(f"      e.g. {json.dumps(example)[:200]}")
-    if not seen:
-        lines.append(f"  all {len(result.anomalies)} anomaly kinds: 0")
+        lines.insert(2, "faults: " + ", ".join(f"{k} {n}" for k, n in sorted(meta["faults"].items())))
     return "\n".join(lines)
 
 
@@ -68,7 +58,7 @@ def render(ops: list[Op], nemesis_events: list[dict], result: CheckResult, meta:
         "<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\"><title>zkafka soak report</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>zkafka soak: <span class=\"{verdict.lower()}\">{verdict}</span></h1>",
-        meta_table(meta), *charts, anomaly_table(result),
+        meta_table(meta), *charts, fault_table(windows, nemesis_events, t0), anomaly_table(result),
         "<h2>Stats</h2>", f"<pre>{escape(json.dumps(result.stats, indent=1))}</pre>",
         "</body></html>"])
 
@@ -90,22 +80,24 @@ class Series:
         acked_at: dict[Any, int] = {}
         first_read: dict[Any, int] = {}
         last = t0
+        topic = _TopicCache()
         for c in completed:
             if c.end is None:
                 continue
             last = max(last, c.end)
             b = self.bucket(c.end)
             if c.type == OK and c.f in ("send", "txn"):
-                for _, _, value in sends_of(c.value):
+                for key, _, value in sends_of(c.value):
                     sends[b] += 1
-                    acked_at[value] = c.end
+                    acked_at[(topic(key), value)] = c.end
                 if c.f == "send":
                     self.latencies[b].append((c.end - c.start) / 1e6)
             if c.type == OK and c.f in ("poll", "txn"):
-                for _, _, value in reads_of(c.value):
+                for key, _, value in reads_of(c.value):
                     polled[b] += 1
-                    if value not in first_read or c.end < first_read[value]:
-                        first_read[value] = c.end
+                    tv = (topic(key), value)
+                    if tv not in first_read or c.end < first_read[tv]:
+                        first_read[tv] = c.end
         self.n = self.bucket(last) + 1
         self.end_s = self.n * BUCKET_NS / 1e9
         self.seconds = [i * BUCKET_NS / 1e9 for i in range(self.n)]
@@ -135,6 +127,16 @@ class Series:
             n += delta[i]
             out.append(n)
         return out
+
+
+class _TopicCache(dict):
+    """key -> topic (a copier's copy of a value is another record: records are ``(topic, value)``)."""
+
+    def __call__(self, key: str) -> str:
+        topic = self.get(key)
+        if topic is None:
+            topic = self[key] = topic_of(key)
+        return topic
 
 
 def fault_windows(events: list[dict], t0: int, end_s: float) -> list[tuple[float, float, str]]:
@@ -177,17 +179,38 @@ def chart(title: str, xs: list[float], lines: dict[str, list], windows: list[tup
                      f'font-size="10" fill="#a50">{escape(label)}</text>')
     parts.append(f'<line x1="{PAD}" y1="{PAD + h}" x2="{PAD + w}" y2="{PAD + h}" stroke="#888"/>')
     parts.append(f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{PAD + h}" stroke="#888"/>')
-    parts.append(f'<text x="{PAD - 4}" y="{PAD + 4}" font-size="10" text-anchor="end">{y_max:.4g}</text>')
+    parts.append(f'<text x="{PAD - 4}" y="{PAD + 4}" font-size="10" text-anchor="end">{_short(y_max)}</text>')
     parts.append(f'<text x="{PAD - 4}" y="{PAD + h}" font-size="10" text-anchor="end">0</text>')
-    parts.append(f'<text x="{PAD + w}" y="{PAD + h + 14}" font-size="10" text-anchor="end">{x_max:.0f} s</text>')
+    step = next((s for s in TICKS_S if x_max / s <= 10), TICKS_S[-1])
+    for n in range(0, int(x_max // step) + 1):
+        parts.append(f'<line x1="{x(n * step):.1f}" y1="{PAD + h}" x2="{x(n * step):.1f}" y2="{PAD + h + 4}" '
+                     f'stroke="#888"/><text x="{x(n * step):.1f}" y="{PAD + h + 15}" font-size="10" '
+                     f'text-anchor="middle">{n * step} s</text>')
     for n, (name, ys) in enumerate(lines.items()):
         colour = COLOURS[n % len(COLOURS)]
-        points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(xs, ys) if v is not None)
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{points}"/>')
+        for run in line_runs(xs, ys):
+            points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in run)
+            parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{points}"/>')
         parts.append(f'<text x="{PAD + w - 150}" y="{20 + 12 * n}" font-size="11" fill="{colour}">'
                      f'{escape(name)}</text>')
     parts.append("</svg>")
     return "<div class=\"chart\">" + "".join(parts) + "</div>"
+
+
+def line_runs(xs: list[float], ys: list) -> list[list[tuple[float, float]]]:
+    """The points of a line, split where a bucket has no value (no sends: no latency)."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for s, v in zip(xs, ys):
+        if v is None:
+            if runs[-1]:
+                runs.append([])
+        else:
+            runs[-1].append((s, v))
+    return [r for r in runs if r]
+
+
+def _short(v: float) -> str:
+    return f"{v / 1e6:.3g}M" if v >= 1e6 else f"{v / 1e3:.3g}k" if v >= 1e4 else f"{v:.4g}"
 
 
 def meta_table(meta: dict) -> str:
@@ -197,6 +220,17 @@ def meta_table(meta: dict) -> str:
             " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
         rows.append(f"<tr><th>{escape(str(key))}</th><td>{escape(shown)}</td></tr>")
     return "<h2>Run</h2><table>" + "".join(rows) + "</table>"
+
+
+def fault_table(windows: list[tuple[float, float, str]], events: list[dict], t0: int) -> str:
+    rows = ["<tr><th>fault</th><th>from (s)</th><th>to (s)</th><th>seconds</th></tr>"]
+    rows.extend(f"<tr><td>{escape(label)}</td><td>{start:.1f}</td><td>{heal:.1f}</td><td>{heal - start:.1f}</td></tr>"
+                for start, heal, label in windows)
+    errors = [e for e in events if e.get("event") == "error"]
+    rows.extend(f'<tr class="allowed"><td>{escape(_label((e.get("kind"), e.get("target"))))} could not start: '
+                f'{escape(str(e.get("detail", "")))}</td><td>{(e.get("time", t0) - t0) / 1e9:.1f}</td><td></td>'
+                f'<td></td></tr>' for e in errors)
+    return "<h2>Faults</h2><table class=\"faults\">" + "".join(rows) + "</table>"
 
 
 def anomaly_table(result: CheckResult) -> str:

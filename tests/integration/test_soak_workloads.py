@@ -128,7 +128,8 @@ def _caught_up(by_name, wanted: dict[str, int]) -> bool:
 def test_every_process_stops_cleanly_and_completes_its_ops(run):
     _, procs, codes, ops = run
     assert codes == {p.name: 0 for p in procs}
-    pending = {(o.process, o.op) for o in ops if o.type == INVOKE} - {(o.process, o.op) for o in ops if o.type != INVOKE}
+    invoked = {(o.process, o.op) for o in ops if o.type == INVOKE}
+    pending = invoked - {(o.process, o.op) for o in ops if o.type != INVOKE}
     killed = [o for o in ops if o.f == "crash"]
     assert [o.process for o in killed] == ["copier-0", "copier-0"]  # invoke + info of the restarted copier
     assert killed[1].type == "info" and killed[1].value == [["crash", "-9"]]

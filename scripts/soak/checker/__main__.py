@@ -1,5 +1,6 @@
 """``python -m scripts.soak.checker HISTORY [HISTORY ...]``: check history files (or directories of
-``history-*.jsonl``), print the summary and the time the check took; exit 1 when the history is invalid."""
+``history-*.jsonl``, or a soak run's directory), print the summary and the time the check took; exit 1 when
+the history is invalid."""
 from __future__ import annotations
 
 import argparse
@@ -11,14 +12,21 @@ from pathlib import Path
 from scripts.soak.checker.core import check
 from scripts.soak.checker.model import CheckConfig
 from scripts.soak.history import merge
-from scripts.soak.report import summary_text
 
 
-def _paths(args: list[str]) -> list[Path]:
+def history_paths(args: list[str]) -> list[Path]:
+    """Files as given; a directory gives its ``history-*.jsonl`` (a workload's history directory), else its
+    ``history.jsonl`` (a soak run's output directory, where the runner wrote the merged history)."""
     paths: list[Path] = []
     for arg in args:
         p = Path(arg)
-        paths.extend(sorted(p.glob("history-*.jsonl")) if p.is_dir() else [p])
+        if p.is_dir():
+            paths.extend(sorted(p.glob("history-*.jsonl")) or [p / "history.jsonl"])
+        else:
+            paths.append(p)
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise SystemExit(f"no history at {', '.join(missing)}")
     return paths
 
 
@@ -34,11 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     config = CheckConfig(idempotent=not args.no_idempotence, read_committed=not args.read_uncommitted,
                          eos_pairs=dict(pair.split(":", 1) for pair in args.eos))
     started = time.monotonic()
-    ops = merge(_paths(args.histories))
+    ops = merge(history_paths(args.histories))
     read_s = time.monotonic() - started
     result = check(ops, config)
     check_s = time.monotonic() - started - read_s
-    print(json.dumps(result.to_json(), indent=1) if args.json else summary_text(result, {}))
+    verdict = f"soak history {'VALID' if result.valid else 'INVALID'}"
+    print(json.dumps(result.to_json(), indent=1) if args.json else "\n".join([verdict, *result.summary_lines()]))
     print(f"{len(ops)} ops read in {read_s:.1f} s, checked in {check_s:.1f} s", file=sys.stderr)
     return 0 if result.valid else 1
 

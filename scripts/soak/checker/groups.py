@@ -30,7 +30,7 @@ def check_groups(index: HistoryIndex, config: CheckConfig, findings: Findings) -
         name = sorted(topics)
         _check_gaps(index, name, ops, findings)
         _check_commits(name, ops, findings)
-        _check_rebalances(name, ops, config.rebalance_grace_s, findings)
+        _check_rebalances(name, ops, config.rebalance_grace_s, index.t0, findings)
 
 
 def _check_gaps(index: HistoryIndex, name: list[str], ops: list[Completed], findings: Findings) -> None:
@@ -62,7 +62,7 @@ def _check_commits(name: list[str], ops: list[Completed], findings: Findings) ->
                 committed[key] = (offset, c)
 
 
-def _check_rebalances(name: list[str], ops: list[Completed], grace_s: float, findings: Findings) -> None:
+def _check_rebalances(name: list[str], ops: list[Completed], grace_s: float, t0: int, findings: Findings) -> None:
     grace = int(grace_s * 1e9)
     joins: list[int] = []
     leaves: list[int] = []
@@ -85,5 +85,5 @@ def _check_rebalances(name: list[str], ops: list[Completed], grace_s: float, fin
         if bisect_right(joins, t) > bisect_left(joins, t - grace) or bisect_right(leaves, t + grace) > bisect_left(
                 leaves, t - grace):
             continue
-        findings.add("unexpected-rebalance", {"group": name, "process": c.process, "op": c.op, "time": t,
-                                              "value": c.value})
+        findings.add("unexpected-rebalance", {"group": name, "process": c.process, "op": c.op,
+                                              "at_s": round((t - t0) / 1e9, 3), "value": c.value})

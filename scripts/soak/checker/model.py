@@ -6,6 +6,7 @@ when no kind that is not allowed has a count above 0.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -104,6 +105,22 @@ class CheckResult:
     def to_json(self) -> dict:
         return {"valid": self.valid, "anomalies": {k: a.to_json() for k, a in self.anomalies.items()},
                 "stats": self.stats}
+
+    def summary_lines(self) -> list[str]:
+        """The counts for a terminal: one line of stats, then each anomaly kind seen with two examples."""
+        s = self.stats
+        sends, txns = s.get("sends", {}), s.get("txns", {})
+        lines = [f"sends ok {sends.get('ok', 0)} implicit-acks {sends.get('implicit_acks', 0)} fail "
+                 f"{sends.get('fail', 0)} info {sends.get('info', 0)}; polls {s.get('polls', 0)} values read "
+                 f"{s.get('values_read', 0)}; txns committed {txns.get('committed', 0)} aborted "
+                 f"{txns.get('aborted', 0)} indefinite {txns.get('indefinite', 0)}"]
+        seen = sorted((a for a in self.anomalies.values() if a.count), key=lambda a: (a.allowed, a.kind))
+        for a in seen:
+            lines.append(f"  {a.kind:<22} {a.count:>8}  {'allowed' if a.allowed else 'BAD'}  {a.description}")
+            lines.extend(f"      e.g. {json.dumps(example)[:200]}" for example in a.examples[:2])
+        if not seen:
+            lines.append(f"  all {len(self.anomalies)} anomaly kinds: 0")
+        return lines
 
     def failures(self) -> list[Anomaly]:
         """The anomalies that make the run invalid."""

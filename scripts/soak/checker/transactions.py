@@ -137,11 +137,15 @@ def strongly_connected(edges: dict[Any, set[Any]]) -> Iterable[list[Any]]:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
             if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                yield component
+                yield _pop_component(stack, on_stack, node)
+
+
+def _pop_component(stack: list, on_stack: set, root: Any) -> list:
+    """Tarjan's step at a component's root: everything above it on the stack, and it, form the component."""
+    component = []
+    while True:
+        member = stack.pop()
+        on_stack.discard(member)
+        component.append(member)
+        if member == root:
+            return component

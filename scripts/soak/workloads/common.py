@@ -21,20 +21,22 @@ from pathlib import Path
 from scripts.soak.history import FAIL, INFO, HistoryWriter
 
 EXIT_OK = 0
-EXIT_UNFINISHED = 2
-EXIT_FATAL = 3
-EXIT_STUCK = 4
-EXIT_UNKNOWN_TXN = 5
+EXIT_UNFINISHED = 10  # above Python's own 1 (an uncaught exception) and argparse's 2
+EXIT_FATAL = 11
+EXIT_STUCK = 12
+EXIT_UNKNOWN_TXN = 13
 EXIT_CODES = {EXIT_OK: "ok", EXIT_UNFINISHED: "unfinished", EXIT_FATAL: "fatal", EXIT_STUCK: "stuck",
               EXIT_UNKNOWN_TXN: "unknown-txn"}
 
 VALUE_RANGE = 10**9  # each producer process owns [value_base, value_base + VALUE_RANGE)
 
 # Errors that mean the record was definitely not written: the client refused it before sending, or the
-# broker refuses it on every attempt alike (so no earlier attempt can have been written either).
+# broker refuses it on every attempt alike (so no earlier attempt can have been written either). Not
+# ``_PURGE_QUEUE``: librdkafka's purge of the queues takes the transmit queue too, where a record waits for its
+# retry after an attempt that may have been written.
 SEND_DEFINITE = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "RECORD_LIST_TOO_LARGE",
                            "INVALID_RECORD", "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
-                           "_PURGE_QUEUE", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "INVALID_REQUIRED_ACKS"})
+                           "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "INVALID_REQUIRED_ACKS"})
 # A commit rejected by the group coordinator for the member's generation: the offsets were not stored.
 COMMIT_DEFINITE = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS",
                              "FENCED_INSTANCE_ID", "_NO_OFFSET", "_ASSIGNMENT_LOST", "_STATE",
@@ -115,19 +117,28 @@ def open_history(args: argparse.Namespace) -> HistoryWriter:
     return writer
 
 
+_STOP = threading.Event()
+
+
+def _stop(*_) -> None:
+    _STOP.set()
+
+
+def catch_stop_signals() -> None:
+    """SIGTERM and SIGINT from now on ask the workload to stop (``__main__`` calls it before the client
+    library is even imported, so an early SIGTERM is a clean stop too)."""
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+
+
 class Stopping:
-    """Set by SIGTERM (and SIGINT): the workload finishes what it is doing and exits."""
+    """True once SIGTERM (or SIGINT) arrived: the workload finishes what it is doing and exits."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()
-        signal.signal(signal.SIGTERM, self._set)
-        signal.signal(signal.SIGINT, self._set)
-
-    def _set(self, *_) -> None:
-        self._event.set()
+        catch_stop_signals()
 
     def __bool__(self) -> bool:
-        return self._event.is_set()
+        return _STOP.is_set()
 
 
 def log(process: str, message: str) -> None:

@@ -179,12 +179,19 @@ class SoakCopier:
         self._rewind()
 
     def _rewind(self) -> None:
-        """Back to the group's committed offset (the earliest without one)."""
-        try:
-            committed = self._call("committed", lambda: self.consumer.committed([self.tp], timeout=API_TIMEOUT_S))
-        except KafkaException as exc:
-            log(self.args.process, f"cannot read the committed offset to rewind: {exc}")
-            raise Unsettled(EXIT_UNKNOWN_TXN)
+        """Back to the group's committed offset (the earliest without one). Reading it is retried on any error
+        for up to ``RETRY_S`` (the coordinator moving answers NOT_COORDINATOR, which librdkafka does not flag
+        retriable here): a read, not an op."""
+        deadline = time.monotonic() + RETRY_S
+        while True:
+            try:
+                committed = self._call("committed", lambda: self.consumer.committed([self.tp], timeout=API_TIMEOUT_S))
+                break
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    log(self.args.process, f"cannot read the committed offset to rewind: {exc}")
+                    raise Unsettled(EXIT_UNKNOWN_TXN)
+                time.sleep(0.5)
         offset = committed[0].offset if committed and committed[0].offset >= 0 else OFFSET_BEGINNING
         self.consumer.assign([TopicPartition(self.tp.topic, self.tp.partition, offset)])
 

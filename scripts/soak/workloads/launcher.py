@@ -46,6 +46,7 @@ class WorkloadProcess:
     _log: IO[bytes] | None = field(default=None, init=False, repr=False)
     _stopping: bool = field(default=False, init=False)
     _reaped: bool = field(default=False, init=False)
+    _terminated: bool = field(default=False, init=False)
 
     @property
     def history_path(self) -> Path:
@@ -72,7 +73,7 @@ class WorkloadProcess:
                                                     self.args + extra),
                                        stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        cwd=PROJECT_ROOT)
-        self._reaped = False
+        self._reaped = self._terminated = False
         return self
 
     def _reap(self) -> int | None:
@@ -83,13 +84,20 @@ class WorkloadProcess:
             self._reaped = True
         return code
 
+    def terminate(self) -> None:
+        """SIGTERM, once per child: a second one could land after the child's Python restored the default
+        handlers on its way out, and kill it with -15 although it stopped cleanly."""
+        self._stopping = True
+        if self._popen is not None and not self._terminated and self._popen.poll() is None:
+            self._popen.send_signal(signal.SIGTERM)
+            self._terminated = True
+
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM, wait up to ``timeout``, then SIGKILL; the exit code (negative: killed by that signal)."""
-        self._stopping = True
+        self.terminate()
         if self._popen is None:
             return None
         if self._popen.poll() is None:
-            self._popen.send_signal(signal.SIGTERM)
             try:
                 self._popen.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -153,7 +161,8 @@ class WorkloadPlan:
     max_txn_records: int = 100
 
 
-def producer_flags(topic: str, partitions: int, rate: float, value_base: int, acks: str, idempotence: bool) -> list[str]:
+def producer_flags(topic: str, partitions: int, rate: float, value_base: int, acks: str,
+                   idempotence: bool) -> list[str]:
     return ["--topic", topic, "--partitions", str(partitions), "--rate", f"{rate:g}", "--value-base", str(value_base),
             "--acks", acks, "--idempotence", "true" if idempotence else "false"]
 
@@ -196,7 +205,5 @@ def supervise(processes: list[WorkloadProcess], max_restarts: int = MAX_RESTARTS
 def stop_all(processes: list[WorkloadProcess], timeout: float = 60.0) -> dict[str, int | None]:
     """SIGTERM to every process at once, then wait for each: name -> exit code."""
     for p in processes:
-        p._stopping = True
-        if p.alive:
-            p._popen.send_signal(signal.SIGTERM)
+        p.terminate()
     return {p.name: p.stop(timeout) for p in processes}

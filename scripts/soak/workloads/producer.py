@@ -7,9 +7,10 @@ report: ``ok`` with ``[offset, value]`` (offset null when librdkafka acknowledge
 ack of an idempotent batch), ``fail`` when the record was definitely not written, ``info`` for any other
 delivery error (``common.send_completion``). Nothing is retried above the client.
 
-SIGTERM: stop producing, flush for at most ``--flush-timeout-s``; what is still queued unsent is purged (its
-sends fail); exit 0 when every send completed, ``EXIT_UNFINISHED`` otherwise, ``EXIT_FATAL`` after a fatal
-client error (the idempotent producer's fatal state: it can send nothing more).
+SIGTERM: stop producing, flush for at most ``--flush-timeout-s``, then exit 0. When the flush ran out, what is
+still queued is purged (those sends complete ``info``: a queued record may be waiting for a retry after an
+attempt that was written) and the exit is ``EXIT_UNFINISHED``; ``EXIT_FATAL`` after a fatal client error (the
+idempotent producer's fatal state: it can send nothing more).
 """
 from __future__ import annotations
 
@@ -77,8 +78,8 @@ class SoakProducer:
 
         while True:
             try:
-                self.producer.produce(self.args.topic, encode_value(value), partition=partition_of(n, self.args.partitions),
-                                      on_delivery=delivered)
+                self.producer.produce(self.args.topic, encode_value(value),
+                                      partition=partition_of(n, self.args.partitions), on_delivery=delivered)
                 break
             except BufferError:
                 self.producer.poll(0.05)
@@ -106,7 +107,7 @@ class SoakProducer:
         self.producer.flush(self.args.flush_timeout_s)
         unfinished = self.pending > 0
         if unfinished:
-            log(self.args.process, f"{self.pending} sends unfinished after {self.args.flush_timeout_s} s: purging the unsent")
+            log(self.args.process, f"{self.pending} sends unfinished after {self.args.flush_timeout_s} s: purging")
             self.producer.purge(in_queue=True, in_flight=False)
             self.producer.poll(1)
         if self.fatal is not None:

@@ -57,7 +57,7 @@ def partitions_of(consumer: Consumer, topics: list[str], stopping: Stopping, pro
     """Every partition of the topics, from the cluster's metadata (waiting while a topic has none yet)."""
     while True:
         try:
-            meta = consumer.list_topics(timeout=10)
+            meta = consumer.list_topics(timeout=2)
             found = {t: meta.topics.get(t) for t in topics}
             if all(m is not None and m.error is None and m.partitions for m in found.values()):
                 return [TopicPartition(t, p, OFFSET_BEGINNING) for t in topics for p in sorted(found[t].partitions)]

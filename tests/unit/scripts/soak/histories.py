@@ -83,6 +83,10 @@ class History:
     def commit(self, process: str, offsets: dict[str, int]) -> int:
         return self.event(process, "commit", ["commit", offsets])
 
+    def renumber(self, process: str) -> None:
+        """The process restarts counting its ops from 0 (an older HistoryWriter did)."""
+        self._next[process] = 0
+
     def crash(self, process: str) -> int:
         return self.event(process, "crash", ["crash", None], INFO)
 

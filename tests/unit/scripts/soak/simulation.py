@@ -1,5 +1,6 @@
 """A seeded-random simulation of a clean soak: producers with sends in flight (acked, implicitly acked,
-indefinite that landed or not, failed), transactional copiers that abort at random, an assigned reader and a
+indefinite that landed or not, failed), transactional copiers that abort at random or crash on a commit of
+unknown outcome (committed or not) and restart from the committed position, an assigned reader and a
 subscribed group (random rebalances, a commit after each poll), all interleaved, then a final drain. Every
 history it writes is correct, so the checker must find it valid."""
 from __future__ import annotations
@@ -89,12 +90,16 @@ class Simulation:
         records = self.log.after(key_in, self.copied[key_in], self.rng.randint(1, 4))
         if not records:
             return
-        commit = force or self.rng.random() > 0.2
+        outcome = OK if force else self.rng.choices([OK, FAIL, INFO], [75, 17, 8])[0]
+        commit = outcome == OK or (outcome == INFO and self.rng.random() < 0.5)  # info: the commit may be done
         mops: list[tuple] = [("poll", {key_in: [(e.offset, e.value) for e in records]})]
         for e in records:
-            mops.append(("send", key_out, self.log.append(key_out, e.value, commit).offset, e.value))
+            offset = self.log.append(key_out, e.value, commit).offset
+            mops.append(("send", key_out, offset if outcome == OK else None, e.value))
         self.log.append(key_out, None, False)
-        self.h.txn(f"c{c}", mops, OK if commit else FAIL)
+        self.h.txn(f"c{c}", mops, outcome)
+        if outcome == INFO:  # the copier exits; its replacement starts from the committed position
+            self.h.crash(f"c{c}")
         if commit:
             self.copied[key_in] = records[-1].offset + 1
 

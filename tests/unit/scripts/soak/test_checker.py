@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scripts.soak.checker import KINDS, Availability, CheckConfig, CheckResult, check
+from scripts.soak.checker.transactions import strongly_connected
 from scripts.soak.history import read_file
 
 from .histories import FAIL, INFO, History
@@ -13,8 +14,8 @@ EOS = CheckConfig(eos_pairs={"txn-in": "txn-out"})
 
 
 def clean_history() -> History:
-    """Two producers, an implicit ack, info sends read and never read, a failed send, a copier with an abort,
-    an assigned reader and a two-member group."""
+    """Three producers, an implicit ack, info sends read and never read, a failed send, a copier with an
+    abort, two assigned readers and a two-member group."""
     h = History()
     h.send("p0", "soak/0", 1, 0)
     h.send("p0", "soak/0", 2, 1)
@@ -38,6 +39,9 @@ def clean_history() -> History:
     h.poll("r0", {"soak/0": [(2, 1001), (3, 3)], "soak/1": [(1, 4), (2, 1005)]})
     h.poll("r0", {"txn-in/0": [(0, 2001), (1, 2002), (2, 2003)], "txn-out/0": [(0, 2001), (1, 2002)]})
     h.poll("r0", {"txn-out/0": [(5, 2003)]})
+    h.assign("r1", ["soak/0"])
+    h.poll("r1", {"soak/0": [(0, 1)]})
+    h.poll("r1", {"soak/0": [(1, 2), (2, 1001), (3, 3)]})
     h.subscribe("g0", ["soak"])
     h.rebalance("g0", ["soak/0", "soak/1"])
     h.poll("g0", {"soak/0": [(0, 1), (1, 2)]})
@@ -343,7 +347,7 @@ def test_a_restarted_process_reusing_op_numbers_leaves_its_pending_ops_indefinit
     h = History()
     h.invoke("p0", "send", [["send", "soak/0", 1]])  # op 0, killed in flight
     h.crash("p0")  # op 1
-    h._next["p0"] = 0  # the restarted process counts from 0 again
+    h.renumber("p0")
     h.send("p0", "soak/0", 2, 0)
     h.poll("r0", {"soak/0": [(0, 2)]})
     result = check(h.ops)
@@ -366,3 +370,78 @@ def test_a_torn_last_line_is_dropped(tmp_path, torn):
     path = tmp_path / "history-p0.jsonl"
     path.write_text("".join(op.to_json() + "\n" for op in h.ops) + torn)
     assert list(read_file(path)) == h.ops
+
+
+def test_strongly_connected_components_of_a_long_cycle_need_no_recursion():
+    n = 50_000
+    edges = {i: {(i + 1) % n} for i in range(n)}
+    edges[n] = {0}  # a tail into the cycle: its own component
+    components = sorted(strongly_connected(edges), key=len)
+    assert [len(c) for c in components] == [1, n]
+
+
+def test_a_rebalance_around_a_members_leave_is_expected():
+    h = History()
+    _group_of_one(h)
+    h.subscribe("g1", ["soak"])
+    h.rebalance("g1", [])
+    h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.at(100)
+    h.commit("g1", {})  # g1's last op: it leaves
+    h.at(110)
+    h.rebalance("g0", ["soak/0"], ["soak/0"])
+    h.at(200)
+    h.commit("g0", {"soak/0": 3})
+    assert check(h.ops).valid
+
+
+def test_after_a_transaction_of_unknown_outcome_the_copier_may_start_anywhere():
+    h = History()
+    for offset, value in enumerate((1, 2, 3, 4)):
+        h.send("p0", "txn-in/0", value, offset)
+    h.txn("c0", [("poll", {"txn-in/0": [(0, 1), (1, 2)]}), ("send", "txn-out/0", None, 1),
+                 ("send", "txn-out/0", None, 2)], INFO)
+    h.txn("c0", [("poll", {"txn-in/0": [(0, 1), (1, 2), (2, 3), (3, 4)]})])  # the commit had not happened
+    h.poll("r0", {"txn-in/0": [(0, 1), (1, 2), (2, 3), (3, 4)]})
+    result = check(h.ops)
+    assert result.valid and result.stats["txns"]["indefinite"] == 1
+
+
+def test_an_indefinite_send_someone_read_is_visible_so_jumping_over_it_is_a_skip():
+    h = History()
+    h.send("p0", "soak/0", 1, 0)
+    h.send("p0", "soak/0", 2, type_=INFO)  # landed at offset 1: r1 read it
+    h.send("p0", "soak/0", 3, 2)
+    h.poll("r1", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.poll("r0", {"soak/0": [(0, 1), (2, 3)]})
+    assert_only(check(h.ops), "int-poll-skip")
+
+
+def test_an_indefinite_send_to_the_input_that_was_copied_is_no_eos_extra():
+    h = History()
+    h.send("p0", "txn-in/0", 1, 0)
+    h.send("p0", "txn-in/0", 2, type_=INFO)
+    h.txn("c0", [("poll", {"txn-in/0": [(0, 1), (1, 2)]}), ("send", "txn-out/0", 0, 1), ("send", "txn-out/0", 1, 2)])
+    h.poll("r0", {"txn-in/0": [(0, 1), (1, 2)], "txn-out/0": [(0, 1), (1, 2)]})
+    result = check(h.ops, EOS)
+    assert result.valid and result.anomalies["eos-extra"].count == 0
+
+
+def test_a_crash_of_an_assigned_reader_starts_its_tracking_afresh():
+    h = History()
+    _three_sends(h)
+    h.poll("r0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.crash("r0")
+    h.poll("r0", {"soak/0": [(0, 1)]})
+    assert check(h.ops).valid
+
+
+def test_aborted_reads_and_read_cycles_are_allowed_under_read_uncommitted():
+    h = History()
+    h.txn("c0", [("send", "txn-out/0", 0, 1)], FAIL)
+    h.poll("r0", {"txn-out/0": [(0, 1)]})
+    h.txn("c1", [("send", "a/0", 0, 5), ("poll", {"b/0": [(0, 6)]})])
+    h.txn("c2", [("send", "b/0", 0, 6), ("poll", {"a/0": [(0, 5)]})])
+    strict, loose = check(h.ops), check(h.ops, CheckConfig(read_committed=False))
+    assert not strict.valid and strict.anomalies["G1a"].count == 1 and strict.anomalies["G1c"].count == 1
+    assert loose.valid and loose.anomalies["G1a"].allowed and loose.anomalies["G1c"].allowed
