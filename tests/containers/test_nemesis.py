@@ -83,9 +83,27 @@ def reaches(cluster: ContainerCluster, node: str, host: str, port: int) -> bool:
     return cluster.container(node).exec_run(["sh", "-c", script], user="root")[0] == 0
 
 
+def session_expired(cluster: ContainerCluster, broker: int) -> bool:
+    """The other brokers' metadata no longer lists ``broker``: its ZooKeeper session is gone."""
+    views = [h["metadata"]["live_brokers"] for h in (cluster.health(b) for b in cluster.broker_ids if b != broker) if h]
+    return bool(views) and all(broker not in live for live in views)
+
+
+def ephemerals(cluster: ContainerCluster) -> int | None:
+    out = cluster.exec_root(f"zk{cluster.zk_leader() or 1}", "echo mntr | nc -q 1 127.0.0.1 2181", check=False)
+    return next((int(line.split()[1]) for line in out.splitlines() if line.startswith("zk_ephemerals_count")), None)
+
+
 def test_process_faults_kill_term_pause(cluster):
+    # A killed broker restarts here once its dead session expired (a restart over the dead session is the
+    # soak's business: the schedule does both).
     def stopped(applied):
         assert all(cluster.status(n) == "exited" for n in applied.nodes)
+        if len(applied.brokers) == 1 and applied.detail.startswith("SIGKILL"):
+            wait_for(lambda: session_expired(cluster, applied.brokers[0]), SESSION_TIMEOUT_MS / 1000 + 30,
+                     f"broker {applied.brokers[0]}'s session to expire")
+        elif len(applied.brokers) > 1:
+            wait_for(lambda: ephemerals(cluster) == 0, SESSION_TIMEOUT_MS / 1000 + 30, "every broker session expired")
     leader = Faults(cluster, HOT_KEY).leader()
     assert run(cluster, "kill-leader", "leader", stopped).brokers == [leader]
     run(cluster, "kill-broker", "random", stopped)
