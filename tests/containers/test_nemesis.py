@@ -68,10 +68,12 @@ def produce_acks_all(cluster: ContainerCluster) -> None:
 def run(cluster: ContainerCluster, kind: str, target: str, during=None) -> Applied:
     """Start the fault, check its effect, heal it; then the cluster serves acks=all produces again."""
     applied = Faults(cluster, HOT_KEY).start(FaultSpec(0.0, kind, 0.0, target))
-    assert applied.nodes, applied
-    if during is not None:
-        during(applied)
-    applied.heal()
+    try:
+        assert applied.nodes, applied
+        if during is not None:
+            during(applied)
+    finally:
+        applied.heal()
     cluster.wait_until_ready(timeout=120)
     produce_acks_all(cluster)
     return applied
