@@ -167,7 +167,8 @@ class ContainerCluster:
             name=self._small_volume, driver="local", labels=LABELS,
             driver_opts={"type": "tmpfs", "device": "tmpfs",
                          "o": f"size={SMALL_LOG_DIR_MIB}m,uid={disk.RUN_AS_UID},gid={disk.RUN_AS_UID},mode=0755"})
-        return (DockerContainer(ZOOKEEPER_IMAGE, name=f"{self.name}-disk-holder").with_kwargs(labels=LABELS)
+        return (DockerContainer(ZOOKEEPER_IMAGE, name=f"{self.name}-disk-holder")
+                .with_kwargs(labels=LABELS, healthcheck={"test": ["NONE"]})
                 .with_volume_mapping(self._small_volume, "/held", "rw").with_command(["sleep", "infinity"]))
 
     def stop(self) -> None:

@@ -198,37 +198,38 @@ def _flush(f: Faults, nodes: list[str]) -> Callable[[], str]:
     return heal
 
 
-def _grudge(f: Faults, grudge: dict[str, set[str]], detail: str) -> Applied:
-    nodes = sorted(n for n, peers in grudge.items() if peers)
+def _grudge(f: Faults, grudge: dict[str, set[str]], targets: list[str], detail: str) -> Applied:
+    """Apply the rules; the fault's targets are the nodes cut off (the rules may sit on every node)."""
+    ruled = sorted(n for n, peers in grudge.items() if peers)
     try:
         f.cluster.apply_grudge(grudge)
     except Exception:
-        f.cluster.heal_partitions(nodes)  # nothing half-applied stays
+        f.cluster.heal_partitions(ruled)  # nothing half-applied stays
         raise
-    return Applied(nodes, detail, _flush(f, nodes))
+    return Applied(sorted(targets), detail, _flush(f, ruled))
 
 
 def _partition_broker(f: Faults, spec: FaultSpec) -> Applied:
     node = f"broker{f.broker(spec.target)}"
     rest = set(f.cluster.nodes) - {node}
-    return _grudge(f, net.grudge_from_groups([{node}, rest], f.cluster.nodes), f"{node} | everyone else")
+    return _grudge(f, net.grudge_from_groups([{node}, rest], f.cluster.nodes), [node], f"{node} | everyone else")
 
 
 def _partition_controller_zk(f: Faults, spec: FaultSpec) -> Applied:
     node = f"broker{f.controller()}"
-    return _grudge(f, {node: {"zk1", "zk2", "zk3"}}, f"{node} (controller) cut from ZooKeeper only")
+    return _grudge(f, {node: {"zk1", "zk2", "zk3"}}, [node], f"{node} (controller) cut from ZooKeeper only")
 
 
 def _partition_minority(f: Faults, spec: FaultSpec) -> Applied:
     minority = {f"broker{f.broker(spec.target)}", f"zk{f.rng.choice((1, 2, 3))}"}
     rest = set(f.cluster.nodes) - minority
-    return _grudge(f, net.grudge_from_groups([minority, rest], f.cluster.nodes),
+    return _grudge(f, net.grudge_from_groups([minority, rest], f.cluster.nodes), sorted(minority),
                    f"{' '.join(sorted(minority))} | everyone else")
 
 
 def _partition_ring(f: Faults, spec: FaultSpec) -> Applied:
     ring = f.cluster.nodes
-    return _grudge(f, net.ring_grudge(ring), f"ring {' - '.join(ring)}")
+    return _grudge(f, net.ring_grudge(ring), ring, f"ring {' - '.join(ring)}")
 
 
 def _partition_clients(f: Faults, spec: FaultSpec) -> Applied:

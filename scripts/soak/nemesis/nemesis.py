@@ -31,9 +31,14 @@ JOIN_TIMEOUT_S = 150.0
 
 
 def timeline(schedule: list[FaultSpec]) -> list[tuple[float, str, int]]:
-    """``(at_s, "start"|"heal", index)`` in the order the nemesis acts: by time, heals first at a tie."""
+    """``(at_s, "start"|"heal", index)`` in the order the nemesis acts: by time; at a tie the heals of
+    faults that lasted first, then the starts, then the heals of instantaneous faults (after their start)."""
+    def order(step: tuple[float, str, int]) -> tuple[float, int, int]:
+        at_s, action, i = step
+        rank = 1 if action == "start" else (2 if schedule[i].duration_s <= 0 else 0)
+        return at_s, rank, i
     steps = [(s.at_s, "start", i) for i, s in enumerate(schedule)] + [(s.heal_s, "heal", i) for i, s in enumerate(schedule)]
-    return sorted(steps, key=lambda step: (step[0], step[1] == "start", step[2]))
+    return sorted(steps, key=order)
 
 
 class Nemesis:

@@ -77,3 +77,12 @@ def test_reassign_moves_to_another_order_or_swaps_a_follower():
     assert new_replicas([1, 2, 3], [1, 2, 3, 4], FixedRandom(0.0)) == [1, 4, 3]
     assert new_replicas([1, 2, 3], [1, 2, 3, 4], FixedRandom(0.9)) == [2, 3, 1]
     assert new_replicas([2], [1, 2], FixedRandom(0.0)) == [1]
+
+
+def test_nemesis_timeline_heals_before_starts_at_a_tie_but_an_instant_fault_after_its_start():
+    from scripts.soak.nemesis.nemesis import timeline
+    from scripts.soak.nemesis.schedule import FaultSpec
+    schedule = [FaultSpec(1.0, "kill-broker", 2.0, "random"), FaultSpec(3.0, "preferred-election", 0.0, "all"),
+                FaultSpec(3.0, "pause-broker", 9.0, "leader")]
+    assert timeline(schedule) == [(1.0, "start", 0), (3.0, "heal", 0), (3.0, "start", 1), (3.0, "start", 2),
+                                  (3.0, "heal", 1), (12.0, "heal", 2)]
