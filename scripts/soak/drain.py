@@ -9,8 +9,8 @@ caught up, and when each key got a live leader after the final heal.
   where it has read up to the highest offset a committed (``ok``) transaction wrote (a transactional topic
   ends with control records, which no reader returns); every copier input key is polled by a committed
   transaction up to its high watermark - 1.
-- ``AvailabilityClock`` (pure): the first time after the heal that each key was led by a live broker in every
-  live broker's metadata, in seconds from the heal.
+- ``AvailabilityClock`` (pure): from what time after the heal each key was led by a live broker in every
+  live broker's metadata, and stayed so, in seconds from the heal.
 """
 from __future__ import annotations
 
@@ -115,24 +115,29 @@ class Progress:
 
 
 class AvailabilityClock:
-    """Seconds from the heal until each key was first seen led everywhere (``observe`` per sample)."""
+    """Seconds from the heal until each key was led everywhere for good: from the sample that saw it led after
+    the last sample that did not (``observe`` per sample; a broker that comes back without metadata makes its
+    keys leaderless again)."""
 
     def __init__(self, healed_at_ns: int, keys: list[str]):
         self.healed_at_ns = healed_at_ns
         self.keys = list(keys)
-        self.led_after: dict[str, float] = {}
+        self.led_since: dict[str, int] = {}
         self.last_ns = healed_at_ns
 
     def observe(self, now_ns: int, led: set[str]) -> None:
         self.last_ns = max(self.last_ns, now_ns)
-        for key in led:
-            self.led_after.setdefault(key, (now_ns - self.healed_at_ns) / 1e9)
+        for key in self.keys:
+            if key not in led:
+                self.led_since.pop(key, None)
+            else:
+                self.led_since.setdefault(key, now_ns)
 
     @property
     def all_led(self) -> bool:
-        return all(k in self.led_after for k in self.keys)
+        return all(k in self.led_since for k in self.keys)
 
     def leaderless_after_heal(self) -> dict[str, float]:
-        """Every key: seconds until led; a key never seen led counts the whole observation."""
-        never = (self.last_ns - self.healed_at_ns) / 1e9
-        return {k: self.led_after.get(k, never) for k in self.keys}
+        """Every key: seconds until led for good; a key not led at the last sample counts the whole
+        observation."""
+        return {k: (self.led_since.get(k, self.last_ns) - self.healed_at_ns) / 1e9 for k in self.keys}

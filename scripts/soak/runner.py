@@ -10,6 +10,8 @@ Steps (every one bounded; the cluster is always removed at the end):
    ok sends and polls, and the workload processes are supervised until ``minutes`` pass;
 4. everything is healed; the producers stop; the readers, the group and the copiers drain for at least
    ``drain_min_s`` until they have read everything (and every key is led again), at most ``drain_max_s``;
+   from the start of the heal, every second, each key's leader is looked up in every broker's metadata
+   (the checker's ``Availability``);
 5. the histories are merged and checked; ``out_dir`` gets ``history.jsonl``, ``nemesis.jsonl``, ``check.json``,
    ``report.html``, ``cluster.log`` and the per-process histories.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -163,11 +166,10 @@ class _Run:
             self._wait_under_way()
             nemesis = Nemesis(self.cluster, self.schedule, self.out_dir / "nemesis.jsonl",
                               hot_key=history.key_of(self.plan.topic, 0))
-            self._faults(nemesis)
-            healed_at_ns = time.monotonic_ns()
+            clock = self._faults(nemesis)
             print(f"soak: healed; faults {nemesis.counts()}; draining", flush=True)
             self._stop([p for p in self.processes if p.kind == "producer"])
-            availability = self._drain(healed_at_ns)
+            availability = self._drain(clock)
         finally:
             self._stop([p for p in self.processes if p.name not in self.finished])
         return self._check(nemesis, availability)
@@ -182,7 +184,8 @@ class _Run:
         except AssertionError as exc:
             raise SoakHarnessError(f"{exc}; see {self.history_dir}") from exc
 
-    def _faults(self, nemesis) -> None:
+    def _faults(self, nemesis) -> AvailabilityClock:
+        """The schedule for ``minutes``, then the final heal; availability is sampled from the heal's start."""
         nemesis.start()
         try:
             end = time.monotonic() + self.options.minutes * 60
@@ -191,21 +194,32 @@ class _Run:
                 self.progress.absorb(self.tail.read())
                 time.sleep(min(SUPERVISE_INTERVAL_S, max(0.0, end - time.monotonic())))
         finally:
+            clock = AvailabilityClock(time.monotonic_ns(), plan_keys(self.plan))
+            healing = threading.Event()
+            sampler = threading.Thread(target=self._sample, args=(clock, healing), name="availability", daemon=True)
+            sampler.start()
             try:
                 nemesis.stop_and_heal()
             except AssertionError as exc:  # a broker not back: the drain measures what that costs
                 self.heal_problem = str(exc)
                 print(f"soak: after the final heal: {exc}", flush=True)
+            finally:
+                healing.set()
+                sampler.join()
+        return clock
+
+    def _sample(self, clock: AvailabilityClock, done: threading.Event) -> None:
+        while not done.wait(SUPERVISE_INTERVAL_S):
+            clock.observe(time.monotonic_ns(), led_keys(views(self.cluster), clock.keys))
 
     def _supervise(self) -> None:
         for name in supervise(self.processes):
             print(f"soak: {name} exited by itself; restarted", flush=True)
 
-    def _drain(self, healed_at_ns: int) -> Availability:
+    def _drain(self, clock: AvailabilityClock) -> Availability:
         """Readers, group and copiers keep running until caught up and every key is led, for at least
         ``drain_min_s`` and at most ``drain_max_s``."""
-        keys = plan_keys(self.plan)
-        clock = AvailabilityClock(healed_at_ns, keys)
+        keys = clock.keys
         watermarks = Watermarks(self.cluster.bootstrap_servers)
         start = time.monotonic()
         lagging: dict = {"(no high watermarks yet)": {}}
@@ -225,11 +239,11 @@ class _Run:
         finally:
             watermarks.close()
         self.drained = not lagging
-        unled = sorted(set(keys) - set(clock.led_after))
+        unled = sorted(set(keys) - set(clock.led_since))
         print(f"soak: drain ended after {time.monotonic() - start:.0f} s: "
               + ("caught up" if not lagging else f"still behind: {_brief(lagging)}")
               + (f"; without a live leader everywhere: {', '.join(unled)}" if unled else ""), flush=True)
-        return Availability(healed_at_ns=healed_at_ns, leaderless_after_heal=clock.leaderless_after_heal(),
+        return Availability(healed_at_ns=clock.healed_at_ns, leaderless_after_heal=clock.leaderless_after_heal(),
                             workloads_finished=self.finished)
 
     def _stop(self, processes: list) -> None:

@@ -118,13 +118,25 @@ def test_availability_clock_counts_from_the_heal():
     clock = AvailabilityClock(healed_at_ns=10**9, keys=["a/0", "a/1"])
     clock.observe(2 * 10**9, {"a/0"})
     assert not clock.all_led
-    clock.observe(4 * 10**9, {"a/1"})
-    clock.observe(5 * 10**9, set())  # led once is enough
+    clock.observe(4 * 10**9, {"a/0", "a/1"})
+    clock.observe(5 * 10**9, {"a/0", "a/1"})
     assert clock.all_led and clock.leaderless_after_heal() == {"a/0": 1.0, "a/1": 3.0}
 
 
-def test_a_key_never_led_counts_the_whole_observation():
+def test_a_key_that_loses_its_leader_again_counts_until_it_is_led_for_good():
+    """A broker back from the heal without metadata makes its keys leaderless in its view again."""
+    clock = AvailabilityClock(healed_at_ns=0, keys=["a/0"])
+    clock.observe(1 * 10**9, {"a/0"})
+    clock.observe(2 * 10**9, set())
+    assert not clock.all_led
+    clock.observe(7 * 10**9, {"a/0"})
+    clock.observe(9 * 10**9, {"a/0"})
+    assert clock.all_led and clock.leaderless_after_heal() == {"a/0": 7.0}
+
+
+def test_a_key_not_led_at_the_end_counts_the_whole_observation():
     clock = AvailabilityClock(healed_at_ns=0, keys=["a/0", "a/1"])
+    clock.observe(10 * 10**9, {"a/1"})
     clock.observe(90 * 10**9, {"a/0"})
     assert clock.leaderless_after_heal() == {"a/0": 90.0, "a/1": 90.0}
 
