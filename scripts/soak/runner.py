@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -115,6 +116,18 @@ def default_out_dir(seed: int) -> Path:
     return Path("soak-runs") / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{seed}"
 
 
+RUN_FILES = ("history.jsonl", "nemesis.jsonl", "check.json", "report.html", "cluster.log")
+
+
+def fresh_run_dir(out_dir: Path) -> None:
+    """``out_dir`` with an empty ``histories/`` and none of a previous run's files: the workloads and the
+    nemesis append to their files, so a run into a reused directory must not find the last one's there."""
+    shutil.rmtree(out_dir / "histories", ignore_errors=True)
+    for name in RUN_FILES:
+        (out_dir / name).unlink(missing_ok=True)
+    (out_dir / "histories").mkdir(parents=True)
+
+
 def run_soak(options: SoakOptions) -> SoakOutcome:
     seed = options.seed if options.seed is not None else random_seed()
     print(f"soak seed: {seed}", flush=True)
@@ -122,7 +135,7 @@ def run_soak(options: SoakOptions) -> SoakOutcome:
     if problem is not None:
         raise SoakHarnessError(f"Docker is not ready ({problem}): {HOW_TO_GET_DOCKER}")
     out_dir = options.out_dir or default_out_dir(seed)
-    (out_dir / "histories").mkdir(parents=True, exist_ok=True)
+    fresh_run_dir(out_dir)
     plan = effective_plan(options.plan, options.unsafe)
     kinds = list(options.kinds or KINDS)
     schedule = make_schedule(seed, options.minutes, kinds, options.mean_interval_s)

@@ -109,3 +109,17 @@ def test_safe_and_unsafe_configurations():
     assert runner.check_config(plan, unsafe=False).eos_pairs == {"txn-in": "txn-out"}
     assert not runner.check_config(lossy, unsafe=True).idempotent
     assert runner.check_config(lossy, unsafe=True).eos_pairs == {}
+
+
+def test_a_reused_run_directory_keeps_nothing_of_the_last_run(tmp_path):
+    """The workloads and the nemesis append: a second run into one directory must start from empty files."""
+    (tmp_path / "histories").mkdir()
+    (tmp_path / "histories" / "history-producer-0.jsonl").write_text("{}\n")
+    for name in runner.RUN_FILES:
+        (tmp_path / name).write_text("old")
+    (tmp_path / "notes.txt").write_text("mine")
+    runner.fresh_run_dir(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["histories", "notes.txt"]
+    assert list((tmp_path / "histories").iterdir()) == []
+    runner.fresh_run_dir(tmp_path / "new" / "run")
+    assert (tmp_path / "new" / "run" / "histories").is_dir()
