@@ -56,7 +56,7 @@ def test_unsafe_configuration_loses_acknowledged_writes(docker_ready):
     replaced before its followers fetched it, those records are gone (and unclean election may pick a
     follower that is further behind)."""
     outcome = run_soak(SoakOptions(minutes=2, seed=UNSAFE_SEED, kinds=LOSSY_KINDS, mean_interval_s=8,
-                                   drain_min_s=20, drain_max_s=120, unsafe=True, plan=WorkloadPlan(rate=1000),
+                                   drain_min_s=20, drain_max_s=120, unsafe=True, plan=WorkloadPlan(rate=1500),
                                    out_dir=artifacts(f"soak-unsafe-{UNSAFE_SEED}")))
     anomalies = outcome.result.anomalies
     assert anomalies["lost-write"].count + anomalies["unseen"].count > 0, (
