@@ -288,8 +288,8 @@ class _Run:
         return {"seed": self.seed, "minutes": o.minutes, "brokers": o.brokers, "faults": counts,
                 "faults_total": sum(counts.values()), "kinds": list(o.kinds or KINDS),
                 "mean_interval_s": o.mean_interval_s, "unsafe": o.unsafe, "command": o.command,
-                "plan": asdict(self.plan), "ops": ops, "workloads": [p.describe() for p in self.processes], "drained": self.drained, "heal_problem": self.heal_problem,
-                "out_dir": str(self.out_dir)}
+                "plan": asdict(self.plan), "ops": ops, "workloads": [p.describe() for p in self.processes],
+                "drained": self.drained, "heal_problem": self.heal_problem, "out_dir": str(self.out_dir)}
 
 
 def _brief(lagging: dict) -> str:
