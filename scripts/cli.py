@@ -7,7 +7,8 @@ Every subcommand lives in its room's command module, which exposes ``add_parser(
 * ``bench all|storage|cluster|produce|consume|replication|group|spark|http|reassign|security|formats|txn``:
   scripts/bench/commands/;
 * ``zookeeper start|stop|status``, ``cluster up|status|down``: scripts/local/commands/;
-* ``demo groups|spark|cluster|transactions`` (``make demo``): scripts/demo/commands/.
+* ``demo groups|spark|cluster|transactions`` (``make demo``): scripts/demo/commands/;
+* ``soak`` (a containerized cluster under random faults, its history checked): scripts/soak/command.py.
 
 Command modules import their implementation inside ``run``, so that ``zkafka --help`` stays fast. ``run`` finds
 in ``args`` the raw arguments (``args.argv``, echoed in reports) and ``zkafka``'s own parser (``args.parser``).
@@ -22,6 +23,7 @@ from typing import NamedTuple
 from scripts.bench import commands as bench
 from scripts.demo import commands as demo
 from scripts.local import commands as local
+from scripts.soak import command as soak
 from scripts.tools import dump_log
 
 
@@ -39,6 +41,7 @@ ROOMS = (
     Room("bench", "benchmarks", "bench_command", bench.COMMANDS),
     Room(None, None, None, local.COMMANDS),
     Room("demo", "demonstrations with real clients on a live cluster", "demo_command", demo.COMMANDS),
+    Room(None, None, None, (soak,)),
 )
 
 

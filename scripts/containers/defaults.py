@@ -1,0 +1,7 @@
+"""Settings of the container cluster that pure code needs too (the nemesis' schedule sizes its pauses by
+the brokers' ZooKeeper session timeout) without importing Docker's client."""
+from __future__ import annotations
+
+SESSION_TIMEOUT_MS = 6000
+SMALL_LOG_DIR = "/var/lib/zkafka/small"
+SMALL_LOG_DIR_MIB = 64
