@@ -122,16 +122,6 @@ def test_process_faults_kill_term_pause(cluster):
     assert run(cluster, "kill-all-brokers", "all", stopped).brokers == [1, 2, 3]
 
 
-def test_zookeeper_kills(cluster):
-    def stopped(applied):
-        assert [cluster.status(n) for n in applied.nodes] == ["exited"]
-    run(cluster, "kill-zookeeper", "random-zk", stopped)
-    wait_for(lambda: sorted(cluster.zk_mode(z) or "" for z in (1, 2, 3)) == ["follower", "follower", "leader"], 60,
-             "the ensemble whole again")
-    leader = cluster.zk_leader()
-    assert run(cluster, "kill-zookeeper-leader", "zk-leader", stopped).nodes == [f"zk{leader}"]
-
-
 def test_partitions(cluster):
     def out_of_isr(applied):
         (victim,) = applied.brokers
@@ -209,6 +199,18 @@ def test_membership_operations(cluster):
     applied = run(cluster, "preferred-election", "all")
     assert "leader election" in applied.detail.lower() or "elected" in applied.detail.lower(), applied.detail
     wait_for(lambda: Faults(cluster, HOT_KEY).leader() == before[1], 30, "the new preferred leader elected")
+
+
+def test_zookeeper_kills(cluster):
+    def stopped(applied):
+        assert [cluster.status(n) for n in applied.nodes] == ["exited"]
+    run(cluster, "kill-zookeeper", "random-zk", stopped)
+    wait_for(lambda: sorted(cluster.zk_mode(z) or "" for z in (1, 2, 3)) == ["follower", "follower", "leader"], 60,
+             "the ensemble whole again")
+    leader = cluster.zk_leader()
+    assert run(cluster, "kill-zookeeper-leader", "zk-leader", stopped).nodes == [f"zk{leader}"]
+    wait_for(lambda: sorted(cluster.zk_mode(z) or "" for z in (1, 2, 3)) == ["follower", "follower", "leader"], 60,
+             "the ensemble whole again")
 
 
 def test_nemesis_runs_a_schedule_logs_it_and_heals_what_is_active(cluster, tmp_path):
