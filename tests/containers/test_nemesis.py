@@ -178,19 +178,6 @@ def test_degraded_network(cluster):
     assert "netem" not in qdisc and "tbf" not in qdisc, qdisc
 
 
-def test_disk_faults(cluster):
-    def full(applied):
-        assert applied.brokers == [SMALL] and cluster.small_dir_usage() == "100%"
-    run(cluster, "disk-full", "small-log-dir", full)
-    assert cluster.small_dir_usage() != "100%" and not cluster.small_dir_faulty()
-
-    def unwritable(applied):
-        assert not cluster.small_dir_writable_by_broker()
-    run(cluster, "disk-unwritable", "small-log-dir", unwritable)
-    assert cluster.small_dir_writable_by_broker()
-    assert cluster.exec_root(f"broker{SMALL}", "ps -o user= -p 1").strip() == "nobody"
-
-
 def test_membership_operations(cluster):
     before = Faults(cluster, HOT_KEY).hot_state()["replicas"]
     applied = run(cluster, "reassign", "hot-partition")
@@ -246,3 +233,18 @@ def test_a_fault_that_cannot_start_is_logged_and_the_schedule_goes_on(cluster, t
         ("error", "kill-leader"), ("start", "preferred-election"), ("heal", "preferred-election")]
     assert "no-such-topic/0" in events[0]["detail"]
     assert nemesis.counts() == {"preferred-election": 1}
+
+
+def test_disk_faults(cluster):
+    """Last: the heal restarts broker 3 at once (SIGTERM + start), and the controller must notice that
+    bounce (the broker's new epoch) for the cluster to be whole again."""
+    def full(applied):
+        assert applied.brokers == [SMALL] and cluster.small_dir_usage() == "100%"
+    run(cluster, "disk-full", "small-log-dir", full)
+    assert cluster.small_dir_usage() != "100%" and not cluster.small_dir_faulty()
+
+    def unwritable(applied):
+        assert not cluster.small_dir_writable_by_broker()
+    run(cluster, "disk-unwritable", "small-log-dir", unwritable)
+    assert cluster.small_dir_writable_by_broker()
+    assert cluster.exec_root(f"broker{SMALL}", "ps -o user= -p 1").strip() == "nobody"
