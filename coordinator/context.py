@@ -21,6 +21,8 @@ class ControllerContext:
     deletion_awaiting: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # topic -> {(partition, broker)}
     # KIP-455: partitions being reassigned, with their full assignment (``assignments`` holds its replica set RS)
     reassignments: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
+    # KIP-112: broker -> its replicas on an offline log dir (their LeaderAndIsr answered KAFKA_STORAGE_ERROR)
+    replicas_on_offline_dirs: dict[int, set[TopicPartition]] = field(default_factory=dict)
 
     @property
     def live_broker_ids(self) -> set[int]:
@@ -29,6 +31,14 @@ class ControllerContext:
     @property
     def all_topics(self) -> set[str]:
         return {tp.topic for tp in self.assignments}
+
+    def is_replica_online(self, broker_id: int, tp: TopicPartition) -> bool:
+        """Kafka's ``isReplicaOnline``: the broker is live and the replica's log dir is not offline."""
+        return broker_id in self.live_brokers and tp not in self.replicas_on_offline_dirs.get(broker_id, ())
+
+    def offline_replica_brokers(self, tp: TopicPartition) -> set[int]:
+        """Live brokers whose replica of ``tp`` is on an offline log dir."""
+        return {b for b, tps in self.replicas_on_offline_dirs.items() if tp in tps}
 
     def partitions_of(self, topic: str) -> list[TopicPartition]:
         return sorted(tp for tp in self.assignments if tp.topic == topic)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from brokers.config import BrokerConfig
-from brokers.control import ControlledShutdownResponse, StopReplicaResponse
+from brokers.control import ControlledShutdownResponse, LeaderAndIsrResponse, StopReplicaResponse
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.zk.client import KafkaZkClient
@@ -30,6 +30,7 @@ from coordinator.channel import ControllerChannelManager
 from coordinator.context import ControllerContext
 from coordinator.event_manager import ControllerEventManager
 from coordinator.leadership import PartitionLeadership
+from coordinator.log_dir_failure import LogDirFailures, wants_response
 from coordinator.partition_state_machine import PartitionState, PartitionStates
 from coordinator.reassignment import PartitionReassignments
 from coordinator.preferred_election import ReplicaLeaderElections
@@ -87,6 +88,7 @@ class KafkaController:
         self.reassignments = PartitionReassignments(self.kzc, ctx, self.batch, self.leadership, self.deletion, watch)
         self.elections = ReplicaLeaderElections(self.broker_id, self.kzc, ctx, self.leadership, self.config,
                                                 lambda: self.is_active, self.events.put, watch)
+        self.log_dirs = LogDirFailures(self.kzc, ctx, self.batch, self.states, self.leadership, watch)
         self.topics = TopicChangeProcessor(self.broker_id, self.kzc, ctx, self.batch, self.states, self.leadership,
                                            self.reassignments, watch, lambda: self.elections_won)
 
@@ -113,6 +115,8 @@ class KafkaController:
             ev.TopicDeletion: lambda e: self.deletion.process_topic_deletion(),
             ev.StopReplicaResponseReceived: lambda e: self.deletion.process_stop_replica_response(e),
             ev.IsrChangeNotification: lambda e: self.topics.process_isr_change_notification(),
+            ev.LogDirEventNotification: lambda e: self.log_dirs.process_log_dir_event_notification(),
+            ev.LeaderAndIsrResponseReceived: lambda e: self.log_dirs.process_leader_and_isr_response(e),
             ev.PartitionModifications: lambda e: self.topics.process_partition_modifications(e.topic),
             ev.ZkPartitionReassignment: lambda e: self.reassignments.process_zk_partition_reassignment(e),
             ev.PartitionReassignmentIsrChange: lambda e: self.reassignments.process_partition_reassignment_isr_change(
@@ -239,6 +243,7 @@ class KafkaController:
         self._send_batch()  # brokers learn the live brokers before any LeaderAndIsr (pitfall 10)
         for tp in sorted(ctx.leadership):
             self.batch.add_leader_and_isr(ctx.assignments[tp], tp)
+        await self.log_dirs.process_log_dir_event_notification()  # the watch; notifications of no one's term
         await self._elect_offline_and_new()
         dead = {b for replicas in ctx.assignments.values() for b in replicas} - ctx.live_broker_ids
         await self.leadership.take_replicas_offline(dead)  # replica state machine start-up: OfflineReplica
@@ -273,10 +278,15 @@ class KafkaController:
     def _send_batch(self) -> None:
         if self.channel is None:
             return
-        self.batch.send(self.channel.send, self._enqueue_stop_replica_response)
+        self.batch.send(self.channel.send, self._enqueue_stop_replica_response, self._enqueue_leader_and_isr_response)
 
     def _enqueue_stop_replica_response(self, broker_id: int, response: StopReplicaResponse) -> None:
         self.events.put(ev.StopReplicaResponseReceived(broker_id, response.partition_errors, response.error_code))
+
+    def _enqueue_leader_and_isr_response(self, broker_id: int, response: LeaderAndIsrResponse) -> None:
+        """Only answers that can change the replicas on offline log dirs become events (KIP-112)."""
+        if wants_response(self.context, broker_id, response.partition_errors):
+            self.events.put(ev.LeaderAndIsrResponseReceived(broker_id, response.partition_errors, response.error_code))
 
     # -- broker changes ------------------------------------------------------------------------
     async def process_broker_change(self, event: ev.BrokerChange) -> None:
@@ -291,6 +301,7 @@ class KafkaController:
             await self.on_broker_failure(dead | bounced)
         if new | bounced:
             for b in new | bounced:
+                ctx.replicas_on_offline_dirs.pop(b, None)  # its dirs are checked again at start-up
                 ctx.live_brokers[b] = infos[b]
                 self.channel.add_broker(infos[b])
             await self.on_broker_startup(new | bounced)
@@ -301,6 +312,7 @@ class KafkaController:
         for b in brokers:
             ctx.live_brokers.pop(b, None)
             ctx.shutting_down.discard(b)
+            ctx.replicas_on_offline_dirs.pop(b, None)
             self.channel.remove_broker(b)
         self.deletion.on_brokers_failed(brokers)
         led = sorted(tp for b in brokers for tp in ctx.partitions_led_by(b) if tp.topic not in ctx.topics_to_delete)

@@ -54,6 +54,20 @@ class IsrChangeNotification:
 
 
 @dataclass(frozen=True)
+class LogDirEventNotification:
+    """``/log_dir_event_notification`` children changed: a broker's log dir failed (KIP-112)."""
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponseReceived:
+    """A broker answered LeaderAndIsr with per-partition errors (KAFKA_STORAGE_ERROR: an offline log dir)."""
+
+    broker_id: int
+    errors: tuple[tuple[str, int, int], ...]
+    error_code: int
+
+
+@dataclass(frozen=True)
 class TopicConfigChange:
     """A topic's config overrides changed (``/config/changes``, seen by this broker's listener)."""
     topic: str
@@ -133,6 +147,7 @@ class ShutdownEventThread:
 
 ControllerEvent = (Startup | Reelect | Expire | RegisterBrokerAndReelect | BrokerChange | TopicChange | TopicDeletion
                    | PartitionModifications | IsrChangeNotification | TopicConfigChange | StopReplicaResponseReceived
+                   | LogDirEventNotification | LeaderAndIsrResponseReceived
                    | ControlledShutdown
                    | ApiPartitionReassignment | ListPartitionReassignments | ZkPartitionReassignment
                    | PartitionReassignmentIsrChange | ReplicaLeaderElection | AutoPreferredReplicaLeaderElection

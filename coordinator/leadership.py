@@ -49,18 +49,20 @@ class PartitionLeadership:
 
     # -- strategies ----------------------------------------------------------------------------
     def offline_strategy(self) -> Strategy:
-        live = self.context.live_broker_ids - self.context.shutting_down
-        return lambda tp, replicas, isr: offline_election(replicas, isr, live, self.unclean_allowed(tp.topic))
+        """Live replicas only: not shutting down, not on an offline log dir (KIP-112)."""
+        live, ctx = self.context.live_broker_ids - self.context.shutting_down, self.context
+        return lambda tp, replicas, isr: offline_election(replicas, isr, live - ctx.offline_replica_brokers(tp),
+                                                          self.unclean_allowed(tp.topic))
 
     def preferred_strategy(self) -> Strategy:
-        """``assignment[0]`` if live (not shutting down) and in the ISR; ISR unchanged."""
-        live = self.context.live_broker_ids - self.context.shutting_down
-        return lambda tp, replicas, isr: preferred_election(replicas, isr, live)
+        """``assignment[0]`` if live (not shutting down, not on an offline log dir) and in the ISR; ISR unchanged."""
+        live, ctx = self.context.live_broker_ids - self.context.shutting_down, self.context
+        return lambda tp, replicas, isr: preferred_election(replicas, isr, live - ctx.offline_replica_brokers(tp))
 
     def unclean_strategy(self) -> Strategy:
         """ElectLeaders UNCLEAN: the offline strategy with unclean election allowed whatever the config."""
-        live = self.context.live_broker_ids - self.context.shutting_down
-        return lambda tp, replicas, isr: offline_election(replicas, isr, live, True)
+        live, ctx = self.context.live_broker_ids - self.context.shutting_down, self.context
+        return lambda tp, replicas, isr: offline_election(replicas, isr, live - ctx.offline_replica_brokers(tp), True)
 
     def controlled_shutdown_strategy(self) -> Strategy:
         live, shutting = self.context.live_broker_ids, set(self.context.shutting_down)

@@ -57,21 +57,24 @@ class ControllerBrokerRequestBatch:
         lai = state.leader_and_isr
         deleting = for_metadata and tp.topic in self.context.topics_to_delete
         leader = LEADER_DURING_DELETE if deleting else lai.leader  # -2 only tells metadata caches
-        offline = tuple(b for b in replicas if b not in self.context.live_brokers)
+        offline = tuple(b for b in replicas if not self.context.is_replica_online(b, tp))
         return PartitionState(tp.topic, tp.partition, state.controller_epoch, leader, lai.leader_epoch, lai.isr,
                               lai.zk_version, replicas, is_new, offline, self.context.topic_ids.get(tp.topic, ""))
 
-    def send(self, send: Callable[..., None], on_stop_replica: Callable[[int, object], None] | None = None) -> None:
+    def send(self, send: Callable[..., None], on_stop_replica: Callable[[int, object], None] | None = None,
+             on_leader_and_isr: Callable[[int, object], None] | None = None) -> None:
         """Hand every request to ``send(broker_id, request, callback)`` in Kafka's order, then reset.
+        ``on_stop_replica`` / ``on_leader_and_isr(broker_id, response)`` hear the answers.
 
         Brokers that died since a request was queued are skipped (the channel dropped them too).
         """
         try:
-            self._send(send, on_stop_replica)
+            self._send(send, on_stop_replica, on_leader_and_isr)
         finally:
             self.clear()
 
-    def _send(self, send: Callable[..., None], on_stop_replica: Callable[[int, object], None] | None) -> None:
+    def _send(self, send: Callable[..., None], on_stop_replica: Callable[[int, object], None] | None,
+              on_leader_and_isr: Callable[[int, object], None] | None = None) -> None:
         ctx = self.context
         live = tuple(ctx.live_brokers.values())
         for broker, partitions in self.leader_and_isr.items():
@@ -79,8 +82,9 @@ class ControllerBrokerRequestBatch:
                 continue
             states = tuple(s for tp, new in sorted(partitions.items()) if (s := self._partition_state(tp, new)))
             leaders = tuple(ctx.live_brokers[s.leader] for s in states if s.leader in ctx.live_brokers)
+            answered = (lambda response, b=broker: on_leader_and_isr(b, response)) if on_leader_and_isr else None
             send(broker, LeaderAndIsrRequest(self.controller_id, ctx.epoch, ctx.live_brokers[broker].epoch, states,
-                                             tuple({b.id: b for b in leaders}.values())), None)
+                                             tuple({b.id: b for b in leaders}.values())), answered)
         if self.update_metadata_brokers:
             states = tuple(s for tp in sorted(self.update_metadata_partitions)
                            if (s := self._partition_state(tp, for_metadata=True)))

@@ -2,7 +2,8 @@
 sequences of named steps over the components the composition root builds.
 
 Start order (Kafka 2.8, reference §1.4): ZooKeeper session and persistent roots -> cluster id and
-``meta.properties`` -> logs loaded (recovery off the loop) -> metadata cache and replica manager -> admin ->
+``meta.properties`` -> a registration in the way judged (our previous incarnation's is waited out, while
+the logs load: ``registration.prepare``) -> logs loaded (recovery off the loop) -> metadata cache and replica manager -> admin ->
 group coordinator -> transaction coordinator -> listeners -> HTTP (control plane) -> ``/brokers/ids/<id>``
 registration (broker epoch) -> controller candidate.
 Stop in reverse. A session that expires is answered by resigning, then re-registering and
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 from brokers.admin.zk_admin import ZkAdmin
@@ -142,6 +144,7 @@ class BrokerServer:
     async def startup(self) -> None:
         await self._connect_zookeeper()
         await self._resolve_identity()
+        await self.registration.prepare()  # before any socket of ours is bound (previous_incarnation)
         config_baseline = await self.config_listener.latest_sequence()  # changes after it are applied later
         await self.config_handlers.load_dynamic_broker_configs()
         await self._start_log_manager()
@@ -182,6 +185,20 @@ class BrokerServer:
                                       scheduler=self.scheduler)
         await asyncio.to_thread(self.log_manager.startup)
 
+    def _watch_log_dir_failures(self) -> None:
+        """KIP-112: a dir that goes offline (on any thread) is handled on the event loop by the replica
+        manager; dirs already offline at start-up too (their partitions answer LeaderAndIsr with
+        KAFKA_STORAGE_ERROR)."""
+        loop = asyncio.get_running_loop()
+        channel = self.log_manager.failure_channel
+
+        def on_failure(log_dir: Path) -> None:
+            loop.call_soon_threadsafe(self.spawn, self.replica_manager.handle_log_dir_failure(log_dir))
+
+        channel.add_listener(on_failure)
+        for log_dir in channel.offline_dirs():
+            self.spawn(self.replica_manager.handle_log_dir_failure(log_dir, notify=False))
+
     def _start_replica_manager(self) -> None:
         self.fetcher_config = self._fetcher_config()
         self.replica_manager = ReplicaManager(
@@ -190,8 +207,10 @@ class BrokerServer:
             listener=self.config["inter.broker.listener.name"],
             replica_lag_time_max_ms=self.config["replica.lag.time.max.ms"], stats=self.stats,
             leader_throttle_rate=lambda: self.dynamic_config.leader_replication_throttled_rate,
-            follower_throttle_rate=lambda: self.dynamic_config.follower_replication_throttled_rate)
+            follower_throttle_rate=lambda: self.dynamic_config.follower_replication_throttled_rate,
+            log_dir_event_notifier=lambda: self.kzc.propagate_log_dir_event(self.broker_id))
         self.replica_manager.start()
+        self._watch_log_dir_failures()
 
     def _fetcher_config(self) -> FetcherConfig:
         try:
@@ -296,6 +315,7 @@ class BrokerServer:
         """Controlled shutdown first, then reverse order: listeners, controller, transactions, groups, watches,
         replication, registration (session close), HTTP, logs (flush, checkpoints)."""
         self.shutting_down = True  # /readyz answers 503 from now on
+        self.registration.cancel()
         if self.controller is not None and self.broker_epoch > 0:
             await self.control_plane.request_controlled_shutdown()
         for kafka_listener in self.kafka_listeners:

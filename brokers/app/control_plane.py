@@ -131,6 +131,8 @@ def health(broker: BrokerServer) -> dict:
             "rejected_requests": len(rm.rejected) if rm else 0,
             "metadata": b.metadata_cache.snapshot(),
             "partitions": rm.describe() if rm else {},
+            "offline_log_dirs": [str(d) for d in b.log_manager.offline_log_dirs()] if b.log_manager else [],
+            "offline_partitions": sorted(map(str, rm.offline_partitions)) if rm else [],
             "dynamic_config": dynamic_config_view(b),
             "connections": {listener.listener_name: dict(Counter(c.principal for c in listener.connections))
                             for listener in b.kafka_listeners}}  # listener -> principal -> open connections

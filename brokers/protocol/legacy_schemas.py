@@ -2,7 +2,7 @@
 
 kio is generated from Kafka 4's schemas, which dropped the oldest versions (KIP-896): Produce 0-2, Fetch 0-3,
 ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1, DeleteTopics 0, OffsetForLeaderEpoch 0-1,
-WriteTxnMarkers 0, the ACL APIs 0 and DescribeConfigs 0. Kafka 2.8.2 still accepts every one of them. Each layout below is the
+WriteTxnMarkers 0, the ACL APIs 0, DescribeConfigs 0 and DescribeLogDirs 0. Kafka 2.8.2 still accepts every one of them. Each layout below is the
 field list of that version in Kafka 2.8.2's message schema (``clients/src/main/resources/common/message``),
 in wire order, with kio's snake_case names for the fields the version shares with kio's lowest version
 (``BASE_VERSION``): a request of a legacy version decodes into kio's entity of the base version, and a
@@ -285,8 +285,22 @@ def _write_txn_markers_response() -> Struct:
 
 # --- the table -----------------------------------------------------------------------------------------
 
+# --- DescribeLogDirs (35) -------------------------------------------------------------------------------
+
+def _describe_log_dirs_request() -> Struct:
+    return _s(_f("topics", Array(_s(_f("topic", STRING), _f("partitions", Array(INT32))), nullable=True)))
+
+
+def _describe_log_dirs_response() -> Struct:
+    partition = _s(_f("partition_index", INT32), _f("partition_size", INT64), _f("offset_lag", INT64),
+                   _f("is_future_key", BOOL))
+    topic = _s(_f("name", STRING), _f("partitions", Array(partition)))
+    result = _s(_f("error_code", INT16), _f("log_dir", STRING), _f("topics", Array(topic)))
+    return _s(_f("throttle_time", INT32), _f("results", Array(result)))
+
+
 BASE_VERSION: dict[int, int] = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 23: 2, 27: 1, 29: 1, 30: 1, 31: 1,
-                                32: 1}
+                                32: 1, 35: 1}
 """Per API key, kio's lowest version: the entity class a legacy version decodes into and encodes from."""
 
 REQUESTS: dict[tuple[int, int], Struct] = {
@@ -303,6 +317,7 @@ REQUESTS: dict[tuple[int, int], Struct] = {
     (30, 0): _create_acls_request(),
     (31, 0): _delete_acls_request(),
     (32, 0): _describe_configs_request(),
+    (35, 0): _describe_log_dirs_request(),
 }
 
 RESPONSES: dict[tuple[int, int], Struct] = {
@@ -319,4 +334,5 @@ RESPONSES: dict[tuple[int, int], Struct] = {
     (30, 0): _create_acls_response(),
     (31, 0): _delete_acls_response(),
     (32, 0): _describe_configs_response(),
+    (35, 0): _describe_log_dirs_response(),
 }

@@ -79,5 +79,5 @@ class MetadataCache:
             "controller_id": self.controller_id,
             "live_brokers": sorted(self.live_brokers),
             "partitions": {str(tp): {"leader": s.leader, "leader_epoch": s.leader_epoch, "isr": list(s.isr),
-                                     "replicas": list(s.replicas)} for tp, s in sorted(self.partitions.items())},
+                                     "replicas": list(s.replicas), "offline_replicas": list(s.offline_replicas)} for tp, s in sorted(self.partitions.items())},
         }

@@ -17,12 +17,20 @@ is removed (checked every half of that), each change a conditional write of the 
 everyone (§7 pitfall 6). A write that loses the race (BADVERSION) re-reads the znode and adopts it
 when it still names this leader and epoch (§7 pitfall 5); otherwise the controller's LeaderAndIsr
 will come.
+
+Log dir failure (KIP-112, Kafka's ``handleLogDirFailure``): when a dir of ``log.dirs`` goes offline,
+every partition with its log there becomes offline here: its fetcher stops, parked acks=all produces
+and fetches fail with KAFKA_STORAGE_ERROR, leadership is dropped locally, and every later request for
+it (client or LeaderAndIsr) answers KAFKA_STORAGE_ERROR. Then ``/log_dir_event_notification`` tells
+the controller, which takes the replica offline. With no dir left online the broker halts.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
+from pathlib import Path
 from typing import Awaitable, Callable, Protocol
 
 from brokers.control import (
@@ -40,6 +48,7 @@ from brokers.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from brokers.replication.partition import Partition
 from brokers.replication.quota import LONG_MAX, ReplicationQuota
 from brokers.storage.log_config import LogConfig
+from brokers.storage.log_dir_failure import KafkaStorageError
 from brokers.storage.log_manager import LogManager
 from brokers.stats import BrokerStats
 
@@ -77,7 +86,9 @@ class ReplicaManager:
                  fetcher_config: FetcherConfig | None = None, listener: str | None = None,
                  replica_lag_time_max_ms: int = 30000, clock: Callable[[], int] = _now_ms,
                  stats: BrokerStats | None = None, leader_throttle_rate: Callable[[], int] = lambda: LONG_MAX,
-                 follower_throttle_rate: Callable[[], int] = lambda: LONG_MAX):
+                 follower_throttle_rate: Callable[[], int] = lambda: LONG_MAX,
+                 log_dir_event_notifier: Callable[[], Awaitable[None]] | None = None,
+                 halt: Callable[[int], None] = os._exit):
         self.broker_id = broker_id
         self.isr_store = isr_store
         # KIP-73 replication throttles: the bounds are the live leader/follower.replication.throttled.rate
@@ -99,6 +110,9 @@ class ReplicaManager:
         self._broker_epoch = broker_epoch
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.offline_partitions: set[TopicPartition] = set()  # logs in an offline dir (HostedPartition.Offline)
+        self._log_dir_event_notifier = log_dir_event_notifier  # writes /log_dir_event_notification
+        self._halt = halt
         self.rejected: list[tuple[str, int, int]] = []  # (request, controller id, controller epoch)
         self.state_change_lock = asyncio.Lock()  # control requests apply one at a time (replicaStateChangeLock)
         self.stats = stats if stats is not None else BrokerStats()
@@ -162,14 +176,17 @@ class ReplicaManager:
         tp = TopicPartition(state.topic, state.partition)
         if self.broker_id not in state.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if tp in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         partition = self.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if partition is None:
             try:
                 config = await self._topic_config(tp.topic)
-                log_ = await asyncio.to_thread(self.log_manager.get_or_create_log, tp, config)  # mkdir + fsync
-            except OSError as exc:
+                log_ = await asyncio.to_thread(self.log_manager.get_or_create_log, tp, config,  # mkdir + fsync
+                                               state.is_new)
+            except (OSError, KafkaStorageError) as exc:
                 log.error("cannot create the log of %s: %s", tp, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
             # a partition re-created after this broker restarted must still accept the stored epoch
@@ -201,6 +218,9 @@ class ReplicaManager:
         errors = []
         for item in request.partitions:
             tp = TopicPartition(item.topic, item.partition)
+            if tp in self.offline_partitions:
+                errors.append((item.topic, item.partition, int(ErrorCode.KAFKA_STORAGE_ERROR)))
+                continue
             partition = self.partitions.get(tp)
             if partition is not None and item.leader_epoch >= 0 and item.leader_epoch <= partition.leader_epoch:
                 errors.append((item.topic, item.partition, int(ErrorCode.FENCED_LEADER_EPOCH)))
@@ -214,6 +234,51 @@ class ReplicaManager:
                 await asyncio.to_thread(self.log_manager.delete_log, tp)
             errors.append((item.topic, item.partition, int(ErrorCode.NONE)))
         return StopReplicaResponse(int(ErrorCode.NONE), tuple(errors))
+
+    # -- log dir failure (KIP-112) -----------------------------------------------------------------
+    async def handle_log_dir_failure(self, log_dir: Path, notify: bool = True) -> list[TopicPartition]:
+        """Kafka's ``ReplicaManager.handleLogDirFailure``: the partitions with a log in ``log_dir`` go
+        offline on this broker, then the controller hears it (``/log_dir_event_notification``).
+        Returns those partitions. With no dir left online the broker halts, as Kafka does."""
+        async with self.state_change_lock:
+            gone = self._take_partitions_offline(Path(log_dir))
+        if not self.log_manager.online_log_dirs:
+            log.critical("halting broker %d: every log dir %s has failed", self.broker_id,
+                         [str(d) for d in self.log_manager.log_dirs])
+            self._halt(1)
+            return gone
+        if notify and self._log_dir_event_notifier is not None:
+            await self._notify_log_dir_event()
+        return gone
+
+    def _take_partitions_offline(self, log_dir: Path) -> list[TopicPartition]:
+        """No await: the partitions, the fetchers and the log manager change together."""
+        dropped = set(self.log_manager.handle_log_dir_failure(log_dir))
+        here = {tp for tp, p in self.partitions.items() if p.log.log_dir == log_dir} | dropped
+        for tp in sorted(here):
+            self.fetchers.remove_partition(tp)
+            partition = self.partitions.pop(tp, None)
+            self.offline_partitions.add(tp)
+            if partition is not None:
+                partition.purgatory.fail_all(ErrorCode.KAFKA_STORAGE_ERROR)
+                partition.stop_leading()
+                self._tell_listeners(tp, False)
+        log.error("broker %d stopped serving %s: log dir %s is offline", self.broker_id, sorted(map(str, here)),
+                  log_dir)
+        return sorted(here)
+
+    async def _notify_log_dir_event(self) -> None:
+        """Write the notification, retrying while ZooKeeper is unreachable (the controller must hear it)."""
+        delay = 0.1
+        while True:
+            try:
+                await self._log_dir_event_notifier()
+                log.info("broker %d: log dir event notification written", self.broker_id)
+                return
+            except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: keep trying
+                log.warning("log dir event notification failed (%s); retrying", exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     # -- leader side: followers and the ISR -----------------------------------------------------
     def record_follower_fetch(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
@@ -343,6 +408,8 @@ def leader_partition(manager: ReplicaManager, tp: TopicPartition) -> Partition:
     """The partition if this broker leads it; else the error a client must see to refresh metadata."""
     partition = manager.partitions.get(tp)
     if partition is None:
+        if tp in manager.offline_partitions:
+            raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR)
         raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if not partition.is_leader:
         raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)

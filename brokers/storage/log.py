@@ -37,6 +37,7 @@ from brokers.storage.files import DELETED_SUFFIX
 from brokers.storage.leader_epoch_cache import LeaderEpochCache
 from brokers.storage.log_append_info import FetchDataInfo, LogAppendInfo, Scheduler
 from brokers.storage.log_config import LogConfig
+from brokers.storage.log_dir_failure import LogDirFailureChannel, guarded
 from brokers.storage.log_loader import LoadResult, load_segments, open_segment
 from brokers.storage.producer_state import BatchMetadata, ProducerStateManager, VerificationGuard
 from brokers.storage.record_reads import first_record_at_or_after, require_keys
@@ -50,8 +51,10 @@ log = logging.getLogger(__name__)
 class Log:
     def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
                  high_watermark: int = 0, clean_shutdown: bool = False, scheduler: Scheduler | None = None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, failure_channel: LogDirFailureChannel | None = None):
         self.directory = Path(directory)
+        self.failure_channel = failure_channel  # None: I/O errors propagate as they are (tools, tests)
+        self.log_dir = self.directory.parent  # the ``log.dirs`` entry holding this log
         self.directory.mkdir(parents=True, exist_ok=True)
         self.topic_partition = TopicPartition.from_dir_name(self.directory.name)
         self.config = config
@@ -142,6 +145,7 @@ class Log:
         with self._lock:
             return self.producer_state.start_verification(producer_id, self.now_ms())
 
+    @guarded("appending to")
     def append_as_leader(self, buf, leader_epoch: int,
                          verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
         """Validate and append a producer's batches, assigning offsets from the log end.
@@ -181,6 +185,7 @@ class Log:
                 producers.update(headers)
             return self._append_info(first, headers, info, append_time)
 
+    @guarded("appending to")
     def append_as_follower(self, buf) -> LogAppendInfo:
         """Append batches that already carry offsets and epochs (replica fetch); offsets must go up."""
         info = validate_batches(buf, producer=False)
@@ -196,6 +201,7 @@ class Log:
             self._update_producers(buf, info.headers)  # unchecked: the leader validated them
             return self._append_info(info.headers[0].base_offset, info.headers, info, -1)
 
+    @guarded("appending a marker to")
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                       leader_epoch: int) -> LogAppendInfo:
         """Write a transaction marker (WriteTxnMarkers) at the log end; an ABORT is indexed in the
@@ -261,6 +267,7 @@ class Log:
                 or last_offset - segment.base_offset > INT32_MAX):
             self.roll(first_offset)
 
+    @guarded("rolling")
     def roll(self, new_base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at the log end; the old one's flush is handed to the scheduler."""
         with self._lock:
@@ -280,6 +287,7 @@ class Log:
         return self.active_segment
 
     # -- reading -------------------------------------------------------------------------------
+    @guarded("reading")
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_message: bool = True) -> FetchDataInfo:
         """Bytes from the batch holding ``offset`` up to ``max_offset`` (exclusive, e.g. the HW)."""
@@ -305,6 +313,7 @@ class Log:
                 return FetchDataInfo(offset, found if found.size else None)
         return FetchDataInfo(offset, None)
 
+    @guarded("searching")
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``, or None."""
         segments, _, prefix = self._snapshot
@@ -320,6 +329,7 @@ class Log:
         return None
 
     # -- flushing ------------------------------------------------------------------------------
+    @guarded("flushing")
     def flush(self, up_to: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery_point, up_to); advance the recovery point."""
         with self._lock:
@@ -345,6 +355,7 @@ class Log:
         return True
 
     # -- truncation ----------------------------------------------------------------------------
+    @guarded("truncating")
     def truncate_to(self, offset: int) -> bool:
         """Remove every offset >= ``offset`` (follower truncation); True if anything was removed.
 
@@ -367,6 +378,7 @@ class Log:
             self.producer_state.on_high_watermark_updated(self.high_watermark)
             return True
 
+    @guarded("truncating")
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete everything and start an empty log at ``new_offset`` (a follower far behind the leader)."""
         with self._lock:
@@ -390,6 +402,7 @@ class Log:
         self.log_start_offset = min(self.log_start_offset, end)
 
     # -- retention -----------------------------------------------------------------------------
+    @guarded("deleting segments of")
     def delete_old_segments(self) -> int:
         """Apply the log start offset, retention.ms and retention.bytes (retention.py); return count."""
         with self._lock:
@@ -417,9 +430,14 @@ class Log:
         if self._scheduler is None or self.config.file_delete_delay_ms == 0:
             segment.delete()
         else:
-            self._scheduler.schedule_once(f"delete-{segment.log_path.name}", segment.delete,
+            self._scheduler.schedule_once(f"delete-{segment.log_path.name}", lambda: self._delete_segment(segment),
                                           self.config.file_delete_delay_ms)
 
+    @guarded("deleting a segment of")
+    def _delete_segment(self, segment: LogSegment) -> None:
+        segment.delete()
+
+    @guarded("advancing the start of")
     def increment_log_start_offset(self, offset: int) -> None:
         """DeleteRecords: move the log start up to ``offset`` (at most the HW)."""
         with self._lock:
@@ -444,6 +462,7 @@ class Log:
             state = self.producer_state
             return state.first_unstable_offset(), last_records_of_active_producers(state.producers)
 
+    @guarded("replacing segments of")
     def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
         """Swap a cleaned ``.cleaned`` segment in for ``old_segments`` crash-safely (see cleaner.py)."""
         from brokers.storage.files import SWAP_SUFFIX, fsync_dir
@@ -479,6 +498,15 @@ class Log:
                 self._snapshot_producers(self.log_end_offset, durable=True)
             for segment in self._segments:
                 segment.close()
+
+    def close_handlers(self) -> None:
+        """Close every file without writing anything (the log's dir went offline: KIP-112)."""
+        with self._lock:
+            for segment in self._segments:
+                try:
+                    segment.close()
+                except OSError as exc:
+                    log.warning("%s: closing a segment of an offline log failed: %s", self.topic_partition, exc)
 
     def delete(self) -> None:
         """Remove the partition directory and everything in it."""

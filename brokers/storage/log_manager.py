@@ -5,6 +5,13 @@ Per log dir (Kafka's layout): ``.lock`` (flock, one broker per dir), ``recovery-
 ``cleaner-offset-checkpoint``, and ``.kafka_cleanshutdown`` after a clean shutdown (deleted on start;
 its absence means every segment past the recovery point is scanned and repaired).
 
+JBOD failure (KIP-112): a dir that cannot be created, locked or loaded at start-up starts offline
+(Kafka's ``createAndValidateLogDirs``); an I/O error in a dir later takes it offline through the
+``LogDirFailureChannel``, and ``handle_log_dir_failure`` drops its logs (their files closed, nothing
+written). Offline dirs get no new logs, no checkpoints and no clean-shutdown marker, so the next start
+recovers them. While any dir is offline a log that is not new (LeaderAndIsr ``is_new`` false) and not
+loaded is not created elsewhere: it may be in the offline dir (KafkaStorageError).
+
 Background tasks run on a ``Scheduler`` thread, never on the event loop: retention every
 ``log.retention.check.interval.ms``, flushes by ``flush.ms``, checkpoints, and the cleaner.
 """
@@ -34,6 +41,7 @@ from brokers.storage.cleaner import CleanerStats, LogCleaner
 from brokers.storage.files import fsync_dir
 from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
+from brokers.storage.log_dir_failure import KafkaStorageError, LogDirFailureChannel
 from brokers.storage.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -93,7 +101,7 @@ class LogManager:
     def __init__(self, log_dirs: list[Path], default_config: LogConfig | None = None,
                  manager_config: LogManagerConfig | None = None, *,
                  topic_configs: dict[str, LogConfig] | None = None, clock: Callable[[], float] = time.time,
-                 scheduler: Scheduler | None = None):
+                 scheduler: Scheduler | None = None, failure_channel: LogDirFailureChannel | None = None):
         if not log_dirs:
             raise ValueError("log.dirs is empty")
         self.default_config = default_config or LogConfig()
@@ -102,15 +110,38 @@ class LogManager:
         self._clock = clock
         self._scheduler = scheduler
         self._lock = threading.RLock()
-        self._dirs = [_LogDir(Path(d)) for d in log_dirs]
+        self.failure_channel = failure_channel if failure_channel is not None else LogDirFailureChannel()
+        self.log_dirs = [Path(d) for d in log_dirs]  # as configured, online or not
+        self._dirs = self._create_and_validate_log_dirs(self.log_dirs)
         self._logs: dict[TopicPartition, tuple[Log, _LogDir]] = {}
         self._started = False
+
+    def _create_and_validate_log_dirs(self, paths: list[Path]) -> list[_LogDir]:
+        """Kafka's ``createAndValidateLogDirs``: a dir that cannot be created or locked starts offline;
+        none usable is fatal. A dir locked by another process is fatal too (LogDirInUseError)."""
+        if len(set(p.resolve() for p in paths)) != len(paths):
+            raise ValueError(f"duplicate log directory in {[str(p) for p in paths]}")
+        usable = []
+        for path in paths:
+            try:
+                usable.append(_LogDir(path))
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(path, "cannot create or lock the log dir", exc)
+        if not usable:
+            raise RuntimeError(f"none of the log dirs {[str(p) for p in paths]} is usable")
+        return usable
 
     # -- start-up ------------------------------------------------------------------------------
     def startup(self) -> None:
         """Load every partition directory (recovering after an unclean shutdown), then start tasks."""
-        for log_dir in self._dirs:
-            self._load_dir(log_dir)
+        for log_dir in list(self._dirs):
+            try:
+                self._load_dir(log_dir)
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(log_dir.path, "error while loading the log dir", exc)
+                self.handle_log_dir_failure(log_dir.path)
+        if not self._dirs:
+            raise RuntimeError(f"none of the log dirs {[str(p) for p in self.log_dirs]} is usable")
         self._started = True
         if self._scheduler is not None:
             self._schedule_tasks(self._scheduler)
@@ -134,7 +165,8 @@ class LogManager:
             started = time.monotonic()
             loaded = Log(child, self.config_for(tp.topic), recovery_point=recovery.get(tp, 0),
                          log_start_offset=starts.get(tp, 0), high_watermark=hws.get(tp, 0),
-                         clean_shutdown=clean, scheduler=self._scheduler, clock=self._clock)
+                         clean_shutdown=clean, scheduler=self._scheduler, clock=self._clock,
+                         failure_channel=self.failure_channel)
             self._logs[tp] = (loaded, log_dir)
             log.info("loaded %r in %.0f ms (%s)", loaded, (time.monotonic() - started) * 1000,
                      "clean shutdown" if clean else f"recovered {loaded.load_result.recovered_segments} segments, "
@@ -165,10 +197,11 @@ class LogManager:
     def all_logs(self) -> list[Log]:
         return [entry[0] for entry in list(self._logs.values())]
 
-    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None, is_new: bool = True) -> Log:
         """The partition's log, created if absent. A ``config`` given (the topic's, as ZooKeeper has it
         when a LeaderAndIsr arrives) becomes the topic's and is applied to an existing log too: a log
-        reads its config on every append, roll, retention and cleaning pass."""
+        reads its config on every append, roll, retention and cleaning pass. A log that is not ``is_new``
+        is not created while a dir is offline (KafkaStorageError): it may live there."""
         with self._lock:
             if config is not None:
                 self.topic_configs[tp.topic] = config
@@ -177,10 +210,21 @@ class LogManager:
                 if config is not None:
                     entry[0].config = config
                 return entry[0]
+            offline = self.failure_channel.offline_dirs()
+            if not is_new and offline:
+                raise KafkaStorageError(f"cannot create the log of {tp}: log dirs {[str(d) for d in offline]} "
+                                        "are offline")
+            if not self._dirs:
+                raise KafkaStorageError(f"cannot create the log of {tp}: no log dir is online")
             log_dir = min(self._dirs, key=lambda d: sum(1 for _, owner in self._logs.values() if owner is d))
-            created = Log(log_dir.path / tp.dir_name, self.config_for(tp.topic), scheduler=self._scheduler,
-                          clock=self._clock)
-            fsync_dir(log_dir.path)
+
+            def create() -> Log:
+                made = Log(log_dir.path / tp.dir_name, self.config_for(tp.topic), scheduler=self._scheduler,
+                           clock=self._clock, failure_channel=self.failure_channel)
+                fsync_dir(log_dir.path)
+                return made
+
+            created = self.failure_channel.call(log_dir.path, f"creating the log of {tp}", create)
             self._logs[tp] = (created, log_dir)
             return created
 
@@ -211,28 +255,79 @@ class LogManager:
         if entry is None:
             return False
         doomed, log_dir = entry
-        doomed.close()
         renamed = log_dir.path / f"{tp.dir_name}.{int(self._clock() * 1000)}-delete"
-        os.replace(doomed.directory, renamed)
-        fsync_dir(log_dir.path)
+
+        def delete() -> None:
+            doomed.close()
+            os.replace(doomed.directory, renamed)
+            fsync_dir(log_dir.path)
+
+        self.failure_channel.call(log_dir.path, f"deleting the log of {tp}", delete)
         shutil.rmtree(renamed, ignore_errors=True)
         return True
+
+    # -- log dir failure (KIP-112) ---------------------------------------------------------------
+    def handle_log_dir_failure(self, path: Path) -> list[TopicPartition]:
+        """Kafka's ``LogManager.handleLogDirFailure``: forget the dir and its logs (files closed, nothing
+        written); return the partitions whose logs were there. Idempotent."""
+        path = Path(path)
+        with self._lock:
+            gone = [d for d in self._dirs if d.path == path]
+            self._dirs = [d for d in self._dirs if d.path != path]
+            dropped = {tp: entry for tp, (entry, owner) in self._logs.items() if owner.path == path}
+            for tp in dropped:
+                del self._logs[tp]
+        for entry in dropped.values():
+            entry.close_handlers()
+        for log_dir in gone:
+            try:
+                log_dir.release()
+            except OSError as exc:
+                log.warning("releasing the lock of offline log dir %s failed: %s", path, exc)
+        if dropped:
+            log.error("partitions %s are offline: their log dir %s failed", sorted(map(str, dropped)), path)
+        return sorted(dropped)
+
+    @property
+    def online_log_dirs(self) -> list[Path]:
+        return [d.path for d in self._dirs]
+
+    def offline_log_dirs(self) -> list[Path]:
+        return self.failure_channel.offline_dirs()
+
+    def log_dir_of(self, tp: TopicPartition) -> Path | None:
+        entry = self._logs.get(tp)
+        return entry[1].path if entry else None
+
+    def describe_log_dirs(self) -> list[tuple[Path, str | None, dict[TopicPartition, int]]]:
+        """DescribeLogDirs: every configured dir as (path, offline reason or None, {tp: size in bytes})."""
+        logs = list(self._logs.items())
+        out = []
+        for path in self.log_dirs:
+            reason = self.failure_channel.reason(path)
+            sizes = {} if reason is not None else {tp: entry.size for tp, (entry, owner) in logs if owner.path == path}
+            out.append((path, reason, sizes))
+        return out
 
     # -- periodic work -------------------------------------------------------------------------
     def cleanup_logs(self) -> int:
         """Retention: delete old segments of every log; return how many went."""
-        return sum(entry.delete_old_segments() for entry in self.all_logs())
+        return sum(_or_zero(entry.delete_old_segments) for entry in self.all_logs())
 
     def flush_dirty_logs(self) -> int:
         now = int(self._clock() * 1000)
-        return sum(1 for entry in self.all_logs() if entry.flush_if_due(now))
+        return sum(_or_zero(lambda e=entry: int(e.flush_if_due(now))) for entry in self.all_logs())
 
     def clean_logs(self) -> list[CleanerStats]:
         now = int(self._clock() * 1000)
         results = []
         for log_dir in self._dirs:
             logs = [entry for entry, owner in list(self._logs.values()) if owner is log_dir]
-            stats = log_dir.cleaner.clean_filthiest(logs, now)
+            try:
+                stats = self.failure_channel.call(log_dir.path, "cleaning logs",
+                                                  lambda: log_dir.cleaner.clean_filthiest(logs, now))
+            except KafkaStorageError:
+                continue
             if stats is not None:
                 results.append(stats)
         return results
@@ -240,7 +335,11 @@ class LogManager:
     def _checkpoint(self, attribute: str, value: Callable[[Log], int]) -> None:
         for log_dir in self._dirs:
             offsets = {tp: value(entry) for tp, (entry, owner) in list(self._logs.items()) if owner is log_dir}
-            getattr(log_dir, attribute).write(offsets)
+            try:
+                self.failure_channel.call(log_dir.path, f"writing the {attribute} checkpoint",
+                                          lambda: getattr(log_dir, attribute).write(offsets))
+            except KafkaStorageError as exc:
+                log.error("%s", exc)
 
     def checkpoint_recovery_points(self) -> None:
         self._checkpoint("recovery_points", lambda entry: entry.recovery_point)
@@ -258,16 +357,19 @@ class LogManager:
             self._scheduler.shutdown()
             self._scheduler.run_pending_once_tasks()
         for entry in self.all_logs():
-            entry.flush()
+            _or_zero(entry.flush)
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
         for entry in self.all_logs():
             entry.close()
         for log_dir in self._dirs:
-            if self._started:
-                log_dir.clean_shutdown_file.touch()
-                fsync_dir(log_dir.path)
+            if self._started and not self.failure_channel.is_offline(log_dir.path):
+                try:
+                    log_dir.clean_shutdown_file.touch()
+                    fsync_dir(log_dir.path)
+                except OSError as exc:
+                    log.error("cannot mark %s cleanly shut down: %s", log_dir.path, exc)
             log_dir.release()
         self._logs.clear()
 
@@ -280,3 +382,13 @@ def _read_or_empty(checkpoint: OffsetCheckpointFile) -> dict[TopicPartition, int
     except CorruptCheckpointError as exc:
         log.warning("ignoring corrupt checkpoint: %s", exc)
         return {}
+
+
+def _or_zero(task: Callable[[], Any]) -> Any:
+    """A periodic task on one log: a KafkaStorageError (its dir just went offline) counts 0 and the
+    pass goes on with the other logs."""
+    try:
+        return task()
+    except KafkaStorageError as exc:
+        log.warning("%s", exc)
+        return 0

@@ -8,6 +8,7 @@ carries the czxid, the broker epoch; election is one multi (create ``/controller
 """
 from __future__ import annotations
 
+import asyncio
 import secrets
 from dataclasses import dataclass
 
@@ -100,6 +101,31 @@ class BrokersZkMixin(ZkClientBase):
                     f"{existing.ephemeral_owner:#x}); each broker needs its own broker.id")
             await self.zk.delete(path, existing.version)
         raise ZkError(f"could not register broker {broker.id}")
+
+    async def get_broker_registration(self, broker_id: int) -> tuple[BrokerInfo, int] | None:
+        """``/brokers/ids/<id>`` and the session owning it (its ephemeral owner), None when absent."""
+        try:
+            data, stat = await self.zk.get(BrokerIdZNode.path(broker_id))
+        except NoNodeError:
+            return None
+        return BrokerIdZNode.decode(broker_id, data, stat.czxid), stat.ephemeral_owner
+
+    async def wait_broker_deregistered(self, broker_id: int, owner_session: int, timeout_s: float) -> bool:
+        """Until ``/brokers/ids/<id>`` owned by ``owner_session`` is gone (its session expired), watching
+        for its deletion; at most ``timeout_s``. True when it is gone (or now owned by another session:
+        registration then decides), False when the bound passed first."""
+        path = BrokerIdZNode.path(broker_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            changed = asyncio.Event()
+            stat = await self.zk.exists(path, lambda _event: changed.set())
+            if stat is None or stat.ephemeral_owner != owner_session:
+                return True
+            try:
+                await asyncio.wait_for(changed.wait(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                return False
 
     async def get_broker_ids(self, watch: Watch = None) -> list[int]:
         return sorted(int(child) for child in await self.zk.get_children(BrokerIdsZNode.PATH, watch))

@@ -5,6 +5,8 @@ A commit is one multi-op over the whole set of partitions, so a group's offsets 
 A transactional producer's offsets wait in ``/consumers/<group>/txn_offsets/<producer id>`` until its
 transaction ends; committing them is one multi-op too, which writes the offsets, deletes that znode and
 records the producer's epochs in ``/consumers/<group>/txn_producers/<producer id>`` (aborting: the last two).
+The group coordinator's record of a group's membership is ``/consumers/<group>/metadata``, written at the znode
+version last seen (BadVersionError / NodeExistsError: someone else wrote it since).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from brokers.zk.client_base import ZkClientBase, log
 from brokers.zk.errors import NoNodeError, ZkError
 from brokers.zk.gateway import CreateOp, DeleteOp, SetDataOp
 from brokers.zk.paths import (
+    ConsumerGroupMetadataZNode,
     ConsumerGroupsZNode,
     ConsumerOffsetZNode,
     ConsumerTxnOffsetsZNode,
@@ -159,6 +162,32 @@ class ConsumerOffsetsZkMixin(ZkClientBase):
                 except ValueError as exc:
                     log.warning("skipping the bad transactional producer znode %s/%s: %s", base, child, exc)
         return found
+
+    # -- group metadata (the membership of the group's last completed rebalance) ----------------------
+    async def get_group_metadata(self, group: str) -> tuple[dict[str, Any], int] | None:
+        """The group's stored metadata record and its znode version; None when there is none. ValueError when
+        the znode does not parse."""
+        path = ConsumerGroupMetadataZNode.path(group)
+        found = await self.zk.get_or_none(path)
+        if found is None:
+            return None
+        data, stat = found
+        return ConsumerGroupMetadataZNode.decode(data, path), stat.version
+
+    async def group_metadata_version(self, group: str) -> int:
+        """The znode version of the group's stored record (-1: none stored)."""
+        stat = await self.zk.exists(ConsumerGroupMetadataZNode.path(group))
+        return -1 if stat is None else stat.version
+
+    async def set_group_metadata(self, group: str, value: dict[str, Any], version: int | None) -> int:
+        """Write the group's record at znode ``version`` (None: the znode must not exist yet); returns the new
+        version. BadVersionError / NodeExistsError / NoNodeError when the znode changed since that version."""
+        path, data = ConsumerGroupMetadataZNode.path(group), ConsumerGroupMetadataZNode.encode(value)
+        if version is not None:
+            return (await self.zk.set(path, data, version=version)).version
+        await self.zk.ensure_path(ConsumerGroupsZNode.path(group))
+        await self.zk.create(path, data)
+        return 0
 
     async def delete_consumer_offsets(self, group: str, partitions: list[TopicPartition]) -> None:
         for tp in partitions:

@@ -20,6 +20,7 @@ from brokers.zk.paths import (
     ConfigEntityZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
+    LogDirEventNotificationZNode,
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
     TopicPartitionStateZNode,
@@ -258,6 +259,31 @@ class TopicsZkMixin(ZkClientBase):
         if names:
             await self.zk.fenced_multi(epoch_zk_version,
                                        [DeleteOp(f"{IsrChangeNotificationZNode.PATH}/{n}") for n in names])
+
+    # -- log dir events (KIP-112) ---------------------------------------------------------------
+    async def propagate_log_dir_event(self, broker_id: int) -> None:
+        """Kafka's ``propagateLogDirEvent``: one ``/log_dir_event_notification/log_dir_event_<seq>``."""
+        await self.zk.create(f"{LogDirEventNotificationZNode.PATH}/{LogDirEventNotificationZNode.PREFIX}",
+                             LogDirEventNotificationZNode.encode(broker_id), sequential=True, makepath=True)
+
+    async def get_log_dir_event_notifications(self, watch: Watch = None) -> list[str]:
+        return await self.zk.get_children(LogDirEventNotificationZNode.PATH, watch)
+
+    async def read_log_dir_event_notification(self, name: str) -> int | None:
+        """The broker a notification names; None when it is gone or unreadable."""
+        try:
+            data, _ = await self.zk.get(f"{LogDirEventNotificationZNode.PATH}/{name}")
+            return LogDirEventNotificationZNode.decode(data)
+        except NoNodeError:
+            return None
+        except ValueError as exc:
+            log.warning("ignoring %s: %s", name, exc)
+            return None
+
+    async def delete_log_dir_event_notifications(self, epoch_zk_version: int, names: list[str]) -> None:
+        if names:
+            await self.zk.fenced_multi(epoch_zk_version,
+                                       [DeleteOp(f"{LogDirEventNotificationZNode.PATH}/{n}") for n in names])
 
     # -- preferred replica election (reference §2.5) ---------------------------------------------
     async def get_preferred_replica_election(self, watch: Watch = None) -> tuple[set[TopicPartition], int] | None:

@@ -321,6 +321,28 @@ class IsrChangeNotificationZNode:
         return [TopicPartition(p["topic"], int(p["partition"])) for p in _load(data, "isr change")["partitions"]]
 
 
+class LogDirEventNotificationZNode:
+    """``/log_dir_event_notification/log_dir_event_<seq>`` (PERSISTENT_SEQUENTIAL): a broker saw one of its log
+    dirs fail (KIP-112), ``{"version":1,"broker":<id>,"event":1}`` (event 1: LogDirFailure)."""
+
+    PATH = "/log_dir_event_notification"
+    PREFIX = "log_dir_event_"
+    LOG_DIR_FAILURE = 1
+
+    @staticmethod
+    def encode(broker_id: int) -> bytes:
+        return _json({"version": 1, "broker": broker_id, "event": LogDirEventNotificationZNode.LOG_DIR_FAILURE})
+
+    @staticmethod
+    def decode(data: bytes) -> int:
+        """The broker id a notification names."""
+        value = _load(data, LogDirEventNotificationZNode.PATH)
+        try:
+            return int(value["broker"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{LogDirEventNotificationZNode.PATH}: not a log dir event: {exc!r}") from None
+
+
 class ConfigEntityZNode:
     """``/config/<type>/<name>``: only overrides, all values strings."""
 
@@ -448,6 +470,35 @@ class ConsumerOffsetZNode:
         return int(data.decode())
 
 
+class ConsumerGroupMetadataZNode:
+    """``/consumers/<group>/metadata``: the group's membership as of its last completed rebalance (Kafka's group
+    metadata record in ``__consumer_offsets``), written by the group coordinator after each completed SyncGroup
+    and when the group becomes Empty, loaded by the coordinator elected next, removed with the group. The JSON
+    carries Kafka's ``GroupMetadataValue`` v3 field names: ``{"version":3,"protocolType":<s>,"generation":<n>,
+    "protocol":<s|null>,"leader":<s|null>,"currentStateTimestamp":<ms>,"members":[{"memberId","groupInstanceId",
+    "clientId","clientHost","rebalanceTimeout","sessionTimeout","subscription":<base64>,"assignment":<base64>}]}``
+    (``consumer_group.coordinator.group_record`` builds and reads the fields). Conditional write: the
+    coordinator sets it at the znode version it last wrote, and a newly elected coordinator claims it by
+    rewriting it at the version it read, so a deposed coordinator cannot overwrite its successor's record."""
+
+    VERSION = 3
+
+    @staticmethod
+    def path(group: str) -> str:
+        return f"/consumers/{group}/metadata"
+
+    @staticmethod
+    def encode(value: dict[str, Any]) -> bytes:
+        return _json({"version": ConsumerGroupMetadataZNode.VERSION, **value})
+
+    @staticmethod
+    def decode(data: bytes, path: str = "metadata") -> dict[str, Any]:
+        value = _load(data, path)
+        if value.get("version") != ConsumerGroupMetadataZNode.VERSION:
+            raise ValueError(f"{path}: unsupported group metadata version {value.get('version')!r}")
+        return {k: v for k, v in value.items() if k != "version"}
+
+
 class ConsumerTxnOffsetsZNode:
     """``/consumers/<group>/txn_offsets/<producer id>``: the offsets a transactional producer committed for the
     group (TxnOffsetCommit), pending until its transaction's marker commits or aborts them:
@@ -526,7 +577,7 @@ class ProducerIdBlockZNode:
 PERSISTENT_ROOTS = (
     ConsumerGroupsZNode.PATH, BrokerIdsZNode.PATH, TopicsZNode.PATH, ConfigChangesZNode.PATH, DeleteTopicsZNode.PATH,
     BrokerSequenceIdZNode.PATH, IsrChangeNotificationZNode.PATH, ProducerIdBlockZNode.PATH,
-    "/log_dir_event_notification", *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
+    LogDirEventNotificationZNode.PATH, *(f"/config/{t}" for t in ConfigEntityZNode.TYPES),
 )
 
 

@@ -242,7 +242,7 @@ class GroupMetadata:
             self.protocol_name = None
             self.transition_to(GroupState.EMPTY, now_ms)
             self.pending_sync = set()
-        self.subscribed_topics = self._compute_subscribed_topics()
+        self.subscribed_topics = self.compute_subscribed_topics()
 
     def current_member_metadata(self) -> tuple[tuple[str, str | None, bytes], ...]:
         if self.protocol_name is None:
@@ -291,7 +291,7 @@ class GroupMetadata:
         return None
 
     # -- subscriptions -------------------------------------------------------------------------
-    def _compute_subscribed_topics(self) -> set[str] | None:
+    def compute_subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to, from the consumer protocol's metadata; None when unknown
         (not a consumer group, or a member's metadata does not parse). Computed once per generation,
         as Kafka does, so a member rejoining with other protocols mid-rebalance changes nothing."""

@@ -1,16 +1,21 @@
 """GroupMembership: the classic group protocol for the groups this broker owns (the membership half of
 Kafka 2.8's ``GroupCoordinator``, reference §5; offsets and the admin APIs are in ``coordinator.py``).
 
-Ownership follows ``__consumer_offsets`` leadership: ``on_elected(p)`` loads the committed offsets of
-every group mapped to partition ``p`` (requests for them answer COORDINATOR_LOAD_IN_PROGRESS meanwhile),
-``on_resigned(p)`` unloads them and answers their parked JoinGroup / SyncGroup calls NOT_COORDINATOR.
-Membership is in memory only (as Kafka after a coordinator move, members rejoin).
+Ownership follows ``__consumer_offsets`` leadership: ``on_elected(p)`` loads the committed offsets and the
+stored metadata records of every group mapped to partition ``p`` (requests for them answer
+COORDINATOR_LOAD_IN_PROGRESS meanwhile), ``on_resigned(p)`` unloads them and answers their parked JoinGroup /
+SyncGroup calls NOT_COORDINATOR. Membership is persisted as Kafka's group metadata record (``group_record``,
+``GroupStore``): stored when the leader's SyncGroup completes a rebalance (the members are answered, and the
+group turns Stable, only once the record is stored; a failed store answers every member its error and the
+group rebalances) and when the group becomes Empty. A loaded group is Stable with its members, generation and
+assignments (each member's session deadline starting at the load) or Empty, so a coordinator move costs no
+rebalance.
 
 Everything here runs on the broker's event loop and never awaits between reading a group and changing
 it: JoinGroup and SyncGroup park a callback on the member (``GroupMetadata``) and await a future that the
 callback resolves; timers (``Timers``) fire the session, join, KIP-394 pending-member and KAFKA-12890
-pending-sync deadlines. Only offset writes await ZooKeeper (``OffsetWriter``); the cache is updated
-after the write succeeds.
+pending-sync deadlines. Only offset and group metadata writes await ZooKeeper (``OffsetWriter``,
+``GroupStore``); the cache is updated, and the members answered, after the write succeeds.
 """
 from __future__ import annotations
 
@@ -24,6 +29,8 @@ from typing import Callable
 from brokers.protocol.errors import ErrorCode
 from consumer_group.coordinator.group import GroupMetadata, JoinResult, MemberMetadata, OffsetAndMetadata, SyncResult
 from consumer_group.coordinator.group_config import GroupConfig
+from consumer_group.coordinator.group_record import GroupRecord, group_from_record, record_of
+from consumer_group.coordinator.group_store import GroupStore
 from consumer_group.coordinator.offset_store import OffsetStore
 from consumer_group.coordinator.offsets import OffsetWriter
 from consumer_group.coordinator.placement import partition_for
@@ -66,6 +73,8 @@ class GroupMembership:
         self.config = config
         self.store = store
         self.writer = OffsetWriter(store)
+        self.group_store = GroupStore(store, self.writer, config.offsets_commit_timeout_ms)
+        self._storing: set[tuple[str, int]] = set()  # (group, generation) whose assignment is being stored
         self.clock = clock
         self.groups: dict[str, GroupMetadata] = {}
         self.timers = Timers()
@@ -125,6 +134,7 @@ class GroupMembership:
                 for group_id in await self.store.groups():
                     if self.partition_for(group_id) == partition:
                         loaded[group_id] = await self.store.load(group_id)
+                records = await self.group_store.load(list(loaded))
                 extras = await self._load_extras(list(loaded))
             except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: retry while we still lead
                 log.warning("loading groups of partition %d failed (%r); retrying", partition, exc)
@@ -132,6 +142,7 @@ class GroupMembership:
                 continue
             if self._loading.get(partition) is not token:
                 return
+            self._restore(records)
             self._install(partition, loaded, extras)
 
     async def _load_extras(self, group_ids: list[str]) -> object:
@@ -148,6 +159,19 @@ class GroupMembership:
         self._owned.add(partition)
         log.info("broker %d coordinates the groups of partition %d (%d with offsets)", self.broker_id, partition,
                  len(loaded))
+
+    def _restore(self, records: dict[str, GroupRecord]) -> None:
+        """The loaded groups in their stored state; each member's session deadline starts now (Kafka schedules
+        the heartbeat expiration of every loaded member)."""
+        now = self.now_ms()
+        for group_id, record in records.items():
+            if group_id in self.groups:
+                continue
+            group = self.groups[group_id] = group_from_record(group_id, record, now)
+            for member in group.members.values():
+                self._schedule_session_expiry(group, member)
+            log.info("group %s loaded: %s, generation %d, %d members", group_id, group.state, group.generation_id,
+                     group.size())
 
     def on_resigned(self, partition: int) -> None:
         """Leadership of the partition moved away: unload its groups, answer parked calls NOT_COORDINATOR."""
@@ -260,8 +284,8 @@ class GroupMembership:
         member.join_callback = respond
         self._schedule_session_expiry(group, member)
         if group.is_(GroupState.STABLE) and group.select_protocol() == group.protocol_name:
-            group.answer_join(member, JoinResult(ErrorCode.NONE, member_id, group.generation_id, group.protocol_type,
-                                                 group.protocol_name, old_leader))
+            self._spawn(self._store_static_member(group, member_id, JoinResult(
+                ErrorCode.NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name, old_leader)))
         elif group.is_(GroupState.STABLE):
             self._maybe_prepare_rebalance(group, f"static member {req.group_instance_id} changed protocols")
         elif group.is_(GroupState.COMPLETING_REBALANCE):
@@ -337,6 +361,7 @@ class GroupMembership:
         group.init_next_generation(self.now_ms())
         if group.is_(GroupState.EMPTY):
             log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
+            self._spawn(self._store_empty(group, group.generation_id))
             return
         log.info("group %s: generation %d with %d members, protocol %s, leader %s", group.group_id,
                  group.generation_id, group.size(), group.protocol_name, group.leader_id)
@@ -442,17 +467,63 @@ class GroupMembership:
             respond(group.sync_result(member))
         else:
             member.sync_callback = respond
-            if group.is_leader(member_id):
-                group.set_and_propagate_assignment(req.assignments)
-                group.transition_to(GroupState.STABLE, self.now_ms())
-                log.info("group %s: generation %d is stable", group_id, group.generation_id)
+            if group.is_leader(member_id) and (group_id, group.generation_id) not in self._storing:
+                self._storing.add((group_id, group.generation_id))
+                self._spawn(self._store_assignment(group, group.generation_id, dict(req.assignments)))
         if not group.pending_sync:
             self.timers.cancel(("sync", group_id))
+
+    def _completing(self, group: GroupMetadata, generation: int) -> bool:
+        return (self.groups.get(group.group_id) is group and group.is_(GroupState.COMPLETING_REBALANCE)
+                and group.generation_id == generation)
+
+    async def _store_assignment(self, group: GroupMetadata, generation: int, assignments: dict[str, bytes]) -> None:
+        """The leader's SyncGroup: store the group with its assignment, then answer the members and turn
+        Stable (Kafka's ``storeGroup`` callback); unless the group moved on meanwhile."""
+        assignments = {member_id: assignments.get(member_id, b"") for member_id in group.members}
+        try:
+            error = await self.group_store.store_group(
+                group.group_id, lambda: record_of(group, self.now_ms(), assignments)
+                if self._completing(group, generation) else None)
+        finally:
+            self._storing.discard((group.group_id, generation))
+        if error is None or not self._completing(group, generation):
+            return
+        if error is not ErrorCode.NONE:
+            group.reset_and_propagate_assignment_error(error)
+            self._maybe_prepare_rebalance(group, f"storing generation {generation} failed ({error.name})")
+            return
+        group.set_and_propagate_assignment(assignments)
+        group.transition_to(GroupState.STABLE, self.now_ms())
+        log.info("group %s: generation %d is stable", group.group_id, generation)
+
+    async def _store_static_member(self, group: GroupMetadata, member_id: str, result: JoinResult) -> None:
+        """KIP-345 in Stable: the static member's new id is stored before its join is answered (Kafka stores the
+        group with the current assignment), so the next coordinator knows it; a failed store answers the join
+        its error. Nothing to answer when the group moved on meanwhile (a rebalance answers the parked join)."""
+        generation = group.generation_id
+
+        def current() -> bool:
+            return (self.groups.get(group.group_id) is group and group.is_(GroupState.STABLE)
+                    and group.generation_id == generation and group.has(member_id))
+
+        error = await self.group_store.store_group(group.group_id,
+                                                   lambda: record_of(group, self.now_ms()) if current() else None)
+        if error is not None and current():
+            member = group.get(member_id)
+            group.answer_join(member, result if error is ErrorCode.NONE else JoinResult(error, member_id))
+
+    async def _store_empty(self, group: GroupMetadata, generation: int) -> None:
+        """The group became Empty: store it so (its generation and protocol type survive a coordinator move)."""
+        await self.group_store.store_group(
+            group.group_id, lambda: record_of(group, self.now_ms())
+            if self.groups.get(group.group_id) is group and group.is_(GroupState.EMPTY)
+            and group.generation_id == generation else None)
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode:
         error = self.group_error(group_id)
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            return ErrorCode.NONE  # as Kafka: the member rejoins once the group is loaded
+            return ErrorCode.NONE  # as Kafka: the member carries on once the group is loaded
         group = self.groups.get(group_id)
         error = error or self._member_error(group, generation_id, member_id, group_instance_id)
         if error is not None:

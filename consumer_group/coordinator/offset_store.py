@@ -16,17 +16,28 @@ epochs in ``/consumers/<group>/txn_producers/<producer id>`` in that multi (``lo
 Completing is idempotent: when the multi fails and the pending znode is gone, an earlier attempt whose
 answer was lost (a ZooKeeper connection loss) applied it, and the call succeeds.
 
+Group metadata records (``group_record``) live in ``/consumers/<group>/metadata``. Their writes are fenced
+by the znode version (what the leader epoch of the ``__consumer_offsets`` partition does in Kafka): the store
+remembers the version it last wrote and writes at that version (create when it knows there is none). Loading
+a group's record on election *claims* it: the record is rewritten as read, at the version read, so every
+coordinator that loaded or wrote it before holds a stale version from then on. A write at a stale version
+raises ``GroupMetadataFenced`` (a deposed coordinator never overwrites its successor's record, even one its
+successor has not changed), and the group stays fenced in this store until its next load. A group never seen
+(created after the load) has its version read before its first write; a write that failed otherwise may
+have landed, so its version is read again before the next write.
+
 ``MemoryOffsetStore`` is the same contract in memory, for unit tests of the coordinator.
 """
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Any, Protocol
 
 from brokers.model import TopicPartition
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.client_offsets import ProducerEpochs, TxnOffsets
-from brokers.zk.errors import ZkError
+from brokers.zk.errors import BadVersionError, NodeExistsError, NoNodeError, ZkError
+from consumer_group.coordinator.group_record import GroupMetadataFenced
 
 PendingByProducer = dict[int, tuple[int, TxnOffsets]]  # producer id -> (producer epoch, offsets)
 
@@ -58,11 +69,20 @@ class OffsetStore(Protocol):
 
     async def delete_txn_offsets(self, group_id: str, producer_id: int) -> None: ...
 
+    async def store_group(self, group_id: str, value: dict[str, Any]) -> None: ...
+
+    async def load_group_metadata(self, group_ids: list[str]) -> dict[str, dict[str, Any]]: ...
+
+
+_ABSENT = -1  # a known version meaning: the metadata znode does not exist
+_FENCED = -2  # another coordinator claimed or wrote the record since: no writes until the next load
+
 
 class ZkOffsetStore:
     def __init__(self, kzc: KafkaZkClient):
         self.kzc = kzc
         self._existing: dict[str, set[TopicPartition]] = {}
+        self._metadata_versions: dict[str, int] = {}  # group -> metadata znode version (or _ABSENT, _FENCED)
 
     async def commit(self, group_id: str, offsets: dict[TopicPartition, int]) -> None:
         if not offsets:
@@ -87,8 +107,54 @@ class ZkOffsetStore:
         return await self.kzc.get_consumer_groups()
 
     async def delete_group(self, group_id: str) -> None:
+        self._metadata_versions.pop(group_id, None)
         await self.kzc.delete_consumer_group(group_id)
         self._existing.pop(group_id, None)
+
+    async def store_group(self, group_id: str, value: dict[str, Any]) -> None:
+        version = self._metadata_versions.pop(group_id, None)
+        if version == _FENCED:
+            self._metadata_versions[group_id] = _FENCED
+            raise GroupMetadataFenced(f"the metadata of group {group_id} was claimed by another coordinator")
+        if version is None:
+            version = await self.kzc.group_metadata_version(group_id)
+        self._metadata_versions[group_id] = await self._write_metadata(group_id, value, version)
+
+    async def _write_metadata(self, group_id: str, value: dict[str, Any], version: int) -> int:
+        try:
+            return await self.kzc.set_group_metadata(group_id, value, None if version == _ABSENT else version)
+        except (BadVersionError, NodeExistsError, NoNodeError) as exc:
+            self._metadata_versions[group_id] = _FENCED
+            raise GroupMetadataFenced(f"the metadata of group {group_id} changed since version {version}") from exc
+
+    async def load_group_metadata(self, group_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored records of ``group_ids`` that have one, each claimed (rewritten at the version read; read
+        again if another coordinator wrote it in between). A znode that does not parse is skipped with a
+        warning, and its version is read again before the next write."""
+        found: dict[str, dict[str, Any]] = {}
+        for group_id in group_ids:
+            stored = await self._claim_metadata(group_id)
+            if stored is not None:
+                found[group_id] = stored
+        return found
+
+    async def _claim_metadata(self, group_id: str) -> dict[str, Any] | None:
+        self._metadata_versions.pop(group_id, None)
+        for _ in range(3):
+            try:
+                stored = await self.kzc.get_group_metadata(group_id)
+            except ValueError as exc:
+                log.warning("skipping the bad metadata of group %s: %s", group_id, exc)
+                return None
+            if stored is None:
+                self._metadata_versions[group_id] = _ABSENT
+                return None
+            try:
+                self._metadata_versions[group_id] = await self._write_metadata(group_id, *stored)
+                return stored[0]
+            except GroupMetadataFenced:
+                continue  # written in between: read it again
+        raise GroupMetadataFenced(f"the metadata of group {group_id} keeps changing while it is loaded")
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> None:
         await self.kzc.delete_consumer_offsets(group_id, partitions)
@@ -131,9 +197,12 @@ class ZkOffsetStore:
 
 class MemoryOffsetStore:
     """The OffsetStore contract in a dict; ``fail`` makes the next commits raise (store outage), ``lose_reply``
-    makes the next transaction completion apply and then raise it (a connection lost before the answer)."""
+    makes the next transaction completion apply and then raise it (a connection lost before the answer);
+    ``metadata_fail`` makes the next group metadata writes raise."""
 
     def __init__(self) -> None:
+        self.metadata: dict[str, dict[str, Any]] = {}
+        self.metadata_fail: Exception | None = None
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
         self.txn_offsets: dict[str, PendingByProducer] = {}
         self.txn_producers: dict[str, dict[int, ProducerEpochs]] = {}
@@ -151,9 +220,18 @@ class MemoryOffsetStore:
         return dict(self.offsets.get(group_id, {}))
 
     async def groups(self) -> list[str]:
-        return sorted(set(self.offsets) | set(self.txn_offsets) | set(self.txn_producers))
+        return sorted(set(self.offsets) | set(self.txn_offsets) | set(self.txn_producers) | set(self.metadata))
+
+    async def store_group(self, group_id: str, value: dict[str, Any]) -> None:
+        if self.metadata_fail is not None:
+            raise self.metadata_fail
+        self.metadata[group_id] = value
+
+    async def load_group_metadata(self, group_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return {g: self.metadata[g] for g in group_ids if g in self.metadata}
 
     async def delete_group(self, group_id: str) -> None:
+        self.metadata.pop(group_id, None)
         self.offsets.pop(group_id, None)
         self.txn_offsets.pop(group_id, None)
         self.txn_producers.pop(group_id, None)

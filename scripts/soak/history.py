@@ -55,7 +55,7 @@ def split_key(key: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     """One line of the history."""
     time: int
@@ -84,7 +84,8 @@ class Op:
 @dataclass
 class HistoryWriter:
     """One process's history file; thread-safe (delivery callbacks and the main loop both write).
-    Every line is flushed to the OS at once, so a killed workload loses nothing it recorded."""
+    Every line is flushed to the OS at once, so a killed workload loses nothing it recorded. Opening an
+    existing file appends to it and numbers ops on from its highest."""
     path: Path
     process: str
     _file: IO[str] | None = field(default=None, init=False)
@@ -92,6 +93,9 @@ class HistoryWriter:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
+        if Path(self.path).exists():  # a restarted process goes on numbering where its predecessor stopped
+            _drop_torn_line(Path(self.path))
+            self._next_op = max((o.op + 1 for o in read_file(self.path)), default=0)
         self._file = open(self.path, "a", buffering=1)
 
     def invoke(self, f: str, value: Any) -> int:
@@ -120,6 +124,14 @@ class HistoryWriter:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+
+
+def _drop_torn_line(path: Path) -> None:
+    """Cut a last line its killed writer left without its newline, so that appending goes on cleanly."""
+    with open(path, "rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)
 
 
 def read_file(path: Path) -> Iterator[Op]:

@@ -225,8 +225,8 @@ def checkpointed_hw(log_dir: Path, topic: str, partition: int) -> int | None:
 
 
 def wait_all_dead(zk: KazooClient, timeout: float = SESSION_MS / 1000 + 15) -> None:
-    """After kill -9 of every broker: until their sessions expired (a restart before that is refused
-    as a duplicate broker id)."""
+    """After kill -9 of every broker: until their sessions expired (a restart before that would wait for
+    its previous incarnation's session to expire; the tests start from a cluster with nobody registered)."""
     wait_for(lambda: not zk.get_children("/brokers/ids") and not zk.exists("/controller"), timeout,
              "the killed brokers' sessions to expire")
 

@@ -34,6 +34,7 @@ VIOLATIONS = {
     "coordinators-independent": ("coordinator.controller", "consumer_group.coordinator.coordinator"),
     "coordinators-above-the-log": ("consumer_group.coordinator.coordinator", "brokers.replication.partition"),
     "txn-coordinator-own-ports": ("transactions.coordinator.ports", "brokers.server.context"),
+    "soak-checker-pure": ("scripts.soak.checker.core", "confluent_kafka"),
     "product-never-imports-scripts": ("consumer_group.spark.source", "scripts.local.cluster"),
     "scripts-rooms": ("scripts.tools.kafka_acls", "scripts.bench.stats"),
     "tools-independent": ("scripts.tools.kafka_acls", "scripts.tools.kafka_leader_election"),

@@ -103,6 +103,20 @@ def describe_configs(broker: WindowBroker, version: int) -> Recipe:
     return Recipe(dict(resources=[resource], include_synonyms=True, include_documentation=True), check)
 
 
+@recipe(ApiKey.DESCRIBE_LOG_DIRS)
+def describe_log_dirs(broker: WindowBroker, version: int) -> Recipe:
+    topic = broker.filled_topic()
+
+    def check(response) -> None:
+        result = only(response.results)  # the window broker has one log dir
+        expect(result.error_code, ErrorCode.NONE, result)
+        assert result.log_dir == str(broker.cluster.log_dir(broker.broker_id))
+        (entry,) = [t for t in result.topics if t.name == topic]
+        partition = only(entry.partitions)
+        assert partition.partition_index == 0 and partition.partition_size > 0 and not partition.is_future_key
+    return Recipe(dict(topics=[dict(topic=topic, partitions=[0])]), check)
+
+
 def _altered(broker: WindowBroker, topic: str, key: str, value: str):
     def check(response) -> None:
         result = only(response.responses)

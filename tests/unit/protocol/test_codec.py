@@ -47,6 +47,7 @@ REQUESTS = {
     22: dict(transactional_id=None, transaction_timeout=60000),
     23: dict(replica_id=2, topics=[dict(topic="t", partitions=[dict(partition=0, current_leader_epoch=4, leader_epoch=3)])]),
     32: dict(resources=[dict(resource_type=2, resource_name="t", configuration_keys=None)], include_synonyms=True),
+    35: dict(topics=[dict(topic="t", partitions=[0, 1])]),
     37: dict(topics=[dict(name="t", count=4, assignments=[dict(broker_ids=[1, 2])])], timeout=30000,
              validate_only=False),
     33: dict(resources=[dict(resource_type=2, resource_name="t", configs=[dict(name="retention.ms", value="1000")])],

@@ -1,0 +1,89 @@
+"""The checks of subscribed consumer groups: group-gap, commit-backwards, unexpected-rebalance.
+
+A group is every process that subscribed to the same set of topics. What a group consumed is every record
+its members read in ok polls and committed transactions; on each key, from the first offset it consumed to
+the highest, every visible value of the version order must be among them (position == consumed). Its
+committed offsets, in completion order, never go down per key. A ``rebalance`` is expected within
+``rebalance_grace_s`` after a member's ``subscribe``, or around a member's ``crash`` or leave (its last op,
+overall and before each crash); any other rebalance was caused by the cluster.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+
+from scripts.soak.checker.index import Completed, HistoryIndex, reads_of
+from scripts.soak.checker.model import CheckConfig, Findings
+from scripts.soak.history import OK
+
+
+def groups_of(index: HistoryIndex) -> dict[frozenset[str], set[str]]:
+    groups: dict[frozenset[str], set[str]] = defaultdict(set)
+    for process, topics in index.subscribers.items():
+        groups[topics].add(process)
+    return dict(groups)
+
+
+def check_groups(index: HistoryIndex, config: CheckConfig, findings: Findings) -> None:
+    for topics, members in sorted(groups_of(index).items(), key=lambda g: sorted(g[0])):
+        ops = sorted((c for c in index.completed if c.process in members), key=lambda c: c.seq)
+        name = sorted(topics)
+        _check_gaps(index, name, ops, findings)
+        _check_commits(name, ops, findings)
+        _check_rebalances(name, ops, config.rebalance_grace_s, index.t0, findings)
+
+
+def _check_gaps(index: HistoryIndex, name: list[str], ops: list[Completed], findings: Findings) -> None:
+    consumed: dict[str, set[int]] = defaultdict(set)
+    for c in ops:
+        if c.type == OK and c.f in ("poll", "txn"):
+            for key, offset, _ in reads_of(c.value):
+                consumed[key].add(offset)
+    for key, offsets in sorted(consumed.items()):
+        order = index.order(key)
+        for i in order.span(min(offsets), max(offsets)):
+            if order.visible[i] and order.offsets[i] not in offsets:
+                findings.add("group-gap", {"group": name, "key": key, "offset": order.offsets[i],
+                                           "value": order.values[i]})
+
+
+def _check_commits(name: list[str], ops: list[Completed], findings: Findings) -> None:
+    committed: dict[str, tuple[int, Completed]] = {}
+    for c in sorted((c for c in ops if c.f == "commit" and c.type == OK), key=lambda c: c.end):
+        for m in c.value:
+            if not (m and m[0] == "commit" and isinstance(m[1], dict)):
+                continue
+            for key, offset in m[1].items():
+                before = committed.get(key)
+                if before is not None and offset < before[0]:
+                    findings.add("commit-backwards", {"group": name, "key": key, "offset": offset,
+                                                      "previous": before[0], "process": c.process, "op": c.op,
+                                                      "previous_process": before[1].process})
+                committed[key] = (offset, c)
+
+
+def _check_rebalances(name: list[str], ops: list[Completed], grace_s: float, t0: int, findings: Findings) -> None:
+    grace = int(grace_s * 1e9)
+    joins: list[int] = []
+    leaves: list[int] = []
+    last: dict[str, int] = {}
+    for c in ops:
+        if c.f == "subscribe":
+            joins.append(c.start)
+        elif c.f == "crash":
+            leaves.append(c.start)
+            if c.process in last:
+                leaves.append(last[c.process])
+        last[c.process] = c.end if c.end is not None else c.start
+    leaves.extend(last.values())
+    joins.sort()
+    leaves.sort()
+    for c in ops:
+        if c.f != "rebalance" or c.type != OK:
+            continue
+        t = c.start
+        if bisect_right(joins, t) > bisect_left(joins, t - grace) or bisect_right(leaves, t + grace) > bisect_left(
+                leaves, t - grace):
+            continue
+        findings.add("unexpected-rebalance", {"group": name, "process": c.process, "op": c.op,
+                                              "at_s": round((t - t0) / 1e9, 3), "value": c.value})

@@ -1,0 +1,126 @@
+"""The soak's producer: consecutive integer values from ``--value-base`` round-robin over the partitions of
+``--topic`` at ``--rate`` records/s, asynchronously, one ``send`` op per record.
+
+The op is invoked once ``produce()`` has accepted the record (a ``BufferError`` is librdkafka's queue being
+full: poll and hand it the same record again; that is queueing, not a retry) and completes in the delivery
+report: ``ok`` with ``[offset, value]`` (offset null when librdkafka acknowledged it without one, an implicit
+ack of an idempotent batch), ``fail`` when the record was definitely not written, ``info`` for any other
+delivery error (``common.send_completion``). Nothing is retried above the client.
+
+SIGTERM: stop producing, flush for at most ``--flush-timeout-s``, then exit 0. When the flush ran out, what is
+still queued is purged (those sends complete ``info``: a queued record may be waiting for a retry after an
+attempt that was written) and the exit is ``EXIT_UNFINISHED``; ``EXIT_FATAL`` after a fatal client error (the
+idempotent producer's fatal state: it can send nothing more).
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from confluent_kafka import KafkaException, Producer
+
+from scripts.soak.history import OK, HistoryWriter, key_of
+from scripts.soak.workloads.common import (
+    EXIT_FATAL, EXIT_OK, EXIT_UNFINISHED, Pacer, Stopping, base_parser, encode_value, error_name, log, open_history,
+    partition_of, send_completion, value_of)
+
+
+def parser():
+    p = base_parser("producer", __doc__.split("\n", 1)[0])
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partitions", type=int, required=True)
+    p.add_argument("--rate", type=float, default=500.0, help="records/s")
+    p.add_argument("--value-base", type=int, required=True)
+    p.add_argument("--acks", choices=("all", "1", "0"), default="all")
+    p.add_argument("--idempotence", choices=("true", "false"), default="true")
+    p.add_argument("--message-timeout-ms", type=int, default=120000,
+                   help="how long librdkafka keeps trying a record (long enough to ride through a fault)")
+    p.add_argument("--flush-timeout-s", type=float, default=30.0)
+    return p
+
+
+def producer_config(args) -> dict:
+    return {"bootstrap.servers": args.bootstrap, "client.id": args.process, "acks": args.acks,
+            "enable.idempotence": args.idempotence == "true", "linger.ms": 5,
+            "message.timeout.ms": args.message_timeout_ms}
+
+
+class SoakProducer:
+    def __init__(self, args, history: HistoryWriter, stopping: Stopping) -> None:
+        self.args, self.history, self.stopping = args, history, stopping
+        self.fatal: str | None = None
+        self.pending = 0  # invoked, not yet completed
+        self.producer = Producer({**producer_config(args), "error_cb": self._error})
+
+    def _error(self, err) -> None:
+        if err.fatal():
+            self.fatal = error_name(err)
+        log(self.args.process, f"client error {error_name(err)}: {err.str()}")
+
+    def run(self) -> int:
+        pacer, sent, start = Pacer(self.args.rate), 0, time.monotonic()
+        while not self.stopping and self.fatal is None:
+            elapsed = time.monotonic() - start
+            while sent < pacer.due(elapsed) and not self.stopping and self.fatal is None:
+                self._send(sent)
+                sent += 1
+            self.producer.poll(pacer.wait_s(sent, time.monotonic() - start))
+        return self._finish()
+
+    def _send(self, n: int) -> None:
+        """Record n: handed to the client (waiting out a full queue), then its op invoked."""
+        key = key_of(self.args.topic, partition_of(n, self.args.partitions))
+        value = value_of(self.args.value_base, n)
+        op: list[int] = []  # the op id, known once produce() returned; delivery reports run in poll() only
+
+        def delivered(err, msg) -> None:
+            self._delivered(op[0], key, value, err, msg)
+
+        while True:
+            try:
+                self.producer.produce(self.args.topic, encode_value(value),
+                                      partition=partition_of(n, self.args.partitions), on_delivery=delivered)
+                break
+            except BufferError:
+                self.producer.poll(0.05)
+                if self.stopping:
+                    return
+            except KafkaException as exc:
+                name = error_name(exc.args[0])
+                rejected = self.history.invoke("send", [["send", key, value]])
+                self.history.complete(rejected, send_completion(name, at_produce=True), "send", [["send", key, value]],
+                                      name)
+                return
+        op.append(self.history.invoke("send", [["send", key, value]]))
+        self.pending += 1
+
+    def _delivered(self, op: int, key: str, value: int, err, msg) -> None:
+        self.pending -= 1
+        if err is None:
+            offset = msg.offset()
+            self.history.complete(op, OK, "send", [["send", key, [offset if offset >= 0 else None, value]]])
+        else:
+            name = error_name(err)
+            self.history.complete(op, send_completion(name, at_produce=False), "send", [["send", key, value]], name)
+
+    def _finish(self) -> int:
+        self.producer.flush(self.args.flush_timeout_s)
+        unfinished = self.pending > 0
+        if unfinished:
+            log(self.args.process, f"{self.pending} sends unfinished after {self.args.flush_timeout_s} s: purging")
+            self.producer.purge(in_queue=True, in_flight=False)
+            self.producer.poll(1)
+        if self.fatal is not None:
+            log(self.args.process, f"fatal client error {self.fatal}")
+            return EXIT_FATAL
+        return EXIT_UNFINISHED if unfinished else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    stopping = Stopping()
+    history = open_history(args)
+    try:
+        return SoakProducer(args, history, stopping).run()
+    finally:
+        history.close()
