@@ -1,25 +1,34 @@
 """The soak's consumer-group member: ``subscribe`` to ``--topics`` in ``--group`` (librdkafka's defaults but no
-auto commit, earliest reset), ``poll`` ops as the reader's, and after each non-empty poll a synchronous
-``commit`` op of the next offsets of what that poll read.
+auto commit, earliest reset), ``poll`` ops as the reader's, and after each non-empty poll a ``commit`` op of the next offsets of what that
+poll read, waited for up to ``COMMIT_WAIT_S``.
 
 Ops: ``subscribe`` (once, ok); ``rebalance`` (ok, as the callbacks run: ``{"assigned": [keys], "revoked": []}``
 or ``{"assigned": [], "revoked": [keys]}``; a lost assignment is recorded as revoked); ``poll``; ``commit``
 invoked with ``{key: next offset}`` and completed ``ok`` with the offsets ``commit(asynchronous=False)``
 returned, ``fail`` when the coordinator rejected it for the member's generation (``common.COMMIT_DEFINITE``),
-``info`` otherwise (a timeout: it may have been stored).
+``info`` otherwise (a timeout: it may have been stored), and ``info`` when no answer came within
+``COMMIT_WAIT_S`` (librdkafka's synchronous commit waits for a coordinator for ever: it runs in a
+``BoundedCall``). While such a commit is still inside the client the member polls on and commits nothing: what
+it reads meanwhile is committed, next offsets per key, by the first commit after that call returned (offsets
+of partitions revoked meanwhile are dropped).
 
-SIGTERM: ``close()`` (leaves the group; commits nothing more: every poll was committed already), exit 0.
+SIGTERM: the commit under way waited for (its bound), ``close()`` within ``common.CLOSE_S`` (it leaves the
+group; commits nothing more), exit 0; ``EXIT_CLOSE_TIMEOUT`` if close did not return (every op is complete).
 """
 from __future__ import annotations
 
+import traceback
 from typing import Sequence
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from scripts.soak.history import INFO, OK, HistoryWriter, key_of, split_key
 from scripts.soak.workloads.common import (
-    EXIT_OK, Stopping, base_parser, comma_list, commit_completion, error_name, open_history)
+    EXIT_CLOSE_TIMEOUT, EXIT_OK, BoundedCall, Stopping, base_parser, close_bounded, comma_list, commit_completion,
+    error_name, exit_now, log, open_history)
 from scripts.soak.workloads.reader import poll_op
+
+COMMIT_WAIT_S = 15.0
 
 
 def parser():
@@ -52,12 +61,16 @@ class GroupMember:
         self.consumer = Consumer({"bootstrap.servers": args.bootstrap, "client.id": args.process,
                                   "group.id": args.group, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "isolation.level": args.isolation})
+        self.uncommitted: dict[str, int] = {}
+        self.in_client: BoundedCall | None = None  # a commit that outlived its wait, still inside the client
 
     def _assigned(self, _consumer, partitions) -> None:
         self.history.event("rebalance", [["rebalance", {"assigned": _keys(partitions), "revoked": []}]])
 
     def _revoked(self, _consumer, partitions) -> None:
         self.history.event("rebalance", [["rebalance", {"assigned": [], "revoked": _keys(partitions)}]])
+        for key in _keys(partitions):
+            self.uncommitted.pop(key, None)
 
     def run(self, stopping: Stopping) -> int:
         self.consumer.subscribe(self.args.topics, on_assign=self._assigned, on_revoke=self._revoked,
@@ -65,15 +78,23 @@ class GroupMember:
         self.history.event("subscribe", [["subscribe", list(self.args.topics)]])
         while not stopping:
             read = poll_op(self.consumer, self.history, self.args.process)
-            if read:
-                self.commit(next_offsets(read))
+            self.uncommitted.update(next_offsets(read))
+            if self.uncommitted and (self.in_client is None or self.in_client.done):
+                self.commit(self.uncommitted)
+                self.uncommitted = {}
         return EXIT_OK
 
     def commit(self, offsets: dict[str, int]) -> None:
         op = self.history.invoke("commit", [["commit", offsets]])
         tps = [TopicPartition(*split_key(key), offset) for key, offset in offsets.items()]
+        call = BoundedCall(lambda: self.consumer.commit(offsets=tps, asynchronous=False), "commit")
+        if not call.wait(COMMIT_WAIT_S):
+            log(self.args.process, f"commit of {offsets} not answered within {COMMIT_WAIT_S:g} s")
+            self.in_client = call
+            self.history.complete(op, INFO, "commit", [["commit", offsets]], "no answer")
+            return
         try:
-            results = self.consumer.commit(offsets=tps, asynchronous=False)
+            results = call.result()
         except KafkaException as exc:
             name = error_name(exc.args[0])
             self.history.complete(op, commit_completion(name), "commit", [["commit", offsets]], name)
@@ -91,8 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     stopping = Stopping()
     history = open_history(args)
     member = GroupMember(args, history)
+    code = 1
     try:
-        return member.run(stopping)
+        code = member.run(stopping)
+    except Exception:
+        traceback.print_exc()
     finally:
-        member.consumer.close()
+        closed = close_bounded(member.consumer.close, args.process)
         history.close()
+    exit_now(EXIT_CLOSE_TIMEOUT if code == EXIT_OK and not closed else code)
