@@ -1,30 +1,33 @@
 """The soak's consumer-group member: ``subscribe`` to ``--topics`` in ``--group`` (librdkafka's defaults but no
-auto commit, earliest reset), ``poll`` ops as the reader's, and after each non-empty poll a ``commit`` op of the next offsets of what that
-poll read, waited for up to ``COMMIT_WAIT_S``.
+auto commit, earliest reset), ``poll`` ops as the reader's, and after a non-empty poll an asynchronous
+``commit`` op of the next offsets of what was read.
 
 Ops: ``subscribe`` (once, ok); ``rebalance`` (ok, as the callbacks run: ``{"assigned": [keys], "revoked": []}``
 or ``{"assigned": [], "revoked": [keys]}``; a lost assignment is recorded as revoked); ``poll``; ``commit``
-invoked with ``{key: next offset}`` and completed ``ok`` with the offsets ``commit(asynchronous=False)``
-returned, ``fail`` when the coordinator rejected it for the member's generation (``common.COMMIT_DEFINITE``),
-``info`` otherwise (a timeout: it may have been stored), and ``info`` when no answer came within
-``COMMIT_WAIT_S`` (librdkafka's synchronous commit waits for a coordinator for ever: it runs in a
-``BoundedCall``). While such a commit is still inside the client the member polls on and commits nothing: what
-it reads meanwhile is committed, next offsets per key, by the first commit after that call returned (offsets
-of partitions revoked meanwhile are dropped).
+invoked with ``{key: next offset}`` and completed ``ok`` with the offsets the commit's answer names, ``fail``
+when the coordinator rejected it for the member's generation (``common.COMMIT_DEFINITE``), ``info`` otherwise
+(a timeout: it may have been stored), and ``info`` when no answer came within ``COMMIT_WAIT_S`` (librdkafka
+waits for a coordinator for ever; a late answer is only logged). The answer arrives in the ``on_commit``
+callback, which the next polls serve: the member polls on meanwhile and sends no other commit; what it read
+since the last commit is committed next (next offsets per key; offsets of partitions revoked meanwhile are
+dropped).
 
-SIGTERM: the commit under way waited for (its bound), ``close()`` within ``common.CLOSE_S`` (it leaves the
-group; commits nothing more), exit 0; ``EXIT_CLOSE_TIMEOUT`` if close did not return (every op is complete).
+SIGTERM: the commit under way waited for (polling on, within its deadline), ``close()`` within
+``common.CLOSE_S`` (it leaves the group; commits nothing more), exit 0; ``EXIT_CLOSE_TIMEOUT`` if close did
+not return (every op is complete).
 """
 from __future__ import annotations
 
+import time
 import traceback
+from dataclasses import dataclass
 from typing import Sequence
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from scripts.soak.history import INFO, OK, HistoryWriter, key_of, split_key
 from scripts.soak.workloads.common import (
-    EXIT_CLOSE_TIMEOUT, EXIT_OK, BoundedCall, Stopping, base_parser, close_bounded, comma_list, commit_completion,
+    EXIT_CLOSE_TIMEOUT, EXIT_OK, Stopping, base_parser, close_bounded, comma_list, commit_completion,
     error_name, exit_now, log, open_history)
 from scripts.soak.workloads.reader import poll_op
 
@@ -55,14 +58,23 @@ def commit_outcome(results: list[TopicPartition]) -> tuple[str, dict[str, int], 
     return (commit_completion(errors[0]) if definite else INFO), committed, errors[0]
 
 
+@dataclass
+class PendingCommit:
+    op: int
+    offsets: dict[str, int]
+    deadline: float
+    answered: bool = False  # completed: by its callback, or info once past its deadline
+
+
 class GroupMember:
     def __init__(self, args, history: HistoryWriter) -> None:
         self.args, self.history = args, history
         self.consumer = Consumer({"bootstrap.servers": args.bootstrap, "client.id": args.process,
                                   "group.id": args.group, "enable.auto.commit": False,
-                                  "auto.offset.reset": "earliest", "isolation.level": args.isolation})
+                                  "auto.offset.reset": "earliest", "isolation.level": args.isolation,
+                                  "on_commit": self._commit_answered})
         self.uncommitted: dict[str, int] = {}
-        self.in_client: BoundedCall | None = None  # a commit that outlived its wait, still inside the client
+        self.pending: list[PendingCommit] = []  # in the order sent; answers come back in that order
 
     def _assigned(self, _consumer, partitions) -> None:
         self.history.event("rebalance", [["rebalance", {"assigned": _keys(partitions), "revoked": []}]])
@@ -77,30 +89,58 @@ class GroupMember:
                                 on_lost=self._revoked)
         self.history.event("subscribe", [["subscribe", list(self.args.topics)]])
         while not stopping:
-            read = poll_op(self.consumer, self.history, self.args.process)
-            self.uncommitted.update(next_offsets(read))
-            if self.uncommitted and (self.in_client is None or self.in_client.done):
+            self.uncommitted.update(next_offsets(poll_op(self.consumer, self.history, self.args.process)))
+            self._expire(time.monotonic())
+            if self.uncommitted and not self._awaited():
                 self.commit(self.uncommitted)
                 self.uncommitted = {}
+        while self._awaited():  # the commit under way: its answer, or info at its deadline
+            poll_op(self.consumer, self.history, self.args.process)
+            self._expire(time.monotonic())
         return EXIT_OK
 
+    def _awaited(self) -> bool:
+        return any(not c.answered for c in self.pending)
+
     def commit(self, offsets: dict[str, int]) -> None:
+        """An asynchronous commit; its op completes in ``_commit_answered`` (served by the next polls) or
+        ``info`` at its deadline."""
         op = self.history.invoke("commit", [["commit", offsets]])
         tps = [TopicPartition(*split_key(key), offset) for key, offset in offsets.items()]
-        call = BoundedCall(lambda: self.consumer.commit(offsets=tps, asynchronous=False), "commit")
-        if not call.wait(COMMIT_WAIT_S):
-            log(self.args.process, f"commit of {offsets} not answered within {COMMIT_WAIT_S:g} s")
-            self.in_client = call
-            self.history.complete(op, INFO, "commit", [["commit", offsets]], "no answer")
-            return
         try:
-            results = call.result()
+            self.consumer.commit(offsets=tps, asynchronous=True)
         except KafkaException as exc:
             name = error_name(exc.args[0])
             self.history.complete(op, commit_completion(name), "commit", [["commit", offsets]], name)
             return
-        type_, committed, error = commit_outcome(results or [])
-        self.history.complete(op, type_, "commit", [["commit", committed if type_ == OK else offsets]], error)
+        self.pending.append(PendingCommit(op, dict(offsets), time.monotonic() + COMMIT_WAIT_S))
+
+    def _commit_answered(self, err, partitions) -> None:
+        """``on_commit``: the answer to the pending commit of these offsets (else the oldest pending)."""
+        if not self.pending:
+            log(self.args.process, f"a commit answer without a commit: {err} {partitions}")
+            return
+        answer = {key_of(tp.topic, tp.partition): tp.offset for tp in partitions or []}
+        commit = next((c for c in self.pending if c.offsets == answer), self.pending[0])
+        self.pending.remove(commit)
+        if commit.answered:
+            log(self.args.process, f"commit op {commit.op} answered after its deadline: {err}")
+            return
+        commit.answered = True
+        if err is not None:
+            name = error_name(err)
+            self.history.complete(commit.op, commit_completion(name), "commit", [["commit", commit.offsets]], name)
+            return
+        type_, committed, error = commit_outcome(partitions or [])
+        self.history.complete(commit.op, type_, "commit",
+                              [["commit", committed if type_ == OK else commit.offsets]], error)
+
+    def _expire(self, now: float) -> None:
+        for commit in self.pending:
+            if not commit.answered and now >= commit.deadline:
+                log(self.args.process, f"commit of {commit.offsets} not answered within {COMMIT_WAIT_S:g} s")
+                commit.answered = True
+                self.history.complete(commit.op, INFO, "commit", [["commit", commit.offsets]], "no answer")
 
 
 def _keys(partitions) -> list[str]:

@@ -9,8 +9,8 @@ delivery error (``common.send_completion``). Nothing is retried above the client
 
 SIGTERM: stop producing, flush for at most ``--flush-timeout-s``, then exit 0. When the flush ran out, what is
 still queued or in flight is purged (those sends complete ``info``: a queued record may be waiting for a retry
-after an attempt that was written) and the exit is 0 once every send completed, else ``EXIT_UNFINISHED``; ``EXIT_FATAL`` after a fatal client error (the
-idempotent producer's fatal state: it can send nothing more).
+after an attempt that was written) and the exit is 0 once every send completed, else ``EXIT_UNFINISHED``;
+``EXIT_FATAL`` after a fatal client error (the idempotent producer's fatal state: it can send nothing more).
 """
 from __future__ import annotations
 

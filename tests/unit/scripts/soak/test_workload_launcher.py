@@ -42,7 +42,8 @@ def test_a_stopped_process_is_not_restarted_and_stop_returns_its_code(tmp_path):
     assert proc.exit_summary() == "reader-0: ok"
 
 
-IGNORES_SIGTERM = "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)"
+IGNORES_SIGTERM = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
+                   "time.sleep(600)")
 
 
 def test_stop_all_shares_one_deadline_and_kills_what_ignores_sigterm(tmp_path, monkeypatch):
