@@ -13,7 +13,7 @@ import signal
 import threading
 import time
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from scripts.local.cluster import running_cluster
@@ -117,22 +117,51 @@ def test_a_member_whose_coordinator_is_frozen_stops_within_its_bounds(tmp_path):
         assert {k for k in info[0].value[0][1]} <= {key_of(TOPIC, p) for p in (0, 1)}
 
 
-def test_a_copier_started_while_its_coordinator_is_away_copies_once_it_is_back(tmp_path):
-    with running_cluster(tmp_path / "cluster", 1, tick_time=500, session_timeout_ms=6000,
-                         properties=PROPERTIES) as cluster:
+def java_hash(text: str) -> int:
+    """Java's String.hashCode, made non-negative as Kafka's Utils.abs."""
+    h = 0
+    for c in text:
+        h = (31 * h + ord(c)) & 0xFFFFFFFF
+    return h & 0x7FFFFFFF
+
+
+def leaders_of(bootstrap: str, topic: str) -> dict[int, int]:
+    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics[topic]
+    return {p: m.leader for p, m in meta.partitions.items()}
+
+
+def test_a_copier_whose_group_coordinator_is_away_at_start_up_copies_once_it_is_back(tmp_path):
+    """Two brokers: the transaction coordinator on one, the copier's group coordinator (its
+    ``__consumer_offsets`` partition, one replica) on the other, which is down when the copier starts: reading
+    the committed offset is retried until that broker is back, then the copier copies."""
+    properties = dict(PROPERTIES, **{"offsets.topic.num.partitions": "2"})
+    with running_cluster(tmp_path / "cluster", 2, tick_time=500, session_timeout_ms=6000,
+                         properties=properties) as cluster:
         bootstrap = cluster.bootstrap_servers
         create_topics(bootstrap, [TOPIC, "faults-out"], 1, 1, 1)
         produce(bootstrap, 0, 50)
-        cluster.stop_broker(1)
+        probe = Producer({"bootstrap.servers": bootstrap, "transactional.id": "faults-probe"})
+        probe.init_transactions(30)  # creates __transaction_state: its leader is the transaction coordinator
+        txn_coordinator = leaders_of(bootstrap, "__transaction_state")[0]
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-probe"})
+        reader.committed([TopicPartition(TOPIC, 0)], timeout=30)  # creates __consumer_offsets
+        reader.close()
+        wait_for(lambda: sorted(leaders_of(bootstrap, "__consumer_offsets")) == [0, 1]
+                 and min(leaders_of(bootstrap, "__consumer_offsets").values()) > 0, 30, "__consumer_offsets led")
+        offsets_leaders = leaders_of(bootstrap, "__consumer_offsets")
+        group = next(g for g in (f"faults-copier-{i}" for i in range(100))
+                     if offsets_leaders[java_hash(g) % 2] != txn_coordinator)
+        away = offsets_leaders[java_hash(group) % 2]
+        cluster.stop_broker(away)
         (tmp_path / "history").mkdir()
         copier = WorkloadProcess("copier-0", bootstrap, tmp_path / "history")
         copier.start("copier", ["--input-topic", TOPIC, "--output-topic", "faults-out", "--partition", "0",
-                                "--group", "faults-copier", "--transactional-id", "faults-copier",
+                                "--group", group, "--transactional-id", "faults-copier",
                                 "--abort-probability", "0"])
         try:
-            wait_for(lambda: "Connection refused" in copier.log_path.read_text(), 20,
-                     "the copier trying a stopped broker")
-            cluster.start_broker(1)
+            wait_for(lambda: "committed offset: " in copier.log_path.read_text(), 30,
+                     "the copier retrying its committed offset while its group coordinator is away")
+            cluster.start_broker(away)
             cluster.wait_until_ready(60)
             wait_for(lambda: sum(len(o.value) - 1 for o in completed(ops_of(copier), "txn")) >= 50, 60,
                      "the copier copied all 50 records")

@@ -46,6 +46,7 @@ API_TIMEOUT_S = 20.0
 STUCK_S = 2 * API_TIMEOUT_S + 10  # a call not back by then ignored its own timeout: the client is stuck
 RETRY_S = 2 * API_TIMEOUT_S  # how long a retriable error of one transactional call is retried
 BATCH_S = 0.5
+COMMITTED_TIMEOUT_S = 5.0  # one read of the committed offset (retried for up to RETRY_S)
 STOP_S = 30.0  # after SIGTERM, the transaction under way gets this long in all
 FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 
@@ -210,8 +211,8 @@ class SoakCopier:
         deadline = time.monotonic() + RETRY_S
         while True:
             try:
-                committed = self._call("committed", lambda: self.consumer.committed([self.tp],
-                                                                                     timeout=self.timeout_s()))
+                timeout = min(COMMITTED_TIMEOUT_S, self.timeout_s())
+                committed = self._call("committed", lambda: self.consumer.committed([self.tp], timeout=timeout))
                 break
             except KafkaException as exc:
                 if time.monotonic() > deadline or self.stopping:
