@@ -18,10 +18,10 @@ itself). When only a new producer can settle the transaction (outcome unknown, t
 process exits ``EXIT_UNKNOWN_TXN`` (its replacement's InitProducerId completes or aborts it and starts from the
 committed offset); a fatal error (fenced) exits ``EXIT_FATAL``; a transactional call that outlives
 ``STUCK_S`` (librdkafka hangs: confluentinc/librdkafka#5456, #5511) exits ``EXIT_STUCK`` from the watchdog.
-The start position is the group's committed offset read explicitly (retried for up to ``RETRY_S``: while the
-group coordinator moves it answers NOT_COORDINATOR, and a partition assigned without an offset whose
-OffsetFetch failed is never fetched again), else ``EXIT_NO_OFFSETS``; a consumer error on the partition
-re-assigns it at the copier's own position. The launcher restarts a copier that exited non-zero by itself.
+The start position (and the one after an abort) is the group's committed offset read explicitly (retried for
+up to ``RETRY_S``: while the group coordinator moves it answers NOT_COORDINATOR, and a partition assigned
+without an offset whose OffsetFetch failed is never fetched again), else ``EXIT_NO_OFFSETS``; a consumer error
+on the partition re-assigns it at the copier's own position. The launcher restarts a copier that exited non-zero by itself.
 SIGTERM: the transaction under way completes (its calls' timeouts cut to what is left of ``STOP_S``, no
 retries), ``close()`` within ``common.CLOSE_S``, exit 0 (every op complete, even when the transaction's outcome
 is left to the next producer or the coordinator's timeout).
@@ -202,7 +202,7 @@ class SoakCopier:
             self.history.complete(op, FAIL, "txn", value, error or error_name(exc.args[0]))
             raise Unsettled(EXIT_FATAL if exc.args[0].fatal() else EXIT_UNKNOWN_TXN)
         self.history.complete(op, FAIL, "txn", value, error)
-        self._rewind(EXIT_UNKNOWN_TXN)
+        self._rewind(EXIT_NO_OFFSETS)
 
     def _rewind(self, code: int) -> None:
         """Assign the partition at the group's committed offset (the earliest without one). Reading it is
