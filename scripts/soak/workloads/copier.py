@@ -21,7 +21,7 @@ committed offset); a fatal error (fenced) exits ``EXIT_FATAL``; a transactional 
 The start position (and the one after an abort) is the group's committed offset read explicitly (retried for
 up to ``RETRY_S``: while the group coordinator moves it answers NOT_COORDINATOR, and a partition assigned
 without an offset whose OffsetFetch failed is never fetched again), else ``EXIT_NO_OFFSETS``; a consumer error
-on the partition re-assigns it at the copier's own position. The launcher restarts a copier that exited non-zero by itself.
+re-assigns the partition at the copier's own position. The launcher restarts a copier that exited by itself.
 SIGTERM: the transaction under way completes (its calls' timeouts cut to what is left of ``STOP_S``, no
 retries), ``close()`` within ``common.CLOSE_S``, exit 0 (every op complete, even when the transaction's outcome
 is left to the next producer or the coordinator's timeout).
