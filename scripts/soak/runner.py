@@ -46,6 +46,7 @@ from scripts.soak.nemesis.nemesis import Nemesis  # noqa: E402
 from scripts.soak.nemesis.schedule import KINDS, make_schedule  # noqa: E402
 from scripts.soak.report import summary_text, write_report  # noqa: E402
 from scripts.soak.topics import Watermarks, create_topics, led_keys, plan_keys, plan_topics, views  # noqa: E402
+from scripts.soak.workloads.common import clean_stop  # noqa: E402
 from scripts.soak.workloads.launcher import WorkloadPlan, start_workloads, stop_all, supervise  # noqa: E402
 
 HOW_TO_GET_DOCKER = ("run compose/ensure-docker.sh (a Docker engine) and compose/build-images.sh --offline "
@@ -260,12 +261,13 @@ class _Run:
                             workloads_finished=self.finished)
 
     def _stop(self, processes: list) -> None:
-        """SIGTERM to all of them at once; stopped cleanly = exit code 0."""
+        """SIGTERM to all of them at once; stopped cleanly = ``clean_stop`` of the exit code."""
+        by_name = {p.name: p for p in processes}
         for name, code in stop_all(processes, STOP_TIMEOUT_S).items():
-            self.finished[name] = code == 0
-            if code != 0:
-                print(f"soak: {name} did not stop cleanly (exit {code}); see its log in {self.history_dir}",
-                      flush=True)
+            self.finished[name] = clean_stop(code)
+            if not clean_stop(code):
+                print(f"soak: did not stop cleanly: {by_name[name].exit_summary()}\n"
+                      f"    (its log: {self.history_dir / (name + '.log')})", flush=True)
 
     def _check(self, nemesis, availability: Availability) -> SoakOutcome:
         availability = replace(availability, workloads_finished=dict(self.finished))

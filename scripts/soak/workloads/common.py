@@ -6,17 +6,26 @@ Exit codes (the launcher reads them): ``EXIT_OK`` 0 = stopped cleanly after SIGT
 ``EXIT_FATAL`` = the client reported a fatal error (fenced, idempotent producer's fatal state);
 ``EXIT_STUCK`` = a client call outlived its own timeout (librdkafka hang; the watchdog ended the process);
 ``EXIT_UNKNOWN_TXN`` = a transaction's outcome is unknown: only a new producer with the same
-``transactional.id`` (its InitProducerId) settles it.
+``transactional.id`` (its InitProducerId) settles it; ``EXIT_CLOSE_TIMEOUT`` = stopped after SIGTERM with every
+op complete, but the client's ``close()`` did not return within its bound (librdkafka's close waits for the
+group coordinator): a clean stop all the same (``clean_stop``); ``EXIT_NO_OFFSETS`` = a copier could not read
+its group's committed offset within its bound (the launcher restarts it).
+
+No client call blocks a workload for ever: a call without a timeout of its own runs in a ``BoundedCall``
+(a daemon thread) that the workload waits for with a deadline; a workload whose client may still be inside
+such a call ends with ``exit_now`` (the interpreter's own exit would destroy the client and wait again).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from scripts.soak.history import FAIL, INFO, HistoryWriter
 
@@ -25,8 +34,27 @@ EXIT_UNFINISHED = 10  # above Python's own 1 (an uncaught exception) and argpars
 EXIT_FATAL = 11
 EXIT_STUCK = 12
 EXIT_UNKNOWN_TXN = 13
+EXIT_CLOSE_TIMEOUT = 14
+EXIT_NO_OFFSETS = 15
 EXIT_CODES = {EXIT_OK: "ok", EXIT_UNFINISHED: "unfinished", EXIT_FATAL: "fatal", EXIT_STUCK: "stuck",
-              EXIT_UNKNOWN_TXN: "unknown-txn"}
+              EXIT_UNKNOWN_TXN: "unknown-txn", EXIT_CLOSE_TIMEOUT: "close-timeout",
+              EXIT_NO_OFFSETS: "no-committed-offset"}
+CLEAN_EXITS = frozenset({EXIT_OK, EXIT_CLOSE_TIMEOUT})
+CLOSE_S = 15.0  # how long a workload waits for its client's close() after SIGTERM
+
+
+def clean_stop(code: int | None) -> bool:
+    """Whether a workload's exit code after SIGTERM is a clean stop: every op it invoked is complete."""
+    return code in CLEAN_EXITS
+
+
+def exit_name(code: int | None) -> str:
+    """An exit code as the report names it: ``ok``, ``stuck``, ``killed by signal 9``, ``not reaped``."""
+    if code is None:
+        return "not reaped"
+    if code < 0:
+        return f"killed by signal {-code}"
+    return EXIT_CODES.get(code, f"exit {code}")
 
 VALUE_RANGE = 10**9  # each producer process owns [value_base, value_base + VALUE_RANGE)
 
@@ -118,9 +146,12 @@ def open_history(args: argparse.Namespace) -> HistoryWriter:
 
 
 _STOP = threading.Event()
+_STOPPED_AT: list[float] = []
 
 
 def _stop(*_) -> None:
+    if not _STOP.is_set():
+        _STOPPED_AT.append(time.monotonic())
     _STOP.set()
 
 
@@ -139,6 +170,63 @@ class Stopping:
 
     def __bool__(self) -> bool:
         return _STOP.is_set()
+
+    def since_s(self) -> float:
+        """Seconds since SIGTERM arrived (0 before)."""
+        return time.monotonic() - _STOPPED_AT[0] if _STOPPED_AT else 0.0
+
+
+class BoundedCall:
+    """``call()`` in a daemon thread, waited for with a deadline: ``wait(timeout)`` is True once it returned or
+    raised; then ``result()`` returns its value or raises its exception. A call that never returns leaves
+    only its thread behind."""
+
+    def __init__(self, call: Callable, name: str = "client-call") -> None:
+        self._done = threading.Event()
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(call,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable) -> None:
+        try:
+            self._value = call()
+        except BaseException as exc:  # handed to the waiting thread
+            self._error = exc
+        finally:
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._done.wait(max(0.0, timeout))
+
+    def result(self):
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def close_bounded(close: Callable, process: str, timeout: float = CLOSE_S) -> bool:
+    """The client's ``close()`` within ``timeout``; whether it returned (logged when not)."""
+    call = BoundedCall(close, "close")
+    if call.wait(timeout):
+        try:
+            call.result()
+        except Exception as exc:  # a close that failed still ended
+            log(process, f"close: {exc}")
+        return True
+    log(process, f"close() did not return within {timeout:g} s")
+    return False
+
+
+def exit_now(code: int) -> None:
+    """End the process at once with ``code`` (its history already closed): the client may still be inside
+    a call that does not return, and the interpreter's exit would wait for it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def log(process: str, message: str) -> None:

@@ -18,7 +18,13 @@ itself). When only a new producer can settle the transaction (outcome unknown, t
 process exits ``EXIT_UNKNOWN_TXN`` (its replacement's InitProducerId completes or aborts it and starts from the
 committed offset); a fatal error (fenced) exits ``EXIT_FATAL``; a transactional call that outlives
 ``STUCK_S`` (librdkafka hangs: confluentinc/librdkafka#5456, #5511) exits ``EXIT_STUCK`` from the watchdog.
-SIGTERM: the transaction under way completes, then exit 0.
+The start position (and the one after an abort) is the group's committed offset read explicitly (retried for
+up to ``RETRY_S``: while the group coordinator moves it answers NOT_COORDINATOR, and a partition assigned
+without an offset whose OffsetFetch failed is never fetched again), else ``EXIT_NO_OFFSETS``; a consumer error
+re-assigns the partition at the copier's own position. The launcher restarts a copier that exited by itself.
+SIGTERM: the transaction under way completes (its calls' timeouts cut to what is left of ``STOP_S``, no
+retries), ``close()`` within ``common.CLOSE_S``, exit 0 (every op complete, even when the transaction's outcome
+is left to the next producer or the coordinator's timeout).
 """
 from __future__ import annotations
 
@@ -26,19 +32,22 @@ import os
 import random
 import threading
 import time
+import traceback
 from typing import Callable, Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition, OFFSET_BEGINNING
 
 from scripts.soak.history import FAIL, INFO, OK, HistoryWriter, key_of
 from scripts.soak.workloads.common import (
-    EXIT_FATAL, EXIT_OK, EXIT_STUCK, EXIT_UNKNOWN_TXN, Stopping, base_parser, decode_value, error_name, log,
-    open_history)
+    EXIT_CLOSE_TIMEOUT, EXIT_FATAL, EXIT_NO_OFFSETS, EXIT_OK, EXIT_STUCK, EXIT_UNKNOWN_TXN, Stopping, base_parser,
+    close_bounded, decode_value, error_name, exit_now, log, open_history)
 
 API_TIMEOUT_S = 20.0
 STUCK_S = 2 * API_TIMEOUT_S + 10  # a call not back by then ignored its own timeout: the client is stuck
 RETRY_S = 2 * API_TIMEOUT_S  # how long a retriable error of one transactional call is retried
 BATCH_S = 0.5
+COMMITTED_TIMEOUT_S = 5.0  # one read of the committed offset (retried for up to RETRY_S)
+STOP_S = 30.0  # after SIGTERM, the transaction under way gets this long in all
 FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 
 
@@ -78,8 +87,8 @@ def failure_type(committing: bool) -> str:
 
 
 class SoakCopier:
-    def __init__(self, args, history: HistoryWriter) -> None:
-        self.args, self.history = args, history
+    def __init__(self, args, history: HistoryWriter, stopping: Stopping) -> None:
+        self.args, self.history, self.stopping = args, history, stopping
         self.tp = TopicPartition(args.input_topic, args.partition)
         self.in_key, self.out_key = key_of(args.input_topic, args.partition), key_of(args.output_topic, args.partition)
         self.consumer = Consumer({"bootstrap.servers": args.bootstrap, "client.id": args.process,
@@ -91,21 +100,26 @@ class SoakCopier:
         self.random = random.Random(args.seed)
         self.in_call: tuple[str, float] | None = None
         self.offsets: dict[int, int] = {}
+        self.position: int | None = None  # the next input offset to copy, once known
 
-    def run(self, stopping: Stopping) -> int:
+    def timeout_s(self) -> float:
+        """A client call's timeout: ``API_TIMEOUT_S``, or what is left of ``STOP_S`` after SIGTERM."""
+        return API_TIMEOUT_S if not self.stopping else min(API_TIMEOUT_S, max(1.0, STOP_S - self.stopping.since_s()))
+
+    def run(self) -> int:
         try:
-            self._call("init_transactions", lambda: self.producer.init_transactions(API_TIMEOUT_S))
+            self._call("init_transactions", lambda: self.producer.init_transactions(self.timeout_s()))
         except KafkaException as exc:
             log(self.args.process, f"init_transactions: {exc}")
-            return EXIT_FATAL if exc.args[0].fatal() else EXIT_UNKNOWN_TXN
-        self.consumer.assign([self.tp])
+            return EXIT_OK if self.stopping else EXIT_FATAL if exc.args[0].fatal() else EXIT_UNKNOWN_TXN
         try:
-            while not stopping:
+            self._rewind(EXIT_NO_OFFSETS)
+            while not self.stopping:
                 read = self._poll_batch()
                 if read:
                     self._transaction(read)
         except Unsettled as exc:
-            return exc.code
+            return EXIT_OK if self.stopping else exc.code  # every op is complete: its outcome is settled later
         return EXIT_OK
 
     def _poll_batch(self) -> list[list[int]]:
@@ -113,12 +127,24 @@ class SoakCopier:
         deadline = time.monotonic() + BATCH_S
         while len(read) < self.args.max_txn_records and (left := deadline - time.monotonic()) > 0:
             for m in self.consumer.consume(self.args.max_txn_records - len(read), timeout=left):
-                value = decode_value(m.value()) if m.error() is None else None
+                if m.error() is not None:
+                    if m.error().code() != KafkaError._PARTITION_EOF:
+                        log(self.args.process, f"consumer error {m.error()}: re-assigned at {self.position}")
+                        self._assign(self.position)
+                        return read  # what this consume() returned after the error is fetched again
+                    continue
+                value = decode_value(m.value())
                 if value is None:
-                    log(self.args.process, f"skipped {m.error() or m.value()!r} at offset {m.offset()}")
+                    log(self.args.process, f"skipped {m.value()!r} at offset {m.offset()}")
                     continue
                 read.append([m.offset(), value])
+                self.position = m.offset() + 1
         return read
+
+    def _assign(self, offset: int | None) -> None:
+        self.position = offset
+        start = offset if offset is not None else OFFSET_BEGINNING
+        self.consumer.assign([TopicPartition(self.tp.topic, self.tp.partition, start)])
 
     def _transaction(self, read: list[list[int]]) -> None:
         value = txn_value(read, self.in_key, self.out_key)
@@ -129,15 +155,15 @@ class SoakCopier:
             self._call("begin_transaction", self.producer.begin_transaction)
             for _, v in read:
                 self._produce(v)
-            self._call("flush", lambda: self.producer.flush(API_TIMEOUT_S))
+            self._call("flush", lambda: self.producer.flush(self.timeout_s()))
             position = TopicPartition(self.tp.topic, self.tp.partition, read[-1][0] + 1)
             self._call("send_offsets_to_transaction", lambda: self.producer.send_offsets_to_transaction(
-                [position], self.consumer.consumer_group_metadata(), API_TIMEOUT_S))
+                [position], self.consumer.consumer_group_metadata(), self.timeout_s()))
             if self.random.random() < self.args.abort_probability:
                 self._abort(op, value, None)
                 return
             committing = True
-            self._call("commit_transaction", lambda: self.producer.commit_transaction(API_TIMEOUT_S))
+            self._call("commit_transaction", lambda: self.producer.commit_transaction(self.timeout_s()))
         except KafkaException as exc:
             self._failed(op, value, exc.args[0], committing)
             return
@@ -171,29 +197,30 @@ class SoakCopier:
     def _abort(self, op: int, value: list, error: str | None) -> None:
         """Abort (by choice, or after an abortable error), complete the op ``fail``, rewind the consumer."""
         try:
-            self._call("abort_transaction", lambda: self.producer.abort_transaction(API_TIMEOUT_S))
+            self._call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s()))
         except KafkaException as exc:
             self.history.complete(op, FAIL, "txn", value, error or error_name(exc.args[0]))
             raise Unsettled(EXIT_FATAL if exc.args[0].fatal() else EXIT_UNKNOWN_TXN)
         self.history.complete(op, FAIL, "txn", value, error)
-        self._rewind()
+        self._rewind(EXIT_NO_OFFSETS)
 
-    def _rewind(self) -> None:
-        """Back to the group's committed offset (the earliest without one). Reading it is retried on any error
-        for up to ``RETRY_S`` (the coordinator moving answers NOT_COORDINATOR, which librdkafka does not flag
-        retriable here): a read, not an op."""
+    def _rewind(self, code: int) -> None:
+        """Assign the partition at the group's committed offset (the earliest without one). Reading it is
+        retried on any error for up to ``RETRY_S`` (the coordinator moving answers NOT_COORDINATOR, which
+        librdkafka does not flag retriable here), then ``Unsettled(code)``: a read, not an op."""
         deadline = time.monotonic() + RETRY_S
         while True:
             try:
-                committed = self._call("committed", lambda: self.consumer.committed([self.tp], timeout=API_TIMEOUT_S))
+                timeout = min(COMMITTED_TIMEOUT_S, self.timeout_s())
+                committed = self._call("committed", lambda: self.consumer.committed([self.tp], timeout=timeout))
                 break
             except KafkaException as exc:
-                if time.monotonic() > deadline:
-                    log(self.args.process, f"cannot read the committed offset to rewind: {exc}")
-                    raise Unsettled(EXIT_UNKNOWN_TXN)
+                if time.monotonic() > deadline or self.stopping:
+                    log(self.args.process, f"cannot read the committed offset: {exc}")
+                    raise Unsettled(code)
+                log(self.args.process, f"committed offset: {error_name(exc.args[0])}, retrying")
                 time.sleep(0.5)
-        offset = committed[0].offset if committed and committed[0].offset >= 0 else OFFSET_BEGINNING
-        self.consumer.assign([TopicPartition(self.tp.topic, self.tp.partition, offset)])
+        self._assign(committed[0].offset if committed and committed[0].offset >= 0 else None)
 
     def _call(self, name: str, call: Callable):
         """A transactional call, retried while its error is retriable (the client's own contract for these
@@ -205,7 +232,8 @@ class SoakCopier:
                 return call()
             except KafkaException as exc:
                 err = exc.args[0]
-                if not err.retriable() or err.fatal() or err.txn_requires_abort() or time.monotonic() > deadline:
+                if (not err.retriable() or err.fatal() or err.txn_requires_abort() or time.monotonic() > deadline
+                        or self.stopping):
                     raise
                 log(self.args.process, f"{name}: {error_name(err)}, retrying")
                 time.sleep(0.2)
@@ -226,13 +254,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     stopping = Stopping()
     history = open_history(args)
-    copier = SoakCopier(args, history)
+    copier = SoakCopier(args, history, stopping)
     threading.Thread(target=copier.watchdog, daemon=True, name="watchdog").start()
-    code = copier.run(stopping)
+    code = 1
     try:
-        copier.in_call = ("close", time.monotonic())
-        copier.consumer.close()
-        copier.producer.flush(10)
+        code = copier.run()
+    except Exception:
+        traceback.print_exc()
     finally:
+        closed = close_bounded(copier.consumer.close, args.process)
         history.close()
-    return code
+    exit_now(EXIT_CLOSE_TIMEOUT if code == EXIT_OK and not closed else code)

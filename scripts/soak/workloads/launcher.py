@@ -5,7 +5,10 @@ to ``<history-dir>/<name>.log``, its ops to ``<history-dir>/history-<name>.jsonl
 ``plan_processes(plan)`` turns it into (name, kind, flags) without I/O; ``start_workloads`` starts them.
 ``supervise(processes)`` (call it periodically) restarts a copier that exited on its own with a non-zero code
 (fenced, stuck, a transaction's outcome unknown): same name, same history file, ``--after-crash <code>`` so
-the new process first writes a ``crash`` op; at most ``max_restarts`` times per process.
+the new process first writes a ``crash`` op; at most ``max_restarts`` times per process. ``stop_all`` never
+takes longer than its timeout plus ``KILL_WAIT_S``: SIGTERM to all at once, one shared deadline, then SIGKILL
+to what is left. ``describe()`` names every exit (``common.exit_name``) and, after an exit that was not a clean
+stop, quotes the last lines of the process's log.
 
 Value ranges: the i-th producer process of the plan (``producer-0..``, then ``txn-producer-0``) owns
 ``[i * VALUE_RANGE, (i + 1) * VALUE_RANGE)``, so every value of the run is unique.
@@ -15,15 +18,18 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from scripts.soak.workloads.common import EXIT_CODES, VALUE_RANGE, history_path
+from scripts.soak.workloads.common import VALUE_RANGE, clean_stop, exit_name, history_path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 RESTARTED_KINDS = frozenset({"copier"})  # a producer restarted would reuse its values; readers/groups don't crash
 MAX_RESTARTS = 20
+KILL_WAIT_S = 10.0  # for a SIGKILLed child to be reaped
+LOG_TAIL_LINES = 5
 
 
 def command_line(kind: str, name: str, bootstrap: str, history_dir: Path, args: list[str]) -> list[str]:
@@ -93,16 +99,16 @@ class WorkloadProcess:
             self._terminated = True
 
     def stop(self, timeout: float = 30.0) -> int | None:
-        """SIGTERM, wait up to ``timeout``, then SIGKILL; the exit code (negative: killed by that signal)."""
+        """SIGTERM, wait up to ``timeout``, then SIGKILL; the exit code (negative: killed by that signal; None
+        if not even SIGKILL ended it within ``KILL_WAIT_S``). Never raises for a child that will not die."""
         self.terminate()
         if self._popen is None:
             return None
         if self._popen.poll() is None:
             try:
-                self._popen.wait(timeout)
+                self._popen.wait(max(0.0, timeout))
             except subprocess.TimeoutExpired:
-                self._popen.kill()
-                self._popen.wait(10)
+                self.kill()
         code = self._reap()
         self._close_log()
         return code
@@ -111,7 +117,10 @@ class WorkloadProcess:
         self._stopping = True
         if self._popen is not None and self._popen.poll() is None:
             self._popen.kill()
-            self._popen.wait(10)
+            try:
+                self._popen.wait(KILL_WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass
         self._reap()
         self._close_log()
 
@@ -128,8 +137,30 @@ class WorkloadProcess:
         return True
 
     def describe(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "restarts": self.restarts,
-                "exits": [EXIT_CODES.get(c, str(c)) for c in self.exit_codes]}
+        """For the report: name, kind, restarts, every exit by name; ``log_tail`` unless the last exit was a
+        clean stop."""
+        last = self.exit_codes[-1] if self.exit_codes else None
+        out = {"name": self.name, "kind": self.kind, "restarts": self.restarts,
+               "exits": [exit_name(c) for c in self.exit_codes]}
+        if self.exit_codes and not clean_stop(last):
+            out["last_exit"] = exit_name(last)
+            out["log_tail"] = self.log_tail()
+        return out
+
+    def exit_summary(self) -> str:
+        """One line for the terminal: ``name: exit-name`` and, after an unclean exit, its log's last lines."""
+        last = self.exit_codes[-1] if self.exit_codes else None
+        text = f"{self.name}: {exit_name(last)}"
+        return text if clean_stop(last) else text + "".join(f"\n    {line}" for line in self.log_tail())
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - 8192))
+                return f.read().decode(errors="replace").splitlines()[-lines:]
+        except OSError:
+            return []
 
     def _close_log(self) -> None:
         if self._log is not None:
@@ -203,7 +234,10 @@ def supervise(processes: list[WorkloadProcess], max_restarts: int = MAX_RESTARTS
 
 
 def stop_all(processes: list[WorkloadProcess], timeout: float = 60.0) -> dict[str, int | None]:
-    """SIGTERM to every process at once, then wait for each: name -> exit code."""
+    """SIGTERM to every process at once, then wait for them until one shared deadline, SIGKILL what is left:
+    name -> exit code (``common.clean_stop`` says which are clean stops). Returns within ``timeout`` plus
+    ``KILL_WAIT_S`` per process that ignores SIGKILL."""
     for p in processes:
         p.terminate()
-    return {p.name: p.stop(timeout) for p in processes}
+    deadline = time.monotonic() + timeout
+    return {p.name: p.stop(deadline - time.monotonic()) for p in processes}

@@ -8,21 +8,22 @@ ack of an idempotent batch), ``fail`` when the record was definitely not written
 delivery error (``common.send_completion``). Nothing is retried above the client.
 
 SIGTERM: stop producing, flush for at most ``--flush-timeout-s``, then exit 0. When the flush ran out, what is
-still queued is purged (those sends complete ``info``: a queued record may be waiting for a retry after an
-attempt that was written) and the exit is ``EXIT_UNFINISHED``; ``EXIT_FATAL`` after a fatal client error (the
-idempotent producer's fatal state: it can send nothing more).
+still queued or in flight is purged (those sends complete ``info``: a queued record may be waiting for a retry
+after an attempt that was written) and the exit is 0 once every send completed, else ``EXIT_UNFINISHED``;
+``EXIT_FATAL`` after a fatal client error (the idempotent producer's fatal state: it can send nothing more).
 """
 from __future__ import annotations
 
 import time
+import traceback
 from typing import Sequence
 
 from confluent_kafka import KafkaException, Producer
 
 from scripts.soak.history import OK, HistoryWriter, key_of
 from scripts.soak.workloads.common import (
-    EXIT_FATAL, EXIT_OK, EXIT_UNFINISHED, Pacer, Stopping, base_parser, encode_value, error_name, log, open_history,
-    partition_of, send_completion, value_of)
+    EXIT_FATAL, EXIT_OK, EXIT_UNFINISHED, Pacer, Stopping, base_parser, encode_value, error_name, exit_now, log,
+    open_history, partition_of, send_completion, value_of)
 
 
 def parser():
@@ -108,8 +109,9 @@ class SoakProducer:
         unfinished = self.pending > 0
         if unfinished:
             log(self.args.process, f"{self.pending} sends unfinished after {self.args.flush_timeout_s} s: purging")
-            self.producer.purge(in_queue=True, in_flight=False)
+            self.producer.purge(in_queue=True, in_flight=True)  # each purged send completes info
             self.producer.poll(1)
+            unfinished = self.pending > 0
         if self.fatal is not None:
             log(self.args.process, f"fatal client error {self.fatal}")
             return EXIT_FATAL
@@ -120,7 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     stopping = Stopping()
     history = open_history(args)
+    code = 1
     try:
-        return SoakProducer(args, history, stopping).run()
+        code = SoakProducer(args, history, stopping).run()
+    except Exception:
+        traceback.print_exc()
     finally:
         history.close()
+    exit_now(code)  # the client's destroy would wait for requests still in flight

@@ -5,17 +5,21 @@ A ``poll`` op is invoked before ``consume(1000, 0.5)`` and completes ``ok`` with
 ``{key: [[offset, value], ...]}``. Empty polls are recorded too (``{}``): the history then shows when the
 reader was polling and saw nothing, which a checker of unseen writes can use. A message error is not an op:
 ``_PARTITION_EOF`` is ignored, any other is logged to stderr. A value that is not one of the soak's integers
-is logged and left out.
+is logged and left out. SIGTERM: ``close()`` within ``common.CLOSE_S``, exit 0 (``EXIT_CLOSE_TIMEOUT`` if
+close did not return).
 """
 from __future__ import annotations
 
 import time
+import traceback
 from typing import Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition, OFFSET_BEGINNING
 
 from scripts.soak.history import OK, HistoryWriter, key_of
-from scripts.soak.workloads.common import EXIT_OK, Stopping, base_parser, comma_list, decode_value, log, open_history
+from scripts.soak.workloads.common import (
+    EXIT_CLOSE_TIMEOUT, EXIT_OK, Stopping, base_parser, close_bounded, comma_list, decode_value, exit_now, log,
+    open_history)
 
 POLL_RECORDS = 1000
 POLL_TIMEOUT_S = 0.5
@@ -79,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stopping = Stopping()
     history = open_history(args)
     consumer = Consumer(consumer_config(args, f"soak-reader-{args.process}"))
+    code = 1
     try:
         partitions = partitions_of(consumer, args.topics, stopping, args.process)
         if partitions:
@@ -86,7 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             history.event("assign", [["assign", [key_of(tp.topic, tp.partition) for tp in partitions]]])
         while partitions and not stopping:
             poll_op(consumer, history, args.process)
-        return EXIT_OK
+        code = EXIT_OK
+    except Exception:
+        traceback.print_exc()
     finally:
-        consumer.close()
+        closed = close_bounded(consumer.close, args.process)
         history.close()
+    exit_now(EXIT_CLOSE_TIMEOUT if code == EXIT_OK and not closed else code)
