@@ -89,7 +89,7 @@ class ChangeNotificationListener:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _on_watch(self, event: WatchEvent) -> None:
-        if event.type != "NONE":
+        if event.type != "NONE":  # WATCH_LOST too: changes made while the connection was down are read now
             self._spawn(self._process())
 
     def _spawn(self, coro: Any) -> None:
