@@ -5,6 +5,7 @@ and arms it again. Without that, the controller never hears of a new topic, a br
 restart again: the restarted broker gets no metadata and names no controller. Real ZooKeeper, real brokers."""
 from __future__ import annotations
 
+import json
 import signal
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -40,6 +41,14 @@ def test_controller_hears_topics_and_brokers_after_a_zookeeper_restart(make_clus
     wait_for(lambda: zk.exists(f"/brokers/topics/{TOPIC}/partitions/0/state"), TIMEOUT,
              "the controller elects a leader for a topic created after the reconnect (TopicChange watch)")
     created.result(TIMEOUT)
+
+    rate = 1048576  # a dynamic broker config written as Kafka's tools do: the znode, then a change notification
+    zk.create(f"/config/brokers/{other}", json.dumps({"version": 1, "config": {
+        "leader.replication.throttled.rate": str(rate)}}).encode(), makepath=True)
+    zk.create("/config/changes/config_change_", json.dumps({"version": 2, "entity_path": f"brokers/{other}"}).encode(),
+              sequence=True)
+    wait_for(lambda: (cluster.health(other) or {}).get("dynamic_config", {}).get("leader_replication_throttled_rate")
+             == rate, TIMEOUT, f"broker {other} applies a config change made after the reconnect (/config/changes watch)")
 
     cluster.signal_broker(other, signal.SIGKILL)
     wait_for(lambda: (cluster.health(controller) or {}).get("controller", {}).get("live_brokers") == [controller],
