@@ -215,7 +215,10 @@ class ZkGateway:
             return
         lost, self._lost_watches = self._lost_watches, []
         for callback, event in lost:
-            callback(event if state is SessionState.CONNECTED else WatchEvent("NONE", event.path))
+            try:
+                callback(event if state is SessionState.CONNECTED else WatchEvent("NONE", event.path))
+            except Exception:  # noqa: BLE001 - one watcher's failure must not cost the others their watch
+                log.exception("watch callback for %s failed", event.path)
 
     def _hop(self, callback: Callable[[WatchEvent], Any] | None, path: str) -> Callable[[Any], None] | None:
         """A kazoo watch that runs ``callback`` on the event loop (a dropped one: see the module doc)."""
