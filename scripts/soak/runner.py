@@ -152,7 +152,7 @@ def run_soak(options: SoakOptions) -> SoakOutcome:
         return run.execute()
     finally:
         try:
-            (out_dir / "cluster.log").write_text(cluster.logs(tail=int(os.environ.get("ZKAFKA_SOAK_LOG_TAIL", "400"))))
+            (out_dir / "cluster.log").write_text(cluster.logs(tail=400))
         finally:
             cluster.stop()
 
