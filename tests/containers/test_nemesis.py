@@ -122,16 +122,6 @@ def test_process_faults_kill_term_pause(cluster):
     assert run(cluster, "kill-all-brokers", "all", stopped).brokers == [1, 2, 3]
 
 
-def test_zookeeper_kills(cluster):
-    def stopped(applied):
-        assert [cluster.status(n) for n in applied.nodes] == ["exited"]
-    run(cluster, "kill-zookeeper", "random-zk", stopped)
-    wait_for(lambda: sorted(cluster.zk_mode(z) or "" for z in (1, 2, 3)) == ["follower", "follower", "leader"], 60,
-             "the ensemble whole again")
-    leader = cluster.zk_leader()
-    assert run(cluster, "kill-zookeeper-leader", "zk-leader", stopped).nodes == [f"zk{leader}"]
-
-
 def test_partitions(cluster):
     def out_of_isr(applied):
         (victim,) = applied.brokers
@@ -188,19 +178,6 @@ def test_degraded_network(cluster):
     assert "netem" not in qdisc and "tbf" not in qdisc, qdisc
 
 
-def test_disk_faults(cluster):
-    def full(applied):
-        assert applied.brokers == [SMALL] and cluster.small_dir_usage() == "100%"
-    run(cluster, "disk-full", "small-log-dir", full)
-    assert cluster.small_dir_usage() != "100%" and not cluster.small_dir_faulty()
-
-    def unwritable(applied):
-        assert not cluster.small_dir_writable_by_broker()
-    run(cluster, "disk-unwritable", "small-log-dir", unwritable)
-    assert cluster.small_dir_writable_by_broker()
-    assert cluster.exec_root(f"broker{SMALL}", "ps -o user= -p 1").strip() == "nobody"
-
-
 def test_membership_operations(cluster):
     before = Faults(cluster, HOT_KEY).hot_state()["replicas"]
     applied = run(cluster, "reassign", "hot-partition")
@@ -209,6 +186,18 @@ def test_membership_operations(cluster):
     applied = run(cluster, "preferred-election", "all")
     assert "leader election" in applied.detail.lower() or "elected" in applied.detail.lower(), applied.detail
     wait_for(lambda: Faults(cluster, HOT_KEY).leader() == before[1], 30, "the new preferred leader elected")
+
+
+def test_zookeeper_kills(cluster):
+    def stopped(applied):
+        assert [cluster.status(n) for n in applied.nodes] == ["exited"]
+    run(cluster, "kill-zookeeper", "random-zk", stopped)
+    wait_for(lambda: sorted(cluster.zk_mode(z) or "" for z in (1, 2, 3)) == ["follower", "follower", "leader"], 60,
+             "the ensemble whole again")
+    leader = cluster.zk_leader()
+    assert run(cluster, "kill-zookeeper-leader", "zk-leader", stopped).nodes == [f"zk{leader}"]
+    wait_for(lambda: sorted(cluster.zk_mode(z) or "" for z in (1, 2, 3)) == ["follower", "follower", "leader"], 60,
+             "the ensemble whole again")
 
 
 def test_nemesis_runs_a_schedule_logs_it_and_heals_what_is_active(cluster, tmp_path):
@@ -244,3 +233,18 @@ def test_a_fault_that_cannot_start_is_logged_and_the_schedule_goes_on(cluster, t
         ("error", "kill-leader"), ("start", "preferred-election"), ("heal", "preferred-election")]
     assert "no-such-topic/0" in events[0]["detail"]
     assert nemesis.counts() == {"preferred-election": 1}
+
+
+def test_disk_faults(cluster):
+    """Last: the heal restarts broker 3 at once (SIGTERM + start), and the controller must notice that
+    bounce (the broker's new epoch) for the cluster to be whole again."""
+    def full(applied):
+        assert applied.brokers == [SMALL] and cluster.small_dir_usage() == "100%"
+    run(cluster, "disk-full", "small-log-dir", full)
+    assert cluster.small_dir_usage() != "100%" and not cluster.small_dir_faulty()
+
+    def unwritable(applied):
+        assert not cluster.small_dir_writable_by_broker()
+    run(cluster, "disk-unwritable", "small-log-dir", unwritable)
+    assert cluster.small_dir_writable_by_broker()
+    assert cluster.exec_root(f"broker{SMALL}", "ps -o user= -p 1").strip() == "nobody"
