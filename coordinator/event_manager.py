@@ -20,7 +20,7 @@ from coordinator.events import ControllerEvent, ShutdownEventThread
 log = logging.getLogger(__name__)
 
 WatchCallback = Callable[[WatchEvent], None]
-EventFor = Callable[[str], "ControllerEvent | None"]  # a fired watch's type -> the event to enqueue, or None
+EventFor = Callable[[str], "ControllerEvent | None"]  # a fired watch's type (or WATCH_LOST) -> the event, or None
 
 
 class ControllerEventManager:
@@ -40,8 +40,11 @@ class ControllerEventManager:
     def watch(self, event: ControllerEvent | EventFor) -> WatchCallback:
         """A ZooKeeper watch callback that enqueues ``event`` when the watch fires. ``event`` may instead
         be a function of the fired watch's type (CREATED, DELETED, CHANGED, CHILD) returning the event
-        to enqueue, or None for none. Session-state notifications (type NONE) enqueue nothing: the
-        session's loss reaches the controller as Expire."""
+        to enqueue, or None for none. A watch the connection loss dropped (WATCH_LOST, delivered once
+        reconnected) counts as fired: the event re-reads the znode and arms the watch again, or a
+        change made while the connection was down would never reach the controller. A watch that
+        ended with the session (type NONE) enqueues nothing: the session's loss reaches the controller
+        as Expire, and the new session's RegisterBrokerAndReelect arms every watch again."""
 
         def fire(watch_event: WatchEvent) -> None:
             if watch_event.type == "NONE":

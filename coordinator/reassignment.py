@@ -29,6 +29,7 @@ import logging
 from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.zk.client import KafkaZkClient
+from brokers.zk.gateway import WATCH_LOST
 from coordinator import events as ev
 from coordinator import reassignment_rules as rules
 from coordinator.collaborators import WatchFactory
@@ -45,8 +46,10 @@ Result = dict[TopicPartition, tuple[ErrorCode, str | None]]
 
 def zk_reassignment_event(kind: str) -> ev.ZkPartitionReassignment:
     """The event of the ``/admin/reassign_partitions`` existence watch: only the znode's creation starts
-    moves (Kafka's PartitionReassignmentHandler); any other change only re-arms the watch."""
-    return ev.ZkPartitionReassignment(created=kind == "CREATED")
+    moves (Kafka's PartitionReassignmentHandler); any other change only re-arms the watch. A watch the
+    connection loss dropped counts as a creation: the znode may have appeared meanwhile, and starting
+    the moves it lists again is what a failover does too."""
+    return ev.ZkPartitionReassignment(created=kind in ("CREATED", WATCH_LOST))
 
 
 class PartitionReassignments:

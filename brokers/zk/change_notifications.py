@@ -8,7 +8,8 @@ children again (re-arming the one-shot watch), and for each child above the last
 ``read(child)`` its content (None: purged meanwhile, skipped) and ``handle(child, content)``. A ZooKeeper
 error stops the pass before that notification (the next change or session retries from there); a
 notification that does not decode (ValueError) or whose handler fails is logged and skipped.
-``on_new_session()`` runs a pass (watches die with the session); ``sync()`` runs one on demand without
+``on_new_session()`` runs a pass (watches die with the session), and so does a watch the connection
+loss dropped (WATCH_LOST, ``brokers.zk.gateway``); ``sync()`` runs one on demand without
 arming another watch. Watch callbacks arrive on the event loop (ZkGateway hops them).
 """
 from __future__ import annotations

@@ -6,6 +6,13 @@ handlers only ever run on the loop. kazoo's exceptions become ``brokers.zk.error
 becomes ``ZnodeStat``. Multi-ops take our op types (``CreateOp``, ``SetDataOp``, ``DeleteOp``,
 ``CheckOp``); ``fenced_multi`` prepends the ``/controller_epoch`` version check that every
 controller write carries (KAFKA-6082).
+
+Watches across a connection loss: kazoo forgets every watch when the connection drops, even while the
+session lives (ZooKeeper's Java client keeps them and restores them with SetWatches on reconnect), and
+tells each watcher with a type-NONE event. A watch dropped that way is delivered once the connection is
+back as ``WatchEvent(WATCH_LOST, path)``: whatever it covered may have changed unnoticed, so the watcher
+treats it as fired (re-reads, which arms it again). A watch dropped because the session ended (expired
+or closed) is delivered as type NONE at once: that session's owner starts over on the next one.
 """
 from __future__ import annotations
 
@@ -66,10 +73,19 @@ class ZnodeStat:
     ctime: int = 0  # creation time, ms since the epoch (ZooKeeper's clock)
 
 
+WATCH_LOST = "WATCH_LOST"  # the connection dropped with the session alive: the watch is gone, treat it as fired
+
+
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
-    type: str  # CREATED, DELETED, CHANGED, CHILD
-    path: str
+    type: str  # CREATED, DELETED, CHANGED, CHILD; NONE (the session ended); WATCH_LOST
+    path: str | None
+
+
+def dropped_watch_type(session_state: str) -> str:
+    """What a watch that kazoo dropped (type NONE, with kazoo's ``KeeperState`` at the time) becomes:
+    WATCH_LOST while the session lives (the connection is being re-established), NONE once it ended."""
+    return "NONE" if session_state in ("EXPIRED_SESSION", "CLOSED", "AUTH_FAILED") else WATCH_LOST
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +151,8 @@ class ZkGateway:
         self._loop = loop
         self._listeners: list[Callable[[SessionState], None]] = []
         self.session_state: SessionState | None = None  # None until the first connection (set on kazoo's thread)
+        self._loop_state: SessionState | None = None  # the same, as the event loop has seen it so far
+        self._lost_watches: list[tuple[Callable[[WatchEvent], Any], WatchEvent]] = []  # until reconnected
         self.latency = LatencyHistogram(ZOOKEEPER_BUCKETS)  # every ZooKeeper round trip, seconds
         self._client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000, connection_retry={"max_tries": -1, "max_delay": 1},
                                    command_retry={"max_tries": 0},
@@ -185,20 +203,46 @@ class ZkGateway:
         log.info("ZooKeeper session %s", ours.value)
         self.session_state = ours
         if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._on_loop_state, ours)
             for listener in list(self._listeners):
                 self._loop.call_soon_threadsafe(listener, ours)
 
-    def _hop(self, callback: Callable[[WatchEvent], Any] | None) -> Callable[[Any], None] | None:
-        """A kazoo watch that runs ``callback`` on the event loop."""
+    def _on_loop_state(self, state: SessionState) -> None:
+        """On the loop: once reconnected, the watches the connection loss dropped fire (WATCH_LOST); if
+        the session is lost instead, they are told NONE (the session ended)."""
+        self._loop_state = state
+        if state is SessionState.SUSPENDED:
+            return
+        lost, self._lost_watches = self._lost_watches, []
+        for callback, event in lost:
+            try:
+                callback(event if state is SessionState.CONNECTED else WatchEvent("NONE", event.path))
+            except Exception:  # noqa: BLE001 - one watcher's failure must not cost the others their watch
+                log.exception("watch callback for %s failed", event.path)
+
+    def _hop(self, callback: Callable[[WatchEvent], Any] | None, path: str) -> Callable[[Any], None] | None:
+        """A kazoo watch that runs ``callback`` on the event loop (a dropped one: see the module doc)."""
         if callback is None:
             return None
         loop = self._loop
 
         def watch(event: Any) -> None:
-            if loop is not None and not loop.is_closed():
+            if loop is None or loop.is_closed():
+                return
+            if str(event.type) == "NONE":
+                dropped = WatchEvent(dropped_watch_type(str(event.state)), path)
+                loop.call_soon_threadsafe(self._watch_dropped, callback, dropped)
+            else:
                 loop.call_soon_threadsafe(callback, WatchEvent(str(event.type), event.path))
 
         return watch
+
+    def _watch_dropped(self, callback: Callable[[WatchEvent], Any], event: WatchEvent) -> None:
+        """On the loop: a lost watch fires when the connection is back (now, if it already is)."""
+        if event.type == WATCH_LOST and self._loop_state is not SessionState.CONNECTED:
+            self._lost_watches.append((callback, event))
+        else:
+            callback(event)
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
@@ -226,7 +270,7 @@ class ZkGateway:
 
     # -- reads ---------------------------------------------------------------------------------
     async def get(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> tuple[bytes, ZnodeStat]:
-        data, stat = await self._read(self._client.get, path, watch=self._hop(watch))
+        data, stat = await self._read(self._client.get, path, watch=self._hop(watch, path))
         return data, _stat(stat)
 
     async def get_or_none(self, path: str) -> tuple[bytes, ZnodeStat] | None:
@@ -236,10 +280,10 @@ class ZkGateway:
             return None
 
     async def get_children(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> list[str]:
-        return sorted(await self._read(self._client.get_children, path, watch=self._hop(watch)))
+        return sorted(await self._read(self._client.get_children, path, watch=self._hop(watch, path)))
 
     async def exists(self, path: str, watch: Callable[[WatchEvent], Any] | None = None) -> ZnodeStat | None:
-        stat = await self._read(self._client.exists, path, watch=self._hop(watch))
+        stat = await self._read(self._client.exists, path, watch=self._hop(watch, path))
         return _stat(stat) if stat is not None else None
 
     # -- writes --------------------------------------------------------------------------------

@@ -24,7 +24,13 @@ Answered from the MetadataCache alone, as Kafka does (``KafkaApis.handleTopicMet
   may do (0 without Describe on the cluster); v8+ ``include_topic_authorized_operations``: per answered
   topic, the bit field of its topic operations. Not requested (and always for denied topics, and v11's
   absent cluster field): -2147483648;
-* v10+: each topic's id (all zeros while the controller has given it none).
+* v10+: each topic's id (all zeros while the controller has given it none);
+* before the controller's first UpdateMetadata reached this broker (just started or re-registered: the
+  cache is empty, ``controller_id`` None) a named topic answers LEADER_NOT_AVAILABLE, never
+  UNKNOWN_TOPIC_OR_PARTITION, and nothing is auto-created: a broker that knows nothing yet cannot say a
+  topic does not exist, and clients take that answer as final (librdkafka drops the topic's partitions,
+  a consumer group rebalances without them). Kafka 2.8 answers UNKNOWN_TOPIC_OR_PARTITION in that window;
+  its KRaft brokers serve no requests until they caught up with the metadata.
 """
 from __future__ import annotations
 
@@ -152,6 +158,8 @@ async def _topics(context: ServerContext, header: RequestHeader, request: Any, r
             continue
         if name in known:
             topic = _topic(context, name, reachable, header.api_version)
+        elif context.metadata_cache.controller_id is None:  # no UpdateMetadata yet: nothing is known
+            topic = _error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE)
         else:
             topic = await _missing_topic(context, name, allow)
         if with_operations:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import typing
 
-from brokers.zk.gateway import WatchEvent
+from brokers.zk.gateway import WATCH_LOST, WatchEvent
 from coordinator import events as ev
 from coordinator.controller import ControllerConfig, KafkaController
 from coordinator.event_manager import ControllerEventManager
+from coordinator.reassignment import zk_reassignment_event
 
 ANSWERED_BY_ANY_BROKER = {ev.Startup, ev.Reelect, ev.RegisterBrokerAndReelect, ev.Expire, ev.ControlledShutdown,
                           ev.ApiPartitionReassignment, ev.ListPartitionReassignments, ev.ReplicaLeaderElection}
@@ -57,3 +58,18 @@ def test_a_watch_may_choose_its_event_from_the_fired_type_or_none():
     for kind in ("NONE", "DELETED", "CREATED"):
         fire(WatchEvent(kind, "/admin/reassign_partitions"))
     assert seen == ["DELETED", "CREATED"] and queued(manager) == [ev.ZkPartitionReassignment(created=True)]
+
+
+def test_a_watch_the_connection_loss_dropped_counts_as_fired():
+    """kazoo forgets the watches on a connection loss: without this event the controller would never
+    hear of /brokers/ids (or any other watched znode) again while its session lives."""
+    manager = ControllerEventManager(process=None)
+    manager.watch(ev.BrokerChange())(WatchEvent(WATCH_LOST, "/brokers/ids"))
+    manager.watch(ev.Reelect())(WatchEvent(WATCH_LOST, "/controller"))
+    assert queued(manager) == [ev.BrokerChange(), ev.Reelect()]
+
+
+def test_a_lost_reassignment_watch_reads_the_znode_as_if_created():
+    assert zk_reassignment_event(WATCH_LOST) == ev.ZkPartitionReassignment(created=True)
+    assert zk_reassignment_event("CREATED") == ev.ZkPartitionReassignment(created=True)
+    assert zk_reassignment_event("DELETED") == ev.ZkPartitionReassignment(created=False)

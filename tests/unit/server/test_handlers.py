@@ -195,6 +195,22 @@ def test_metadata_unknown_topic_without_auto_creation(world):
     assert world.admin.calls == []
 
 
+def test_metadata_before_the_first_update_metadata_says_leader_not_available(tmp_path):
+    """A broker that has not heard from the controller yet cannot tell that a topic does not exist."""
+    w = World(tmp_path)
+    try:
+        w.cache.controller_id = None  # as a broker that has just started, before the controller's UpdateMetadata
+        w.cache.live_brokers, w.cache.partitions, w.cache._by_topic = {}, {}, {}
+        for allow in (False, True):
+            response = run(w.call(handle_metadata, METADATA, 4, topics=[dict(name="t")], allow_auto_topic_creation=allow))
+            assert [(t.name, t.error_code, t.partitions) for t in response.topics] == [
+                ("t", ErrorCode.LEADER_NOT_AVAILABLE, ())]
+            assert response.controller_id == -1 and response.brokers == ()
+        assert w.admin.calls == []  # nothing auto-created on the strength of an empty cache
+    finally:
+        w.log_manager.shutdown()
+
+
 def test_metadata_auto_creates_unknown_topics(world):
     response = run(world.call(handle_metadata, METADATA, 4, topics=[dict(name="new"), dict(name="bad/name")],
                               allow_auto_topic_creation=True))
