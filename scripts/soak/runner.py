@@ -109,6 +109,25 @@ def check_config(plan: WorkloadPlan, unsafe: bool) -> CheckConfig:
                        eos_pairs={plan.txn_input: plan.txn_output} if plan.copiers else {})
 
 
+CLIENT_FAULTS = frozenset({"partition-clients"})
+
+
+def client_fault_windows(events: list[dict], end_ns: int) -> tuple[tuple[int, int], ...]:
+    """(start, heal) of every fault that cut the clients from the cluster, from the nemesis's events (a fault
+    the final sweep healed ends at ``end_ns``)."""
+    started: dict[object, int] = {}
+    windows = []
+    for e in events:
+        if e.get("kind") not in CLIENT_FAULTS:
+            continue
+        if e["event"] == "start":
+            started[e.get("id")] = e["time"]
+        elif e["event"] == "heal" and e.get("id") in started:
+            windows.append((started.pop(e.get("id")), e["time"]))
+    windows.extend((start, end_ns) for start in started.values())
+    return tuple(sorted(windows))
+
+
 def random_seed() -> int:
     return random.SystemRandom().randrange(1, 2**31)
 
@@ -274,7 +293,9 @@ class _Run:
         ops = history.merge(sorted(self.history_dir.glob("history-*.jsonl")))
         with open(self.out_dir / "history.jsonl", "w") as f:
             history.write(ops, f)
-        result = check(ops, self.config, availability)
+        config = replace(self.config, client_fault_windows=client_fault_windows(
+            nemesis.events(), ops[-1].time if ops else 0))
+        result = check(ops, config, availability)
         (self.out_dir / "check.json").write_text(json.dumps(result.to_json(), indent=1, default=str))
         counts = nemesis.counts()
         meta = self._meta(counts, len(ops))

@@ -5,7 +5,9 @@ its members read in ok polls and committed transactions; on each key, from the f
 the highest, every visible value of the version order must be among them (position == consumed). Its
 committed offsets, in completion order, never go down per key. A ``rebalance`` is expected within
 ``rebalance_grace_s`` after a member's ``subscribe``, or around a member's ``crash`` or leave (its last op,
-overall and before each crash); any other rebalance was caused by the cluster.
+overall and before each crash), or within a fault that cut the clients from the cluster (up to
+``rebalance_grace_s`` after it healed: ``CheckConfig.client_fault_windows``); any other rebalance was caused by
+the cluster.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def check_groups(index: HistoryIndex, config: CheckConfig, findings: Findings) -
         name = sorted(topics)
         _check_gaps(index, name, ops, findings)
         _check_commits(name, ops, findings)
-        _check_rebalances(name, ops, config.rebalance_grace_s, index.t0, findings)
+        _check_rebalances(name, ops, config, index.t0, findings)
 
 
 def _check_gaps(index: HistoryIndex, name: list[str], ops: list[Completed], findings: Findings) -> None:
@@ -62,8 +64,8 @@ def _check_commits(name: list[str], ops: list[Completed], findings: Findings) ->
                 committed[key] = (offset, c)
 
 
-def _check_rebalances(name: list[str], ops: list[Completed], grace_s: float, t0: int, findings: Findings) -> None:
-    grace = int(grace_s * 1e9)
+def _check_rebalances(name: list[str], ops: list[Completed], config: CheckConfig, t0: int, findings: Findings) -> None:
+    grace = int(config.rebalance_grace_s * 1e9)
     joins: list[int] = []
     leaves: list[int] = []
     last: dict[str, int] = {}
@@ -84,6 +86,8 @@ def _check_rebalances(name: list[str], ops: list[Completed], grace_s: float, t0:
         t = c.start
         if bisect_right(joins, t) > bisect_left(joins, t - grace) or bisect_right(leaves, t + grace) > bisect_left(
                 leaves, t - grace):
+            continue
+        if any(start <= t <= end + grace for start, end in config.client_fault_windows):
             continue
         findings.add("unexpected-rebalance", {"group": name, "process": c.process, "op": c.op,
                                               "at_s": round((t - t0) / 1e9, 3), "value": c.value})

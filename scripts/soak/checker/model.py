@@ -20,6 +20,10 @@ class CheckConfig:
     rebalance_grace_s: float = 30.0
     leader_bound_s: float = 60.0
     eos_pairs: dict[str, str] = field(default_factory=dict)  # input topic -> the output topic its copiers write
+    # (start_ns, end_ns) of faults that cut the clients from the cluster: a member cut off longer than its session
+    # timeout loses its membership as in Kafka, so a rebalance from its start to rebalance_grace_s after its end
+    # is expected (the rule is "no rebalance caused by a broker failure")
+    client_fault_windows: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,7 @@ class WorkloadPlan:
     txn_rate: int = 100
     group: str = "soak-group"
     abort_probability: float = 0.1
-    max_txn_records: int = 100
+    max_txn_records: int = 500
 
 
 def producer_flags(topic: str, partitions: int, rate: float, value_base: int, acks: str,

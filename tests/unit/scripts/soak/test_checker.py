@@ -445,3 +445,18 @@ def test_aborted_reads_and_read_cycles_are_allowed_under_read_uncommitted():
     strict, loose = check(h.ops), check(h.ops, CheckConfig(read_committed=False))
     assert not strict.valid and strict.anomalies["G1a"].count == 1 and strict.anomalies["G1c"].count == 1
     assert loose.valid and loose.anomalies["G1a"].allowed and loose.anomalies["G1c"].allowed
+
+
+def test_a_rebalance_during_or_soon_after_a_client_partition_is_expected():
+    h = History()
+    _group_of_one(h)
+    h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.at(100)
+    h.rebalance("g0", ["soak/0"], ["soak/0"])
+    h.at(200)
+    h.commit("g0", {"soak/0": 3})
+    s = 1_000_000_000
+    cut_earlier = CheckConfig(client_fault_windows=((10 * s, 20 * s),))
+    assert_only(check(h.ops, cut_earlier), "unexpected-rebalance")
+    assert check(h.ops, CheckConfig(client_fault_windows=((60 * s, 80 * s),))).valid  # healed 20 s before
+    assert check(h.ops, CheckConfig(client_fault_windows=((90 * s, 150 * s),))).valid  # during the cut

@@ -123,3 +123,11 @@ def test_a_reused_run_directory_keeps_nothing_of_the_last_run(tmp_path):
     assert list((tmp_path / "histories").iterdir()) == []
     runner.fresh_run_dir(tmp_path / "new" / "run")
     assert (tmp_path / "new" / "run" / "histories").is_dir()
+
+
+def test_client_fault_windows_pair_each_client_cut_with_its_heal():
+    events = [{"time": 10, "event": "start", "kind": "partition-clients", "id": 1},
+              {"time": 12, "event": "start", "kind": "kill-broker", "id": 2},
+              {"time": 20, "event": "heal", "kind": "partition-clients", "id": 1},
+              {"time": 30, "event": "start", "kind": "partition-clients", "id": 3}]
+    assert runner.client_fault_windows(events, end_ns=99) == ((10, 20), (30, 99))
