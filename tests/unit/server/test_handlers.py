@@ -181,6 +181,17 @@ def test_metadata_known_topic(world):
     assert world.admin.calls == []
 
 
+@pytest.mark.parametrize("version", [0, 1, 4, 9, 11])
+def test_metadata_before_the_first_update_metadata_names_no_broker_and_no_topic(world, version):
+    """A restarted broker the controller has not sent metadata yet: no view rather than "every topic is
+    unknown and there are no brokers" (librdkafka would drop its brokers and the consumer's topics)."""
+    world.context.metadata_cache = MetadataCache(ME)
+    topics = [] if version == 0 else [dict(name="t"), dict(name="new")]  # v0: every topic
+    response = run(world.call(handle_metadata, METADATA, version, topics=topics, allow_auto_topic_creation=True))
+    assert (list(response.brokers), list(response.topics), getattr(response, "controller_id", -1)) == ([], [], -1)
+    assert world.admin.calls == []  # nothing auto-created from an empty view
+
+
 def test_metadata_all_topics_and_none(world):
     response = run(world.call(handle_metadata, METADATA, 4, topics=None))
     assert [t.name for t in response.topics] == ["lat", "t", "u"]
