@@ -24,13 +24,15 @@ Answered from the MetadataCache alone, as Kafka does (``KafkaApis.handleTopicMet
   may do (0 without Describe on the cluster); v8+ ``include_topic_authorized_operations``: per answered
   topic, the bit field of its topic operations. Not requested (and always for denied topics, and v11's
   absent cluster field): -2147483648;
-* v10+: each topic's id (all zeros while the controller has given it none);
-* before the controller's first UpdateMetadata reached this broker (just started or re-registered: the
-  cache is empty, ``controller_id`` None) a named topic answers LEADER_NOT_AVAILABLE, never
-  UNKNOWN_TOPIC_OR_PARTITION, and nothing is auto-created: a broker that knows nothing yet cannot say a
-  topic does not exist, and clients take that answer as final (librdkafka drops the topic's partitions,
-  a consumer group rebalances without them). Kafka 2.8 answers UNKNOWN_TOPIC_OR_PARTITION in that window;
-  its KRaft brokers serve no requests until they caught up with the metadata.
+* v10+: each topic's id (all zeros while the controller has given it none).
+
+Until the controller's first UpdateMetadata (a restarted broker whose controller is slow, partitioned or
+being re-elected) the cache knows no live broker, not even this one (``knows_cluster``). Kafka 2.8 then answers
+every named topic UNKNOWN_TOPIC_OR_PARTITION with an empty broker list; librdkafka (2.10+) takes that as the
+truth: it marks the topics deleted and decommissions every broker it learned, so a consumer loses its
+coordinator and its fetchers until it re-bootstraps (minutes), and its group rebalances. Here such a broker
+answers no brokers and no topics: librdkafka retries that elsewhere ("No brokers or topics in metadata"), the
+Java client ignores a response without brokers, and nothing is auto-created from an empty view.
 """
 from __future__ import annotations
 
@@ -69,6 +71,11 @@ def partition_answer(state: Any, live: set[int], reachable: set[int], version: i
         error = ErrorCode.REPLICA_NOT_AVAILABLE
     return dict(error_code=error, partition_index=state.partition, leader_id=leader, leader_epoch=state.leader_epoch,
                 replica_nodes=replicas, isr_nodes=isr, offline_replicas=state.offline_replicas)
+
+
+def knows_cluster(cache: Any) -> bool:
+    """Whether the controller has sent this broker metadata yet (every UpdateMetadata lists a live broker)."""
+    return bool(cache.live_brokers)
 
 
 def _brokers(context: ServerContext) -> tuple[list[dict[str, Any]], set[int]]:
@@ -158,8 +165,6 @@ async def _topics(context: ServerContext, header: RequestHeader, request: Any, r
             continue
         if name in known:
             topic = _topic(context, name, reachable, header.api_version)
-        elif context.metadata_cache.controller_id is None:  # no UpdateMetadata yet: nothing is known
-            topic = _error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE)
         else:
             topic = await _missing_topic(context, name, allow)
         if with_operations:
@@ -170,7 +175,9 @@ async def _topics(context: ServerContext, header: RequestHeader, request: Any, r
 
 async def handle_metadata(context: ServerContext, header: RequestHeader, request: Any) -> Any:
     brokers, reachable = _brokers(context)
-    if _named_by_id(header, request):
+    if not knows_cluster(context.metadata_cache):
+        topics = []
+    elif _named_by_id(header, request):
         topics = [_error_topic(t.name or "", ErrorCode.INVALID_REQUEST) for t in request.topics]
     else:
         topics = await _topics(context, header, request, reachable)
