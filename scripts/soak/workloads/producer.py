@@ -65,7 +65,12 @@ class SoakProducer:
             while sent < pacer.due(elapsed) and not self.stopping and self.fatal is None:
                 self._send(sent)
                 sent += 1
-            self.producer.poll(pacer.wait_s(sent, time.monotonic() - start))
+            try:
+                self.producer.poll(pacer.wait_s(sent, time.monotonic() - start))
+            except SystemError as exc:
+                # confluent-kafka 2.16 can raise this from poll() while librdkafka reports its brokers going down
+                # ("exception <class 'str'> is not a BaseException subclass"); the sends stay recorded
+                log(self.args.process, f"client raised from poll(): {exc}")
         return self._finish()
 
     def _send(self, n: int) -> None:
