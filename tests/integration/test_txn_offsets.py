@@ -25,6 +25,7 @@ from consumer_group.coordinator.placement import partition_for
 from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.raw_client import RawConnection
+from tests.integration.znodes import connected_zk
 
 FIND_COORDINATOR, OFFSET_FETCH, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT = 10, 9, 27, 28
 PID = 7000
@@ -247,18 +248,17 @@ INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN = 22, 25, 26
 
 @pytest.fixture
 def verifying_cluster(tmp_path):
-    """Brokers with KIP-890's verification on (the default) and a quick timeout-abort timer."""
-    properties = {"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200",
-                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}
+    """Brokers with KIP-890's verification on (the default)."""
+    properties = {"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200"}
     with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=4000,
                          properties=properties) as c:
         yield c
 
 
 def test_a_txn_offset_commit_retried_after_its_transaction_was_aborted_and_the_group_moved_is_fenced(
-        verifying_cluster, zk):
-    """Soak seed 7: the transaction timed out (aborted with the epoch bumped) before the producer's
-    TxnOffsetCommit reached the group coordinator, whose abort marker so found nothing pending; the group's
+        verifying_cluster):
+    """Soak seed 7: the transaction was aborted with the epoch bumped (a new instance fenced the producer, or
+    it timed out) before the producer's TxnOffsetCommit reached the group coordinator, whose abort marker so found nothing pending; the group's
     coordinator was then killed, and the retried TxnOffsetCommit (old epoch) landed at its successor: pending
     in ZooKeeper for ever (EndTxn _FENCED; OffsetFetch require_stable UNSTABLE_OFFSET_COMMIT for 12 minutes).
     Verified with the transaction coordinator, it is refused and the group's offsets stay stable."""
@@ -276,7 +276,7 @@ def test_a_txn_offset_commit_retried_after_its_transaction_was_aborted_and_the_g
 
     def init() -> tuple[int, int] | None:
         response = call(cluster, wait_for(txn_coordinator, 30, "the transaction coordinator"), INIT_PRODUCER_ID, 1,
-                        transactional_id=txn_id, transaction_timeout_ms=1000)
+                        transactional_id=txn_id, transaction_timeout=60000)
         return (response.producer_id, response.producer_epoch) if response.error_code == ErrorCode.NONE else None
 
     pid, epoch = wait_for(init, 60, "InitProducerId")
@@ -284,11 +284,10 @@ def test_a_txn_offset_commit_retried_after_its_transaction_was_aborted_and_the_g
         cluster, txn_coordinator(), ADD_OFFSETS_TO_TXN, 1, transactional_id=txn_id, producer_id=pid,
         producer_epoch=epoch, group_id=group)), 30, "AddOffsetsToTxn")
     assert added.error_code == ErrorCode.NONE
-    # the transaction times out and is aborted (epoch + 1): EndTxn at the old epoch is fenced
-    wait_for(lambda: call(cluster, txn_coordinator(), END_TXN, 1, transactional_id=txn_id, producer_id=pid,
-                          producer_epoch=epoch, committed=True).error_code == ErrorCode.PRODUCER_FENCED
-             or None, 60, "the timed-out transaction aborted")
-    wait_for(lambda: init() or None, 60, "the abort completed (InitProducerId answers again)")
+    # a new instance fences the producer: its InitProducerId aborts the Ongoing transaction (epoch + 1) and
+    # answers once the abort's markers are written (CONCURRENT_TRANSACTIONS meanwhile)
+    fenced_pid, fenced_epoch = wait_for(init, 60, "the fencing InitProducerId")
+    assert fenced_pid == pid and fenced_epoch > epoch + 1
 
     coordinator = wait_for(lambda: coordinator_of(cluster, group, alive), 30, "the group's coordinator")
     cluster.signal_broker(coordinator, signal.SIGKILL)
@@ -302,7 +301,8 @@ def test_a_txn_offset_commit_retried_after_its_transaction_was_aborted_and_the_g
                                         ErrorCode.COORDINATOR_NOT_AVAILABLE) else None
     wait_for(retried, 30, "the late TxnOffsetCommit answered")
     assert late == {T0: ErrorCode.INVALID_PRODUCER_EPOCH}
-    assert not zk.exists(f"/consumers/{group}/txn_offsets/{pid}")
+    with connected_zk(cluster) as zk:
+        assert not zk.exists(f"/consumers/{group}/txn_offsets/{pid}")
     assert offset_fetch(cluster, successor, group, True) == (ErrorCode.NONE, {
         0: (ErrorCode.NONE, -1), 1: (ErrorCode.NONE, -1)})
 
