@@ -16,7 +16,10 @@ have); what each version means is decided in ``versions`` (pure), the handlers a
 * TxnOffsetCommit (KIP-98): Write on the TransactionalId (else every partition is
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Read on the group (GROUP_AUTHORIZATION_FAILED), then Read on each
   topic and the partition's existence as OffsetCommit; v0-1 are answered COORDINATOR_NOT_AVAILABLE where
-  the coordinator is still loading (KAFKA-7296). The offsets stay pending until the transaction's marker.
+  the coordinator is still loading (KAFKA-7296). With ``transaction.partition.verification.enable`` (KIP-890,
+  ``context.verify_transaction``) the group's offsets partition must be in the producer's Ongoing transaction
+  at that epoch (else INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, ...; COORDINATOR_LOAD_IN_PROGRESS while the
+  transaction coordinator cannot answer). The offsets stay pending until the transaction's marker.
 * OffsetFetch v7 with ``require_stable`` (KIP-447) answers UNSTABLE_OFFSET_COMMIT (offset -1) for each
   partition with transactional offsets pending; without it the last committed offset is answered.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Protocol
 
-from brokers.model import TopicPartition
+from brokers.model import OFFSETS_TOPIC, TopicPartition
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
@@ -34,7 +37,7 @@ from consumer_group.coordinator import versions
 from consumer_group.coordinator.coordinator import GroupCoordinator, JoinRequest
 from consumer_group.coordinator.group import GroupMetadata, JoinResult
 from consumer_group.coordinator.state import GroupState
-from consumer_group.coordinator.txn_offsets import NO_GENERATION, UNKNOWN_MEMBER_ID
+from consumer_group.coordinator.txn_offsets import NO_GENERATION, UNKNOWN_MEMBER_ID, verification_error
 
 
 class PartitionMetadata(Protocol):
@@ -184,13 +187,31 @@ async def handle_txn_offset_commit(context: GroupApiContext, header: RequestHead
     else:
         results = _commit_rejected(context, request.group_id, offsets)
         allowed = {tp: v for tp, v in offsets.items() if tp not in results}
-        if allowed:
+        refused = await _txn_unverified(context, request) if allowed else None
+        if refused is not None:
+            results.update(dict.fromkeys(allowed, refused))
+        elif allowed:
             results.update(await context.group_coordinator.commit_txn_offsets(
                 request.group_id, request.producer_id, request.producer_epoch,
                 getattr(request, "member_id", UNKNOWN_MEMBER_ID), getattr(request, "group_instance_id", None),
                 getattr(request, "generation_id", NO_GENERATION), allowed))  # v3 (KIP-447)
     results = {tp: versions.txn_offset_commit_error(header.api_version, e) for tp, e in results.items()}
     return codec.build_response(header, topics=_by_topic(results, lambda p, e: {"partition_index": p, "error_code": e}))
+
+
+async def _txn_unverified(context: GroupApiContext, request: Any) -> ErrorCode | None:
+    """KIP-890 for TxnOffsetCommit (with ``transaction.partition.verification.enable``, as Kafka 3.6's group
+    coordinator): the group's offsets partition must be in the producer's Ongoing transaction at that epoch,
+    else the offsets would stay pending for ever. A TxnOffsetCommit retried after its transaction was aborted
+    (timed out, or fenced by a new instance) and after the abort's marker found nothing to complete here
+    (its epoch was then recorded in memory only, lost with a failover) is refused instead. None: verified
+    (or verification is off)."""
+    verify = getattr(context, "verify_transaction", None)
+    if verify is None:
+        return None
+    offsets_tp = TopicPartition(OFFSETS_TOPIC, context.group_coordinator.partition_for(request.group_id))
+    return verification_error(await verify(request.transactional_id, request.producer_id, request.producer_epoch,
+                                           offsets_tp))
 
 
 _DENIED = object()  # an OffsetFetch partition of a topic the principal may not describe

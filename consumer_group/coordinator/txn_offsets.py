@@ -81,6 +81,18 @@ def producer_epoch_error(known_epoch: int | None, producer_epoch: int) -> ErrorC
     return None
 
 
+def verification_error(code: int) -> ErrorCode | None:
+    """A TxnOffsetCommit's answer when the transaction coordinator did not verify the group's offsets partition
+    in the producer's Ongoing transaction (KIP-890, as Kafka 3.6's group coordinator); None when it did.
+    ``code`` is the broker's verification answer, mapped for a Produce (``BrokerTransactions.verify``): its
+    retriable NOT_ENOUGH_REPLICAS becomes COORDINATOR_LOAD_IN_PROGRESS (the client retries), the rest
+    (INVALID_PRODUCER_EPOCH: fenced, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING) stay."""
+    code = ErrorCode(code)
+    if code == ErrorCode.NONE:
+        return None
+    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if code == ErrorCode.NOT_ENOUGH_REPLICAS else code
+
+
 def coordinator_epoch_error(known_epoch: int | None, coordinator_epoch: int) -> ErrorCode | None:
     """A marker from an older transaction coordinator epoch than the highest seen for that producer id comes
     from a deposed transaction coordinator: fenced (Kafka 2.8's ``ProducerAppendInfo`` on a control batch)."""

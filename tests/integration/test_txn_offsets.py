@@ -25,6 +25,7 @@ from consumer_group.coordinator.placement import partition_for
 from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
 from tests.integration.raw_client import RawConnection
+from tests.integration.znodes import connected_zk
 
 FIND_COORDINATOR, OFFSET_FETCH, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT = 10, 9, 27, 28
 PID = 7000
@@ -136,7 +137,10 @@ def test_completing_records_the_producer_epochs_and_a_landed_commit_retried_succ
 # raw requests to a real cluster
 @pytest.fixture
 def cluster(tmp_path):
-    properties = {"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200"}
+    # raw TxnOffsetCommits of made-up producers (no transaction coordinator involved): KIP-890's verification,
+    # which refuses offsets outside an Ongoing transaction, is off here
+    properties = {"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200",
+                  "transaction.partition.verification.enable": "false"}
     with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=4000,
                          properties=properties) as c:
         yield c
@@ -237,3 +241,77 @@ def test_txn_offset_commit_is_pending_in_zookeeper_unstable_and_survives_the_coo
     assert offset_fetch(cluster, successor, group, True) == (ErrorCode.NONE, {
         0: (ErrorCode.NONE, 42), 1: (ErrorCode.NONE, -1)})
     assert write_txn_marker(cluster, successor, group, PID, 3, True) == ErrorCode.NONE  # a retried marker
+
+
+INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN = 22, 25, 26
+
+
+@pytest.fixture
+def verifying_cluster(tmp_path):
+    """Brokers with KIP-890's verification on (the default)."""
+    properties = {"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200"}
+    with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=4000,
+                         properties=properties) as c:
+        yield c
+
+
+def test_a_txn_offset_commit_retried_after_its_transaction_was_aborted_and_the_group_moved_is_fenced(
+        verifying_cluster):
+    """Soak seed 7: the transaction was aborted with the epoch bumped (a new instance fenced the producer, or
+    it timed out) before the producer's TxnOffsetCommit reached the group coordinator, whose abort marker so found nothing pending; the group's
+    coordinator was then killed, and the retried TxnOffsetCommit (old epoch) landed at its successor: pending
+    in ZooKeeper for ever (EndTxn _FENCED; OffsetFetch require_stable UNSTABLE_OFFSET_COMMIT for 12 minutes).
+    Verified with the transaction coordinator, it is refused and the group's offsets stay stable."""
+    cluster, group, txn_id = verifying_cluster, "g-late", "tx-late"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("paid", 2, 3)])["paid"].result(30)
+    alive = list(cluster.broker_ids)
+
+    def txn_coordinator() -> int | None:
+        for broker in alive:
+            found = call(cluster, broker, FIND_COORDINATOR, 1, key=txn_id, key_type=1)
+            if found.error_code == ErrorCode.NONE and found.node_id in alive:
+                return found.node_id
+        return None
+
+    def init() -> tuple[int, int] | None:
+        response = call(cluster, wait_for(txn_coordinator, 30, "the transaction coordinator"), INIT_PRODUCER_ID, 1,
+                        transactional_id=txn_id, transaction_timeout=60000)
+        return (response.producer_id, response.producer_epoch) if response.error_code == ErrorCode.NONE else None
+
+    pid, epoch = wait_for(init, 60, "InitProducerId")
+    added = wait_for(lambda: (lambda r: r if r.error_code == ErrorCode.NONE else None)(call(
+        cluster, txn_coordinator(), ADD_OFFSETS_TO_TXN, 1, transactional_id=txn_id, producer_id=pid,
+        producer_epoch=epoch, group_id=group)), 30, "AddOffsetsToTxn")
+    assert added.error_code == ErrorCode.NONE
+    # a new instance fences the producer: its InitProducerId aborts the Ongoing transaction (epoch + 1) and
+    # answers once the abort's markers are written (CONCURRENT_TRANSACTIONS meanwhile)
+    fenced_pid, fenced_epoch = wait_for(init, 60, "the fencing InitProducerId")
+    assert fenced_pid == pid and fenced_epoch > epoch + 1
+
+    coordinator = wait_for(lambda: coordinator_of(cluster, group, alive), 30, "the group's coordinator")
+    cluster.signal_broker(coordinator, signal.SIGKILL)
+    alive.remove(coordinator)
+    successor = wait_for(lambda: coordinator_of(cluster, group, alive), 40, "a new group coordinator")
+    late = {}
+
+    def retried() -> dict | None:
+        late.update(txn_offset_commit_of(cluster, successor, group, txn_id, pid, epoch, {T0: 42}))
+        return late if late[T0] not in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
+                                        ErrorCode.COORDINATOR_NOT_AVAILABLE) else None
+    wait_for(retried, 30, "the late TxnOffsetCommit answered")
+    assert late == {T0: ErrorCode.INVALID_PRODUCER_EPOCH}
+    with connected_zk(cluster) as zk:
+        assert not zk.exists(f"/consumers/{group}/txn_offsets/{pid}")
+    assert offset_fetch(cluster, successor, group, True) == (ErrorCode.NONE, {
+        0: (ErrorCode.NONE, -1), 1: (ErrorCode.NONE, -1)})
+
+
+def txn_offset_commit_of(cluster: Cluster, broker: int, group: str, txn_id: str, pid: int, epoch: int,
+                         offsets: dict) -> dict:
+    response = call(cluster, broker, TXN_OFFSET_COMMIT, 3, transactional_id=txn_id, group_id=group,
+                    producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None,
+                    topics=[dict(name="paid", partitions=[dict(partition_index=tp.partition, committed_offset=o,
+                                                               committed_leader_epoch=-1, committed_metadata="")
+                                                          for tp, o in offsets.items()])])
+    return {TopicPartition(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}

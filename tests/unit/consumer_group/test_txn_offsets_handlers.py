@@ -112,3 +112,79 @@ def test_a_loading_coordinator_answers_old_clients_coordinator_not_available(tmp
         response = await world.call(handle_txn_offset_commit, 28, version, **txn_request(t_0=5))
         assert errors(response) == {("t", 0): expected}
     in_world(tmp_path, scenario, store=GatedStore(hold_load=True), elect=False)
+
+
+def _verifying(world, txn_world) -> None:
+    """The broker's KIP-890 verification hook over a real transaction coordinator (as ``BrokerTransactions.verify``
+    answers it: the coordinator's code mapped for a Produce)."""
+    from brokers.app.transaction_wiring import produce_error
+
+    async def verify(transactional_id, producer_id, producer_epoch, tp):
+        return produce_error(await txn_world.coordinator.verify_partition(transactional_id, producer_id,
+                                                                          producer_epoch, tp))
+    world.context.verify_transaction = verify
+
+
+def test_a_late_txn_offset_commit_of_a_transaction_aborted_meanwhile_is_fenced_after_a_failover(tmp_path):
+    """Soak seed 7: the copier's transaction timed out while the brokers were down; the coordinator aborted it
+    (PrepareEpochFence, epoch + 1) and the abort marker reached the group coordinator before the copier's
+    TxnOffsetCommit, so nothing was pending and the marker's epoch was recorded in memory only. The group's
+    partition then failed over; the copier's retried TxnOffsetCommit (the old epoch) landed, its EndTxn was
+    _FENCED, and nothing ever completed those offsets: OffsetFetch(require_stable) answered
+    UNSTABLE_OFFSET_COMMIT for ever. The TxnOffsetCommit must be verified with the transaction coordinator."""
+    from brokers.model import OFFSETS_TOPIC, TopicPartition
+    from tests.unit.transactions.fakes import World as TxnWorld, completed, wait_for
+
+    async def scenario(world, coordinator):
+        txn = TxnWorld()
+        await txn.elect_all()
+        _verifying(world, txn)
+        txn.producer_ids.next = PID
+        pid, epoch, error = await txn.coordinator.handle_init_producer_id("tx", 60000)
+        assert (pid, error) == (PID, 0)
+        offsets_tp = TopicPartition(OFFSETS_TOPIC, coordinator.partition_for("g"))
+        assert await txn.coordinator.handle_add_partitions_to_transaction("tx", pid, epoch, {offsets_tp}) == 0
+        txn.clock.advance_ms(61000)
+        assert await txn.coordinator.abort_timed_out_transactions() == 1
+        await wait_for(completed(txn, "tx"))
+        [marker] = txn.markers.sent
+        assert (marker.commit, marker.producer_epoch) == (False, epoch + 1)
+        assert await coordinator.complete_transaction(offsets_tp.partition, pid, marker.producer_epoch, False,
+                                                      marker.coordinator_epoch) == 0
+        coordinator.on_resigned(0)
+        coordinator.on_elected(0)
+        await wait_until(lambda: coordinator.group_error("g") is None, what="reload")
+        commit = await world.call(handle_txn_offset_commit, 28, 3, **txn_request(epoch=epoch, t_0=5))
+        assert errors(commit) == {("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
+        assert coordinator.unstable_offsets("g") == set()
+        topics = [dict(name="t", partition_indexes=[0])]
+        stable = await world.call(handle_offset_fetch, 9, 7, group_id="g", topics=topics, require_stable=True)
+        assert fetched(stable) == {("t", 0): (0, -1)}
+        await txn.coordinator.shutdown()
+    in_world(tmp_path, scenario)
+
+
+def test_a_verified_txn_offset_commit_of_an_ongoing_transaction_is_pending(tmp_path):
+    """With verification on, the offsets of the producer's Ongoing transaction (AddOffsetsToTxn done) are
+    accepted; a coordinator still loading is retriable, a transaction without the group's partition is not."""
+    from brokers.model import OFFSETS_TOPIC, TopicPartition
+    from tests.unit.transactions.fakes import World as TxnWorld
+
+    async def scenario(world, coordinator):
+        txn = TxnWorld()
+        await txn.elect_all()
+        _verifying(world, txn)
+        txn.producer_ids.next = PID
+        pid, epoch, _ = await txn.coordinator.handle_init_producer_id("tx", 60000)
+        refused = await world.call(handle_txn_offset_commit, 28, 3, **txn_request(epoch=epoch, t_0=5))
+        assert errors(refused) == {("t", 0): ErrorCode.INVALID_TXN_STATE}
+        offsets_tp = TopicPartition(OFFSETS_TOPIC, coordinator.partition_for("g"))
+        assert await txn.coordinator.handle_add_partitions_to_transaction("tx", pid, epoch, {offsets_tp}) == 0
+        commit = await world.call(handle_txn_offset_commit, 28, 3, **txn_request(epoch=epoch, t_0=5))
+        assert errors(commit) == {("t", 0): 0}
+        assert coordinator.unstable_offsets("g") == {TP0}
+        txn.coordinator.state.loading[txn.coordinator.partition_for("tx")] = 9
+        loading = await world.call(handle_txn_offset_commit, 28, 3, **txn_request(epoch=epoch, t_1=5))
+        assert errors(loading) == {("t", 1): ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+        await txn.coordinator.shutdown()
+    in_world(tmp_path, scenario)
