@@ -11,6 +11,12 @@ SIGTERM: stop producing, flush for at most ``--flush-timeout-s``, then exit 0. W
 still queued or in flight is purged (those sends complete ``info``: a queued record may be waiting for a retry
 after an attempt that was written) and the exit is 0 once every send completed, else ``EXIT_UNFINISHED``;
 ``EXIT_FATAL`` after a fatal client error (the idempotent producer's fatal state: it can send nothing more).
+
+An idempotent producer logs librdkafka's ``eos`` debug context into its log: the producer id it got, every
+error on a sequence (ERRSEQ, UNKPID) and every drain and epoch bump. librdkafka re-sends what waited for a retry
+under the bumped epoch from sequence 0 (librdkafka #4953), so a duplicate in the history is read against these
+lines and the brokers' dumps (``evidence/``): a second copy under a new epoch is the client's bump, the same
+epoch and sequences twice is the broker's.
 """
 from __future__ import annotations
 
@@ -43,7 +49,7 @@ def parser():
 def producer_config(args) -> dict:
     return {"bootstrap.servers": args.bootstrap, "client.id": args.process, "acks": args.acks,
             "enable.idempotence": args.idempotence == "true", "linger.ms": 5,
-            "message.timeout.ms": args.message_timeout_ms}
+            "message.timeout.ms": args.message_timeout_ms, **({"debug": "eos"} if args.idempotence == "true" else {})}
 
 
 class SoakProducer:

@@ -135,6 +135,10 @@ class TestArguments:
         conf = producer.producer_config(args)
         assert (conf["acks"], conf["enable.idempotence"], conf["linger.ms"], conf["message.timeout.ms"]) == \
             ("1", False, 5, 120000)
+        assert "debug" not in conf
+        idempotent = producer.parser().parse_args(COMMON + ["--topic", "soak", "--partitions", "6", "--rate", "250",
+                                                            "--value-base", "0"])
+        assert producer.producer_config(idempotent)["debug"] == "eos"  # its bumps and sequence errors are logged
         assert (args.rate, args.value_base, args.flush_timeout_s, args.after_crash) == (250.0, 2 * 10**9, 30.0, None)
 
     def test_reader_and_group_take_topic_lists(self):
