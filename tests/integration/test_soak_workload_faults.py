@@ -56,21 +56,35 @@ def group_coordinator(bootstrap: str) -> int:
     return future.result(15).coordinator.id
 
 
+def watch(proc: WorkloadProcess, condition, timeout: float, what: str):
+    """``wait_for``, with the process's log tail in the failure."""
+    try:
+        return wait_for(condition, timeout, what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; {proc.name}'s log ends: {proc.log_tail()}") from None
+
+
 class Feeder:
-    """Produces a record every 20 ms to one partition, in a thread, until ``stop()``."""
+    """Produces a record every 20 ms to one partition, in a thread, until ``stop()``. ``delivered`` counts the
+    acknowledged ones: a record delivered means the producer knows the partition's leader and is connected to it,
+    so a broker frozen afterwards cannot hold the producer's metadata request."""
 
     def __init__(self, bootstrap: str, partition: int) -> None:
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-        self.partition, self.n = partition, 0
+        self.partition, self.n, self.delivered = partition, 0, 0
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while not self.done.wait(0.02):
-            self.producer.produce(TOPIC, str(self.n).encode(), partition=self.partition)
+            self.producer.produce(TOPIC, str(self.n).encode(), partition=self.partition, on_delivery=self._acked)
             self.producer.poll(0)
             self.n += 1
+
+    def _acked(self, err, _msg) -> None:
+        if err is None:
+            self.delivered += 1
 
     def stop(self) -> None:
         self.done.set()
@@ -94,11 +108,17 @@ def test_a_member_whose_coordinator_is_frozen_stops_within_its_bounds(tmp_path):
             leaders = AdminClient({"bootstrap.servers": bootstrap}).list_topics(TOPIC, timeout=10).topics[TOPIC]
             partition = next(p for p, m in leaders.partitions.items() if m.leader != coordinator)
             feeder = Feeder(bootstrap, partition)
+            # before the freeze: the feeder's metadata request must not be the frozen broker's to answer, and the
+            # member must be reading the fed partition
+            watch(member, lambda: feeder.delivered, 30, "the feeder's first acknowledged record")
+            watch(member, lambda: any(key_of(TOPIC, partition) in o.value[0][1] for o in ops_of(member)
+                              if o.f == "commit" and o.type == INVOKE), 30, "a commit of the fed partition")
             cluster.signal_broker(coordinator, signal.SIGSTOP)
-            wait_for(lambda: completed(ops_of(member), "commit", INFO), COMMIT_WAIT_S + 20,
-                     "a commit recorded info while the coordinator is frozen")
+            frozen_at = len(ops_of(member))
+            watch(member, lambda: completed(ops_of(member)[frozen_at:], "commit", INFO), COMMIT_WAIT_S + 20,
+                  "a commit recorded info while the coordinator is frozen")
             polls = len(completed(ops_of(member), "poll"))
-            wait_for(lambda: len(completed(ops_of(member), "poll")) > polls + 2, 10, "the member polling on")
+            watch(member, lambda: len(completed(ops_of(member), "poll")) > polls + 2, 10, "the member polling on")
             began = time.monotonic()
             code = member.stop(COMMIT_WAIT_S + CLOSE_S + 30)
             took = time.monotonic() - began
