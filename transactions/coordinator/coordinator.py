@@ -22,6 +22,7 @@ from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
 from transactions.coordinator import views
 from transactions.coordinator.config import TransactionConfig
+from transactions.coordinator.detached import DetachedRequests
 from transactions.coordinator.metadata import (
     NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TxnTransitMetadata, is_epoch_exhausted,
 )
@@ -62,6 +63,7 @@ class TransactionCoordinator:
         self.state = TransactionStateManager(config, log, self._now_ms)
         self._completions: dict[int, set[asyncio.Task]] = {}  # partition -> its marker-and-complete tasks
         self._timers: list[asyncio.Task] = []
+        self._requests = DetachedRequests()  # client requests, finished even when their connection closes
         self._shut_down = False  # no task is started once set
         self.counters = {"markers_written": 0, "aborts_by_timeout": 0, "transactions_committed": 0,
                          "transactions_aborted": 0, "expired_transactional_ids": 0}
@@ -75,6 +77,11 @@ class TransactionCoordinator:
     # -- InitProducerId ------------------------------------------------------------------------------------
     async def handle_init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,
                                       expected: tuple[int, int] | None = None) -> InitProducerIdResult:
+        return await self._requests.run(self._init_producer_id(transactional_id, transaction_timeout_ms, expected),
+                                        f"InitProducerId of {transactional_id}")
+
+    async def _init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,
+                                expected: tuple[int, int] | None) -> InitProducerIdResult:
         """``expected``: KIP-360's (producer id, epoch) of a v3+ request resuming after an error, else None.
         The errors are the coordinator's (PRODUCER_FENCED at every version: the handler maps it). Kafka's steps:
         validate, prepare the transition (creating the id's metadata), append it, answer. No await between the
@@ -183,6 +190,11 @@ class TransactionCoordinator:
                                                    producer_epoch: int,
                                                    partitions: set[TopicPartition] | frozenset[TopicPartition]
                                                    ) -> ErrorCode:
+        return await self._requests.run(self._add_partitions(transactional_id, producer_id, producer_epoch,
+                                                             partitions), f"AddPartitionsToTxn of {transactional_id}")
+
+    async def _add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                              partitions: set[TopicPartition] | frozenset[TopicPartition]) -> ErrorCode:
         found = self._lookup(transactional_id)
         if isinstance(found, ErrorCode):
             return found
@@ -201,7 +213,9 @@ class TransactionCoordinator:
     # -- EndTxn --------------------------------------------------------------------------------------------
     async def handle_end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                      commit: bool) -> ErrorCode:
-        return await self._end_transaction(transactional_id, producer_id, producer_epoch, commit, from_client=True)
+        return await self._requests.run(
+            self._end_transaction(transactional_id, producer_id, producer_epoch, commit, from_client=True),
+            f"EndTxn of {transactional_id}")
 
     def _prepare_end(self, found: EpochAndMetadata, producer_id: int, producer_epoch: int, commit: bool,
                      from_client: bool) -> tuple[TxnTransitMetadata | ErrorCode, bool]:
@@ -399,6 +413,7 @@ class TransactionCoordinator:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self._requests.cancel_all()
         self._timers, self._completions = [], {}
         self.state.clear()
 
