@@ -53,6 +53,7 @@ from brokers.server import sasl
 from brokers.server.listener import KafkaListener
 from brokers.server.tls import http_contexts, inter_broker_context, listener_contexts, listener_principal_mappers
 from brokers.stats import BrokerStats
+from brokers.storage import file_limits
 from brokers.storage.log_manager import LogManager, LogManagerConfig
 from brokers.storage.scheduler import Scheduler
 from brokers.zk.client import KafkaZkClient
@@ -184,6 +185,7 @@ class BrokerServer:
                                       topic_configs=await self.config_handlers.all_topic_log_configs(),
                                       scheduler=self.scheduler)
         await asyncio.to_thread(self.log_manager.startup)
+        file_limits.report(sum(len(log.segments) for log in self.log_manager.all_logs()))
 
     def _watch_log_dir_failures(self) -> None:
         """KIP-112: a dir that goes offline (on any thread) is handled on the event loop by the replica
