@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -88,6 +89,8 @@ def main() -> None:
     parser.add_argument("--timeout-s", type=float, default=60.0)
     parser.add_argument("--dir", default=None)
     parser.add_argument("--no-failover", action="store_true")
+    parser.add_argument("--py-spy", type=float, default=0, metavar="SECONDS",
+                        help="profile every broker for SECONDS from the CreateTopics request (py-spy, raw stacks in --dir)")
     args = parser.parse_args()
     directory = Path(args.dir or tempfile.mkdtemp(prefix="scale-probe-"))
     spec = ClusterSpec.on_free_ports(3, tick_time=500, session_timeout_ms=args.session_timeout_ms)
@@ -95,7 +98,13 @@ def main() -> None:
     cluster.up(timeout=120)
     result: dict = {"topics": args.topics, "partitions_per_topic": args.partitions, "dir": str(directory)}
     try:
+        spies = [subprocess.Popen(["py-spy", "record", "-r", "50", "-d", str(int(args.py_spy)), "-f", "raw", "-o",
+                                   str(directory / f"py-spy-{b}.txt"), "--pid", str(cluster.broker_pid(b))],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for b in cluster.broker_ids] if args.py_spy else []
         created = create(cluster, args.topics, args.partitions, args.timeout_s)
+        for spy in spies:
+            spy.wait()
         expected = created.pop("expected")
         result.update(created)
         print(json.dumps(result), flush=True)
