@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable
 
 from brokers.model import TopicPartition
@@ -91,10 +92,13 @@ class TopicChangeProcessor:
             ctx.remove_topic(gone)
         new_topics = sorted(topics - ctx.all_topics)
         if new_topics:
+            started = time.monotonic()
             new = await self.load_topics(new_topics)
-            log.info("controller %d: %d new topics with %d new partitions (%s%s)", self.broker_id, len(new_topics),
-                     len(new), ", ".join(new_topics[:10]), ", ..." if len(new_topics) > 10 else "")
+            loaded = time.monotonic()
             await self.leadership.on_new_partition_creation(new)
+            log.info("controller %d: %d new topics with %d new partitions (%s%s) in %.3f s (read in %.3f s)",
+                     self.broker_id, len(new_topics), len(new), ", ".join(new_topics[:10]),
+                     ", ..." if len(new_topics) > 10 else "", time.monotonic() - started, loaded - started)
 
     async def process_partition_modifications(self, topic: str) -> None:
         """Partitions without an assignment in the context are new (CreatePartitions); they go New ->

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -39,7 +40,7 @@ def wait(predicate, timeout: float, what: str) -> float:
     while not predicate():
         if time.monotonic() > deadline:
             raise TimeoutError(what)
-        time.sleep(0.1)
+        time.sleep(0.5)
     return time.monotonic()
 
 
@@ -65,10 +66,19 @@ def create(cluster: Cluster, topics: int, partitions: int, timeout_s: float) -> 
             "first_error": next(iter(errors.values()), None), "expected": expected}
 
 
-def failover(cluster: Cluster, expected: set[str]) -> dict:
+def spy(cluster: Cluster, directory: Path, phase: str, seconds: float) -> list[subprocess.Popen]:
+    """py-spy on every running broker for ``seconds`` (raw stacks in ``directory``), if asked."""
+    pids = {b: cluster.broker_pid(b) for b in cluster.broker_ids} if seconds else {}
+    return [subprocess.Popen(["py-spy", "record", "-r", "50", "-d", str(int(seconds)), "-f", "raw", "-o",
+                              str(directory / f"py-spy-{phase}-{b}.txt"), "--pid", str(pid)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for b, pid in pids.items() if pid]
+
+
+def failover(cluster: Cluster, expected: set[str], start_spies) -> dict:
     controller, epoch = cluster.controller()
     pid = cluster.broker_pid(controller)
     os.kill(pid, signal.SIGKILL)
+    spies = start_spies()
     killed = time.monotonic()
     survivors = [b for b in cluster.broker_ids if b != controller]
 
@@ -77,8 +87,24 @@ def failover(cluster: Cluster, expected: set[str]) -> dict:
         return found is not None and found[0] != controller and found[1] > epoch
     elected = wait(new_controller, 120, "new controller")
     led = wait(lambda: all_led(cluster, survivors, expected, {controller}), 600, "failover")
+    for process in spies:
+        process.wait()
     return {"failover_new_controller_s": round(elected - killed, 3), "failover_after_election_s": round(led - elected, 3),
             "failover_ms_per_partition": round((led - elected) * 1000 / len(expected), 3)}
+
+
+def controller_times(directory: Path) -> dict:
+    """The controller's own durations, from its log lines: topic-change events (summed) and failovers."""
+    created, failovers = 0.0, []
+    for path in sorted(directory.glob("broker-*/broker.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            if (m := re.search(r"new partitions.* in ([0-9.]+) s \(read in", line)):
+                created += float(m.group(1))
+            if (m := re.search(r"failover with (\d+) partitions done in ([0-9.]+) s \(context loaded in ([0-9.]+) s", line)):
+                if int(m.group(1)):
+                    failovers.append({"partitions": int(m.group(1)), "done_s": float(m.group(2)),
+                                      "loaded_s": float(m.group(3))})
+    return {"controller_topic_change_s": round(created, 3), "controller_failovers": failovers}
 
 
 def main() -> None:
@@ -98,20 +124,18 @@ def main() -> None:
     cluster.up(timeout=120)
     result: dict = {"topics": args.topics, "partitions_per_topic": args.partitions, "dir": str(directory)}
     try:
-        spies = [subprocess.Popen(["py-spy", "record", "-r", "50", "-d", str(int(args.py_spy)), "-f", "raw", "-o",
-                                   str(directory / f"py-spy-{b}.txt"), "--pid", str(cluster.broker_pid(b))],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                 for b in cluster.broker_ids] if args.py_spy else []
+        spies = spy(cluster, directory, "create", args.py_spy)
         created = create(cluster, args.topics, args.partitions, args.timeout_s)
-        for spy in spies:
-            spy.wait()
+        for process in spies:
+            process.wait()
         expected = created.pop("expected")
         result.update(created)
         print(json.dumps(result), flush=True)
         if not args.no_failover:
-            result.update(failover(cluster, expected))
+            result.update(failover(cluster, expected, lambda: spy(cluster, directory, "failover", args.py_spy)))
     finally:
         cluster.down()
+    result.update(controller_times(directory))
     print(json.dumps(result))
 
 
