@@ -275,17 +275,19 @@ class TopicsZkMixin(ZkClientBase):
         """Remove the topic's znodes bottom-up, its config and its deletion marker, fenced."""
         ops: list[Any] = []
         partitions_path = TopicPartitionsZNode.path(topic)
-        for partition in await self._children_or_empty(partitions_path):
-            tp = TopicPartition(topic, int(partition))
-            if await self.zk.exists(TopicPartitionStateZNode.path(tp)):
-                ops.append(DeleteOp(TopicPartitionStateZNode.path(tp)))
+        tps = [TopicPartition(topic, int(p)) for p in await self._children_or_empty(partitions_path)]
+        state_paths = [TopicPartitionStateZNode.path(tp) for tp in tps]
+        others = [partitions_path, ConfigEntityZNode.path("topics", topic), DeleteTopicsZNode.path(topic)]
+        found = await self.zk.exists_many([*state_paths, *others])  # one pipelined batch
+        for tp, state_path, stat in zip(tps, state_paths, found):
+            if stat is not None:
+                ops.append(DeleteOp(state_path))
             ops.append(DeleteOp(TopicPartitionZNode.path(tp)))
-        if await self.zk.exists(partitions_path):
+        partitions_stat, *other_stats = found[len(tps):]
+        if partitions_stat is not None:
             ops.append(DeleteOp(partitions_path))
         ops.append(DeleteOp(TopicZNode.path(topic)))
-        for path in (ConfigEntityZNode.path("topics", topic), DeleteTopicsZNode.path(topic)):
-            if await self.zk.exists(path):
-                ops.append(DeleteOp(path))
+        ops.extend(DeleteOp(path) for path, stat in zip(others[1:], other_stats) if stat is not None)
         await self.zk.fenced_multi(epoch_zk_version, ops)
 
     async def delete_topic_deletion_marker(self, epoch_zk_version: int, topic: str) -> None:

@@ -143,3 +143,27 @@ def test_partition_states_in_batches_are_fenced_and_version_checked(zookeeper):
             await b.zk.close()
 
     run(main())
+
+
+def test_topic_deletion_removes_every_znode_found_in_one_batch(zookeeper):
+    from brokers.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+    from brokers.zk.client import KafkaZkClient
+
+    async def main():
+        kzc = KafkaZkClient(await gateway(zookeeper, "/batch-delete"))
+        try:
+            await kzc.create_persistent_roots()
+            won = await kzc.try_elect_controller(1)
+            await kzc.create_topic("gone", {0: [1], 1: [1], 2: [1]}, {"retention.ms": "1000"})
+            state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1,), 0), won.epoch)
+            await kzc.create_partition_states(won.epoch_zk_version, {TopicPartition("gone", p): state for p in (0, 2)})
+            await kzc.zk.create("/brokers/topics/gone/partitions/1")  # a partition without its state znode
+            await kzc.request_topic_deletion("gone")
+            await kzc.delete_topic(won.epoch_zk_version, "gone")
+            assert await kzc.zk.exists_many(["/brokers/topics/gone", "/config/topics/gone",
+                                             "/admin/delete_topics/gone"]) == [None, None, None]
+            assert "gone" not in await kzc.get_all_topics()
+        finally:
+            await kzc.zk.close()
+
+    run(main())
