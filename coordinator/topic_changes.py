@@ -117,7 +117,7 @@ class TopicChangeProcessor:
             log.warning("controller %d: not adding partitions %s to %s, it is being deleted",
                         self.broker_id, sorted(tp.partition for tp in new), topic)
             return
-        log.info("controller %d: new partitions %s", self.broker_id, sorted(new))
+        log.info("controller %d: %d new partitions of %s", self.broker_id, len(new), topic)
         ctx.assignments.update(new)
         await self.leadership.on_new_partition_creation(sorted(new))
 
