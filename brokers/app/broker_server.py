@@ -102,6 +102,7 @@ class BrokerServer:
         self._build_tls(config)
         self.zk = ZkGateway(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms,
                             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+                            max_in_flight_requests=config["zookeeper.max.in.flight.requests"],
                             digest=config["zookeeper.digest.credentials"], secure_acls=config["zookeeper.set.acl"])
         self.kzc = KafkaZkClient(self.zk)
         self.registration = BrokerRegistration(self)

@@ -60,7 +60,7 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "zookeeper.connect": ("str", None),
     "zookeeper.session.timeout.ms": ("int", 18000),
     "zookeeper.connection.timeout.ms": ("int", None),
-    "zookeeper.max.in.flight.requests": ("int", 10),
+    "zookeeper.max.in.flight.requests": ("int", 50),  # pipelined batches (brokers.zk.gateway_batch); Kafka's is 10
     "zookeeper.set.acl": ("bool", False),
     # ZooKeeper digest credentials ("user:password"; Kafka takes its ZooKeeper identity from JAAS's Client section)
     "zookeeper.digest.credentials": ("str", None),
