@@ -34,11 +34,12 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new file, never a mix.
 
     Write ``<path>.tmp``, fsync it, rename over ``path``, fsync the directory (Kafka's checkpoint
-    discipline).
+    discipline). ``durable=False`` skips both fsyncs: the rename still leaves the old or the new file after a
+    process crash, but a machine crash may keep the old one (for state that recovery can rebuild).
     """
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -46,11 +47,13 @@ def atomic_write(path: Path, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def durable_rename(src: Path, dst: Path) -> None:
