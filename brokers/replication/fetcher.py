@@ -42,6 +42,7 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record_batch import whole_batches
 from brokers.protocol.sasl import SaslClientConfig
 from brokers.replication import isr as decide
+from brokers.replication.fetch_session_handler import FetchSessionHandler
 from brokers.replication.partition import Partition
 from brokers.replication.quota import LONG_MAX, ReplicationQuota, is_throttled, should_throttle
 
@@ -79,6 +80,22 @@ class FetcherConfig:
 
 
 @dataclass
+class SessionStats:
+    """What this fetcher's Fetch requests named: requests, full ones, partitions named and forgotten."""
+
+    requests: int = 0
+    full_requests: int = 0
+    partitions_sent: int = 0
+    partitions_forgotten: int = 0
+
+    def record_request(self, partitions: int, forgotten: int, full: bool) -> None:
+        self.requests += 1
+        self.full_requests += full
+        self.partitions_sent += partitions
+        self.partitions_forgotten += forgotten
+
+
+@dataclass
 class PartitionFetchState:
     partition: Partition
     leader_epoch: int
@@ -98,6 +115,8 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._connection: KafkaConnection | None = None
+        self._session = FetchSessionHandler()  # KIP-227: one session per connection to the leader
+        self.stats = SessionStats()
         self._stopped = False
 
     def add(self, partition: Partition) -> None:
@@ -165,6 +184,7 @@ class ReplicaFetcher:
 
     async def _connect(self) -> KafkaConnection:
         if self._connection is None or not self._connection.connected:
+            self._session.reset()  # a new connection: start with a full request (closing the old session)
             self._connection = await connect_inter_broker(
                 self.endpoint, f"broker-{self.config.broker_id}-fetcher-{self.source}", self.config.ssl_context,
                 self.config.sasl, self.config.socket_timeout_ms / 1000)
@@ -212,17 +232,28 @@ class ReplicaFetcher:
     # -- fetching ------------------------------------------------------------------------------
     async def _fetch(self, connection: KafkaConnection, states: dict[TopicPartition, PartitionFetchState]) -> None:
         c = self.config
+        wanted = {tp: (s.leader_epoch, s.partition.log.log_end_offset, s.partition.log.leader_epoch_cache.latest_epoch,
+                       s.partition.log.log_start_offset, c.max_bytes) for tp, s in states.items()}
+        session = self._session.build(wanted)
         body = codec.build(
             codec.request_class(FETCH, FETCH_VERSION), replica_id=c.broker_id, max_wait=c.wait_max_ms,
-            min_bytes=c.min_bytes, max_bytes=c.response_max_bytes, isolation_level=0, session_id=0,
-            session_epoch=-1, topics=_by_topic(states, lambda tp, s: dict(
-                partition=tp.partition, current_leader_epoch=s.leader_epoch,
-                fetch_offset=s.partition.log.log_end_offset,
-                last_fetched_epoch=s.partition.log.leader_epoch_cache.latest_epoch,
-                log_start_offset=s.partition.log.log_start_offset, partition_max_bytes=c.max_bytes)))
-        asked = {tp: s.partition.log.log_end_offset for tp, s in states.items()}
-        response = await connection.request(FETCH, FETCH_VERSION, body,
-                                            (c.socket_timeout_ms + c.wait_max_ms) / 1000)
+            min_bytes=c.min_bytes, max_bytes=c.response_max_bytes, isolation_level=0, session_id=session.session_id,
+            session_epoch=session.epoch, topics=_by_topic(session.partitions, lambda tp, fields: dict(
+                partition=tp.partition, current_leader_epoch=fields[0], fetch_offset=fields[1],
+                last_fetched_epoch=fields[2], log_start_offset=fields[3], partition_max_bytes=fields[4])),
+            forgotten_topics_data=_forgotten(session.forgotten))
+        asked = {tp: fields[1] for tp, fields in wanted.items()}
+        self.stats.record_request(len(session.partitions), len(session.forgotten), session.full)
+        try:
+            response = await connection.request(FETCH, FETCH_VERSION, body,
+                                                (c.socket_timeout_ms + c.wait_max_ms) / 1000)
+        except BaseException:
+            self._session.reset()  # the answer is lost: the leader's epoch may have moved on
+            raise
+        if not self._session.handle_response(session, response.error_code.value, response.session_id):
+            log.info("replica fetcher %d->%d: fetch session %d: %s; fetching in full", c.broker_id, self.source,
+                     session.session_id, response.error_code.name)
+            return
         if response.error_code.value != ErrorCode.NONE:
             raise ConnectionError(f"fetch failed with {response.error_code.name}")
         for topic in response.responses:
@@ -288,6 +319,13 @@ class ReplicaFetcher:
                 raise ConnectionError(f"ListOffsets for {tp} failed")
             offsets.append(answer.offset)
         return offsets[0], offsets[1]
+
+
+def _forgotten(partitions: tuple[TopicPartition, ...]) -> list[dict]:
+    topics: dict[str, list[int]] = {}
+    for tp in partitions:
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return [dict(topic=topic, partitions=indexes) for topic, indexes in topics.items()]
 
 
 def _by_topic(items: dict, partition_fields: Callable) -> list[dict]:

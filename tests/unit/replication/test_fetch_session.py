@@ -152,7 +152,8 @@ def test_must_respond_with_file_range_records():
 
 def test_eviction_takes_a_free_slot_first_then_a_stale_session():
     cache = FetchSessionCache(max_slots=2, rng=random.Random(1))
-    first, second = make_session(cache, now=0), make_session(cache, now=10)
+    make_session(cache, now=0)
+    second = make_session(cache, now=10)
     assert make_session(cache, now=EVICTION_MS - 1) == 0  # none stale, none evictable: no session
     third = make_session(cache, now=EVICTION_MS + 1)  # the least recently used (first) is stale
     assert third and set(cache.sessions) == {second, third} and cache.evictions == 1
