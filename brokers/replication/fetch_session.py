@@ -156,6 +156,10 @@ class FetchSessionCache:
     rng: random.Random = field(default_factory=random.Random)
     sessions: dict[int, FetchSession] = field(default_factory=dict)
     evictions: int = 0
+    incremental_fetches: int = 0
+
+    def partitions_cached(self) -> int:
+        return sum(session.size for session in self.sessions.values())
 
     def new_context(self, session_id: int, epoch: int, topics: list[tuple[str, list[Any]]],
                     forgotten: list[tuple[str, list[int]]], privileged: bool, now_ms: int) -> FetchContext:
@@ -176,6 +180,7 @@ class FetchSessionCache:
             return FetchContext("sessionless", privileged=privileged)
         session.last_used_ms = now_ms
         session.epoch = next_epoch(session.epoch)
+        self.incremental_fetches += 1
         return FetchContext("incremental", session=session, privileged=privileged)
 
     def create(self, topics: list[tuple[str, list[Any]]], answered: Iterable[tuple[str, list[Any]]],
