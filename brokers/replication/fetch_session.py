@@ -11,8 +11,9 @@ A Fetch v7+ carries ``session_id`` and ``session_epoch``:
   (fetch offset, max bytes, epochs) and lists removed ones in ``forgotten_topics_data``; the partitions
   not named keep their cached fetch offset. Every session partition is read, but the answer carries only
   those with records, a changed high watermark, last stable offset or log start offset, an error or a
-  diverging epoch (``CachedPartition.must_respond``). A session left empty is closed: sessionless.
-  The session's epoch moves on once per incremental request.
+  diverging epoch (``CachedPartition.must_respond``); those answered move to the end of the session's
+  order (a topic may then appear more than once in an answer, as in Kafka's). A session left empty is
+  closed: sessionless. The session's epoch moves on once per incremental request.
 
 Eviction (``max.incremental.fetch.session.cache.slots`` sessions at most, Kafka's ``tryEvict``): a new
 session takes a free slot; else the least recently used session, if unused for longer than the eviction
@@ -91,18 +92,18 @@ def _has_records(records: Any) -> bool:
 
 @dataclass(eq=False)
 class FetchSession:
-    """A session: its partitions by topic (in the order they were added) and its expected epoch."""
+    """A session: its partitions by (topic, partition), in fetch order, and its expected epoch."""
 
     id: int
     privileged: bool
-    partitions: dict[str, dict[int, CachedPartition]]
+    partitions: dict[tuple[str, int], CachedPartition]
     created_ms: int
     last_used_ms: int
     epoch: int = 1  # the full request that made it was epoch 0
 
     @property
     def size(self) -> int:
-        return sum(map(len, self.partitions.values()))
+        return len(self.partitions)
 
     def value(self) -> tuple[bool, int, int]:
         """Kafka's EvictableKey: the bigger, the less evictable."""
@@ -111,26 +112,21 @@ class FetchSession:
     def update(self, topics: Iterable[tuple[str, Iterable[Any]]], forgotten: Iterable[tuple[str, Iterable[int]]]
                ) -> None:
         """An incremental request: add or update the named partitions, then drop the forgotten ones."""
+        cached = self.partitions
         for topic, partitions in topics:
-            cached = self.partitions.setdefault(topic, {})
             for wanted in partitions:
-                known = cached.get(wanted.partition)
+                known = cached.get((topic, wanted.partition))
                 if known is None:
-                    cached[wanted.partition] = CachedPartition(wanted)
+                    cached[topic, wanted.partition] = CachedPartition(wanted)
                 else:
                     known.update(wanted)
         for topic, indexes in forgotten:
-            cached = self.partitions.get(topic)
-            if cached is None:
-                continue
             for index in indexes:
-                cached.pop(index, None)
-            if not cached:
-                del self.partitions[topic]
+                cached.pop((topic, index), None)
 
     def fetch_list(self) -> list[tuple[str, CachedPartition]]:
-        """Every session partition, grouped by topic: what an incremental fetch reads."""
-        return [(topic, p) for topic, partitions in self.partitions.items() for p in partitions.values()]
+        """Every session partition in fetch order: what an incremental fetch reads."""
+        return [(topic, p) for (topic, _), p in self.partitions.items()]
 
 
 @dataclass
@@ -193,15 +189,11 @@ class FetchSessionCache:
         new_id = self._new_id()
         if len(self.sessions) >= self.max_slots and not self._try_evict((privileged, size, new_id), now_ms):
             return INVALID_SESSION_ID
-        partitions: dict[str, dict[int, CachedPartition]] = {}
-        for topic, wanted_list in topics:
-            cached = partitions.setdefault(topic, {})
-            for wanted in wanted_list:
-                cached[wanted.partition] = CachedPartition(wanted)
+        partitions = {(topic, wanted.partition): CachedPartition(wanted)
+                      for topic, wanted_list in topics for wanted in wanted_list}
         for topic, data_list in answered:
-            cached = partitions.get(topic, {})
             for data in data_list:
-                known = cached.get(data.partition_index)
+                known = partitions.get((topic, data.partition_index))
                 if known is not None:
                     known.must_respond(data)
         self.sessions[new_id] = FetchSession(new_id, privileged, partitions, now_ms, now_ms)
@@ -234,15 +226,23 @@ class FetchSessionCache:
 
     def respond(self, context: FetchContext, topics: list[tuple[str, list[Any]]]) -> list[tuple[str, list[Any]]]:
         """An incremental answer: of the read ``topics``, only what ``must_respond`` says (topics left
-        empty dropped); any other context answers everything."""
+        empty dropped); any other context answers everything. The partitions answered move to the end
+        of the session's fetch order (Kafka's round robin: with ``max_bytes`` spent by the first partitions
+        read, the others get their turn in the next fetch)."""
         session = context.session
         if not context.incremental or session is None:
             return topics
-        out = []
+        cached, out = session.partitions, []
         for topic, data_list in topics:
-            cached = session.partitions.get(topic, {})
-            kept = [data for data in data_list
-                    if (known := cached.get(data.partition_index)) is None or known.must_respond(data)]
+            kept = []
+            for data in data_list:
+                key = (topic, data.partition_index)
+                known = cached.get(key)
+                if known is None:
+                    kept.append(data)
+                elif known.must_respond(data):
+                    kept.append(data)
+                    cached[key] = cached.pop(key)  # to the end
             if kept:
                 out.append((topic, kept))
         return out

@@ -98,7 +98,7 @@ def test_incremental_adds_updates_and_forgets():
         ("t", 1, 9, 5), ("u", 3, 0, 1000)]
     context = cache.new_context(session_id, 2, [], [("t", [1])], False, 0)
     assert [(t, p.partition) for t, p in context.session.fetch_list()] == [("u", 3)]
-    assert "t" not in context.session.partitions
+    assert list(context.session.partitions) == [("u", 3)]
 
 
 def test_forgetting_every_partition_closes_the_session():
@@ -185,3 +185,13 @@ def test_old_sessions_are_evicted_by_value():
 def test_incremental_needs_a_known_session(epoch):
     cache = FetchSessionCache()
     assert cache.new_context(12345, epoch, [], [], True, 0).error == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_answered_partitions_move_to_the_end_of_the_fetch_order():
+    cache = FetchSessionCache(rng=random.Random(1))
+    topics = [("t", [wanted(0), wanted(1)]), ("u", [wanted(0)])]
+    session_id = make_session(cache, topics)
+    context = cache.new_context(session_id, 1, [], [], False, 0)
+    answer = cache.respond(context, [("t", [data(0, records=b"x"), data(1)]), ("u", [data(0)])])
+    assert indexes(answer) == {("t", 0)}
+    assert [(t, p.partition) for t, p in context.session.fetch_list()] == [("t", 1), ("u", 0), ("t", 0)]

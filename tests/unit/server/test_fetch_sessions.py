@@ -119,3 +119,13 @@ def test_incremental_long_poll_waits_for_data_in_any_session_partition(world):
 
     got = partitions_of(run(scenario()))
     assert list(got) == [("u", 0)] and offsets(got[("u", 0)]) == [0, 1]
+
+
+def test_the_partitions_answered_are_read_last_next_time(world):
+    session = run(fetch(world, [("t", 0, 0), ("u", 0, 0)], 0, 0)).session_id
+    run(produce(world, "t", 0, batch([1])))
+    assert list(partitions_of(run(fetch(world, [], session, 1)))) == [("t", 0)]  # t-0 answered: read last now
+    run(produce(world, "t", 0, batch([2])))
+    run(produce(world, "u", 0, batch([3])))
+    body = run(fetch(world, [("t", 0, 1)], session, 2))
+    assert [(t.topic, [p.partition_index for p in t.partitions]) for t in body.responses] == [("u", [0]), ("t", [0])]
