@@ -69,7 +69,7 @@ def fetch_bytes(cluster: Cluster) -> dict:
                                log_start_offset=0, partition_max_bytes=1 << 20) for p, end in partitions])]
                            if partitions else [])
 
-    with socket.create_connection(("127.0.0.1", cluster.spec.kafka_port(1)), timeout=30) as sock:
+    with socket.create_connection(("127.0.0.1", cluster.kafka_port(1)), timeout=30) as sock:
         full_req, full_resp, answer = _exchange(sock, 1, body(0, 0, led))
         result = {"partitions_led": len(led), "full_request_bytes": full_req, "full_response_bytes": full_resp,
                   "session_id": answer.session_id}
