@@ -20,6 +20,13 @@ fetcher is one asyncio task with one connection to the leader's listener and, pe
    end offset and our own end of that epoch; for an epoch we do not know, KIP-279's intermediate
    point) and the next Fetch carries the latest epoch left after truncating, until no divergence.
 
+Fetch sessions (KIP-227, ``fetch_session_handler``): the first Fetch on a connection is full and opens
+a session; the next ones name only the partitions whose fetch fields changed (their log end after an
+append or truncation, a new leader epoch) or were added, and forget the ones no longer fetched (moved
+to another leader, backed off, throttled this round); the leader's answer omits the partitions with
+nothing new. A session error, a lost answer, a reconnect or a dropped partition answer (the state moved
+meanwhile, so the leader's record of what we were sent is wrong) go back to a full request.
+
 Partition errors back off that partition for ``replica.fetch.backoff.ms``; connection errors back off
 the whole fetcher and reconnect. After every await the partition's state is looked up again: a
 LeaderAndIsr that arrived meanwhile (new epoch, removed partition) wins, and its stale response is
@@ -261,7 +268,10 @@ class ReplicaFetcher:
                 tp = TopicPartition(topic.topic, data.partition_index)
                 state = states.get(tp)
                 if state is None or not self._current(tp, state) or state.partition.log.log_end_offset != asked[tp]:
-                    continue  # a LeaderAndIsr or a truncation happened while the fetch was out
+                    # a LeaderAndIsr or a truncation happened while the fetch was out; the leader's session
+                    # counts this answer (its high watermark) as received: the next request is full
+                    self._session.reset()
+                    continue
                 await self._handle_partition(connection, state, data)
 
     async def _handle_partition(self, connection: KafkaConnection, state: PartitionFetchState, data) -> None:
