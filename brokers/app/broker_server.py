@@ -43,6 +43,7 @@ from brokers.http.server import HttpServer
 from brokers.model import LeaderIsrAndControllerEpoch, TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.scram import sanitize as sanitize_user
+from brokers.replication.fetch_session import FetchSessionCache
 from brokers.replication.fetcher import FetcherConfig
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import IsrConflictError, ReplicaManager
@@ -213,6 +214,7 @@ class BrokerServer:
             follower_throttle_rate=lambda: self.dynamic_config.follower_replication_throttled_rate,
             log_dir_event_notifier=lambda: self.kzc.propagate_log_dir_event(self.broker_id))
         self.replica_manager.start()
+        self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"])
         self._watch_log_dir_failures()
 
     def _fetcher_config(self) -> FetcherConfig:

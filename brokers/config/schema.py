@@ -119,6 +119,7 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "replica.fetch.backoff.ms": ("int", 1000),
     "replica.socket.timeout.ms": ("int", 30000),
     "num.replica.fetchers": ("int", 1),
+    "max.incremental.fetch.session.cache.slots": ("int", 1000),
     "replica.high.watermark.checkpoint.interval.ms": ("int", 5000),
     "offsets.topic.num.partitions": ("int", 50),
     "offsets.topic.replication.factor": ("int", 3),
