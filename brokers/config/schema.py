@@ -98,6 +98,8 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "log.dirs": ("list", None),
     "log.dir": ("str", "/tmp/kafka-logs"),
     "num.partitions": ("int", 1),
+    "max.partitions": ("int", 2**31 - 1),  # KIP-578: partitions in the cluster (brokers/admin/partition_limits.py)
+    "max.broker.partitions": ("int", 2**31 - 1),  # KIP-578: partition replicas on one broker
     "default.replication.factor": ("int", 1),
     "min.insync.replicas": ("int", 1),
     "unclean.leader.election.enable": ("bool", False),
