@@ -77,6 +77,9 @@ class Run:
         self.timeout = options.step_timeout(partitions)
         self.session_s = options.session_timeout_ms / 1000
         self.pool = ThreadPoolExecutor(options.brokers)
+        # each look is a /healthz of every broker (a JSON of every partition): at thousands of partitions
+        # polling it back to back would load the brokers measured (py-spy: ~10 % of their samples)
+        self.poll_interval = 0.1 + partitions / 10000
 
     # -- looking -------------------------------------------------------------------------------------------
     def views(self, brokers: list[int]) -> dict[int, dict | None]:
@@ -89,7 +92,7 @@ class Run:
         while not condition():
             if time.perf_counter() - since > self.timeout:
                 raise StepTimeout(f"{what}: timeout (> {self.timeout:.0f} s)")
-            time.sleep(0.1)
+            time.sleep(self.poll_interval)
         return time.perf_counter() - since
 
     def everywhere(self, brokers: list[int], check) -> bool:
@@ -122,13 +125,18 @@ class Run:
     # -- steps ---------------------------------------------------------------------------------------------
     def create(self) -> dict:
         layout = scale.topic_layout(self.partitions, self.options.topic_partitions)
-        admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers})
-        request_timeout = self.timeout
+        # the broker answers once its metadata shows every partition led, or REQUEST_TIMED_OUT after
+        # operation_timeout (the creation goes on); librdkafka gives up on a request in flight after
+        # socket.timeout.ms (default 60 s, at most 300 s), whatever request_timeout says
+        request_timeout = min(self.timeout, 300)
+        admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers,
+                             "socket.timeout.ms": int(request_timeout * 1000)})
+        operation_timeout = request_timeout - 10
         start = time.perf_counter()
         futures = admin.create_topics([NewTopic(t, n, self.options.replication_factor) for t, n in layout],
-                                      operation_timeout=0, request_timeout=request_timeout)
+                                      operation_timeout=operation_timeout, request_timeout=request_timeout)
         failed = _failed_topics(futures, request_timeout)
-        mode = f"one CreateTopics request with {len(layout)} topics"
+        mode = f"one CreateTopics request with {len(layout)} topics (timeout {operation_timeout:.0f} s)"
         answered = time.perf_counter() - start
         if failed:
             mode += (f": {len(failed)} topics failed after {answered:.1f} s ({failed[next(iter(failed))]}); "
@@ -137,7 +145,7 @@ class Run:
             for i in range(0, len(failed), 10):
                 batch = list(failed)[i:i + 10]
                 rest = _failed_topics(admin.create_topics([NewTopic(t, counts[t], self.options.replication_factor)
-                                                           for t in batch], operation_timeout=0,
+                                                           for t in batch], operation_timeout=operation_timeout,
                                                           request_timeout=request_timeout), request_timeout)
                 if rest:
                     raise StepTimeout(f"creation failed: {rest}")
