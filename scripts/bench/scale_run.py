@@ -32,7 +32,7 @@ import signal
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,7 +96,14 @@ class Run:
         return time.perf_counter() - since
 
     def everywhere(self, brokers: list[int], check) -> bool:
+        self.check_alive(brokers)
         return all(check(v) for v in self.views(brokers).values())
+
+    def check_alive(self, brokers: list[int]) -> None:
+        """A broker that should be up and has exited ends the step at once (e.g. out of file descriptors)."""
+        dead = [b for b in brokers if self.cluster.broker_pid(b) is None]
+        if dead:
+            raise StepTimeout(f"broker(s) {dead} exited: see {self.cluster.broker_dir(dead[0]) / 'broker.log'}")
 
     def live(self) -> list[int]:
         return [b for b in self.cluster.broker_ids if self.cluster.broker_pid(b) is not None]
@@ -135,7 +142,7 @@ class Run:
         start = time.perf_counter()
         futures = admin.create_topics([NewTopic(t, n, self.options.replication_factor) for t, n in layout],
                                       operation_timeout=operation_timeout, request_timeout=request_timeout)
-        failed = _failed_topics(futures, request_timeout)
+        failed = _failed_topics(futures, request_timeout, lambda: self.check_alive(self.cluster.broker_ids))
         mode = f"one CreateTopics request with {len(layout)} topics (timeout {operation_timeout:.0f} s)"
         answered = time.perf_counter() - start
         if failed:
@@ -146,7 +153,8 @@ class Run:
                 batch = list(failed)[i:i + 10]
                 rest = _failed_topics(admin.create_topics([NewTopic(t, counts[t], self.options.replication_factor)
                                                            for t in batch], operation_timeout=operation_timeout,
-                                                          request_timeout=request_timeout), request_timeout)
+                                                          request_timeout=request_timeout), request_timeout,
+                                      lambda: self.check_alive(self.cluster.broker_ids))
                 if rest:
                     raise StepTimeout(f"creation failed: {rest}")
         brokers = self.cluster.broker_ids
@@ -210,13 +218,16 @@ class Run:
         self.pool.shutdown()
 
 
-def _failed_topics(futures: dict, timeout: float) -> dict[str, str]:
+def _failed_topics(futures: dict, timeout: float, check_alive) -> dict[str, str]:
     """Topic -> error of the CreateTopics futures that failed (an existing topic is fine: a timed-out request
-    may have been carried out)."""
+    may have been carried out); ``check_alive`` raises if a broker died meanwhile."""
+    deadline = time.monotonic() + timeout + 30
+    while wait(futures.values(), timeout=1).not_done and time.monotonic() < deadline:
+        check_alive()
     failed = {}
     for topic, future in futures.items():
         try:
-            future.result(timeout + 30)
+            future.result(max(1.0, deadline - time.monotonic()))
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 failed[topic] = str(exc.args[0])
