@@ -7,6 +7,10 @@ import math
 
 from scripts.bench.scale import KAFKA_SLOPES, LABELS, slope_ms
 
+PLOT_NAMES = {"create": "topic creation", "failover": "failover - session timeout",
+              "failover_new_controller": "new controller elected", "controlled_shutdown": "controlled shutdown",
+              "restart": "restart until in ISRs", "restart_registered": "restart until registered",
+              "uncontrolled": "kill -9 - session timeout"}
 TIMED = ("create", "failover", "failover_new_controller", "controlled_shutdown", "restart", "restart_registered",
          "uncontrolled")
 
@@ -155,6 +159,6 @@ def plot_svg(result: dict, width: int = 640, height: int = 420) -> str:
         points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
         out.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"/>')
         out += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{color}"/>' for x, y in pts]
-        out.append(f'<text x="{left + pw + 10}" y="{top + 14 + 16 * i}" fill="{color}">{key}</text>')
+        out.append(f'<text x="{left + pw + 10}" y="{top + 14 + 16 * i}" fill="{color}">{PLOT_NAMES[key]}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
