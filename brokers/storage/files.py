@@ -34,6 +34,31 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def sync_filesystem(path: Path) -> None:
+    """Make everything written to the filesystem holding ``path`` durable in one call (Linux ``syncfs``; else
+    ``sync``): a clean shutdown of thousands of logs writes their snapshots and checkpoints unsynced, then this
+    once, instead of two fsyncs per log."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if _SYNCFS is None or _SYNCFS(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
+
+
+def _syncfs():
+    """libc's ``syncfs``, None where there is none (then ``os.sync``)."""
+    try:
+        import ctypes
+        import ctypes.util
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True), "syncfs", None)
+    except OSError:
+        return None
+
+
+_SYNCFS = _syncfs()
+
+
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new file, never a mix.
 

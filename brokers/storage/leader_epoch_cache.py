@@ -117,11 +117,13 @@ class LeaderEpochCache:
             self._entries = []
             self._flush()
 
-    def flush(self) -> None:
-        """Make the file durable if an ``assign`` left it unsynced."""
+    def flush(self, durable: bool = True) -> None:
+        """Make the file durable if an ``assign`` left it unsynced (``durable=False``: the caller syncs the
+        whole filesystem afterwards)."""
         with self._lock:
             if self._dirty:
-                self._flush()
+                self._flush(durable)
+                self._dirty = False
 
     def _flush(self, durable: bool = True) -> None:
         self._checkpoint.write(((e.epoch, e.start_offset) for e in self._entries), durable)

@@ -505,11 +505,13 @@ class Log:
         except OSError as exc:
             log.warning("%s: cannot write the producer snapshot at %d: %s", self.topic_partition, offset, exc)
 
-    def close(self) -> None:
+    def close(self, durable: bool = True) -> None:
+        """Write the producer snapshot and the epoch checkpoint for the next load, close the files.
+        ``durable=False``: without fsyncs, the caller syncs the filesystem (LogManager's clean shutdown)."""
         with self._lock:
             if self._segments and self.directory.is_dir():
-                self._snapshot_producers(self.log_end_offset, durable=True)
-                self.leader_epoch_cache.flush()  # a clean shutdown's load trusts the checkpoint
+                self._snapshot_producers(self.log_end_offset, durable=durable)
+                self.leader_epoch_cache.flush(durable)  # a clean shutdown's load trusts the checkpoint
             for segment in self._segments:
                 segment.close()
 

@@ -39,7 +39,7 @@ from brokers.storage.checkpoints import (
     OffsetCheckpointFile,
 )
 from brokers.storage.cleaner import CleanerStats, LogCleaner
-from brokers.storage.files import fsync_dir
+from brokers.storage.files import fsync_dir, sync_filesystem
 from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_dir_failure import KafkaStorageError, LogDirFailureChannel
@@ -389,10 +389,11 @@ class LogManager:
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
         for entry in self.all_logs():
-            entry.close()
+            entry.close(durable=False)
         for log_dir in self._dirs:
             if self._started and not self.failure_channel.is_offline(log_dir.path):
                 try:
+                    sync_filesystem(log_dir.path)  # every log's snapshot and checkpoint, before the marker
                     log_dir.clean_shutdown_file.touch()
                     fsync_dir(log_dir.path)
                 except OSError as exc:
