@@ -7,7 +7,9 @@ committed offsets, in completion order, never go down per key. A ``rebalance`` i
 ``rebalance_grace_s`` after a member's ``subscribe``, or around a member's ``crash`` or leave (its last op,
 overall and before each crash), or within a fault that cut the clients from the cluster (up to
 ``rebalance_grace_s`` after it healed: ``CheckConfig.client_fault_windows``); any other rebalance was caused by
-the cluster.
+the cluster. A rebalance is judged where it starts: a member's assignment that ends a spell in which it held
+nothing (its partitions revoked or lost earlier) completes the rebalance that revocation began, however long the
+group took (Kafka waits out the session of every member that never rejoins), and is not judged again.
 """
 from __future__ import annotations
 
@@ -80,8 +82,9 @@ def _check_rebalances(name: list[str], ops: list[Completed], config: CheckConfig
     leaves.extend(last.values())
     joins.sort()
     leaves.sort()
-    for c in ops:
-        if c.f != "rebalance" or c.type != OK:
+    holding: dict[str, set[str]] = {}  # per member, the keys it holds after its last rebalance event
+    for c in sorted((c for c in ops if c.f == "rebalance" and c.type == OK), key=lambda c: c.start):
+        if _ends_a_revocation(c, holding):
             continue
         t = c.start
         if bisect_right(joins, t) > bisect_left(joins, t - grace) or bisect_right(leaves, t + grace) > bisect_left(
@@ -91,3 +94,16 @@ def _check_rebalances(name: list[str], ops: list[Completed], config: CheckConfig
             continue
         findings.add("unexpected-rebalance", {"group": name, "process": c.process, "op": c.op,
                                               "at_s": round((t - t0) / 1e9, 3), "value": c.value})
+
+
+def _ends_a_revocation(c: Completed, holding: dict[str, set[str]]) -> bool:
+    """Update ``holding`` with the rebalance event ``c``; True when it only assigns partitions to a member that
+    held none since a revocation (the second half of one rebalance)."""
+    assigned, revoked = set(), set()
+    for m in c.value:
+        if m and m[0] == "rebalance" and isinstance(m[1], dict):
+            assigned |= set(m[1].get("assigned", ()))
+            revoked |= set(m[1].get("revoked", ()))
+    before = holding.get(c.process)
+    holding[c.process] = ((before or set()) - revoked) | assigned
+    return bool(assigned) and not revoked and before is not None and not before

@@ -460,3 +460,21 @@ def test_a_rebalance_during_or_soon_after_a_client_partition_is_expected():
     assert_only(check(h.ops, cut_earlier), "unexpected-rebalance")
     assert check(h.ops, CheckConfig(client_fault_windows=((60 * s, 80 * s),))).valid  # healed 20 s before
     assert check(h.ops, CheckConfig(client_fault_windows=((90 * s, 150 * s),))).valid  # during the cut
+
+
+def test_an_assignment_that_ends_an_expected_revocation_is_not_judged_again():
+    """A member's partitions lost during a client partition (expected), and given back 90 s later, once the
+    group waited out its old members' sessions: one rebalance, judged where it started (seed 1488100434)."""
+    s = 1_000_000_000
+    h = History()
+    _group_of_one(h)
+    h.poll("g0", {"soak/0": [(0, 1)]})
+    h.at(80)
+    h.rebalance("g0", [], ["soak/0"])
+    h.at(170)
+    h.rebalance("g0", ["soak/0"])
+    h.at(200)
+    h.commit("g0", {"soak/0": 1})
+    assert check(h.ops, CheckConfig(client_fault_windows=((40 * s, 57 * s),))).valid
+    # the revocation itself far from any cause is still the one anomaly
+    assert check(h.ops).anomalies["unexpected-rebalance"].count == 1
