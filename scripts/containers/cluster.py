@@ -67,6 +67,12 @@ def free_ports(count: int) -> list[int]:
     return sorted(ports)
 
 
+def controller_view(health: dict | None) -> dict:
+    """A broker's ``/healthz`` controller section; empty while it is down, slow to answer (None) or starting (no
+    controller object yet: its HTTP port opens before the controller candidate does)."""
+    return (health or {}).get("controller") or {}
+
+
 @dataclass
 class ContainerCluster:
     brokers: int = 3
@@ -215,12 +221,7 @@ class ContainerCluster:
 
     def controllers(self, brokers: list[int] | None = None) -> set[int]:
         """The brokers that consider themselves the active controller."""
-        found = set()
-        for b in brokers or self.broker_ids:
-            h = self.health(b)
-            if h and h.get("controller", {}).get("is_controller"):
-                found.add(b)
-        return found
+        return {b for b in brokers or self.broker_ids if controller_view(self.health(b)).get("is_controller")}
 
     def wait_until_ready(self, brokers: list[int] | None = None, timeout: float = 90) -> None:
         ids = brokers or self.broker_ids

@@ -13,7 +13,8 @@ Steps (every one bounded; the cluster is always removed at the end):
    from the start of the heal, every second, each key's leader is looked up in every broker's metadata
    (the checker's ``Availability``);
 5. the histories are merged and checked; ``out_dir`` gets ``history.jsonl``, ``nemesis.jsonl``, ``check.json``,
-   ``report.html``, ``cluster.log`` and the per-process histories.
+   ``report.html``, ``cluster.log`` and the per-process histories; an invalid run also keeps
+   ``evidence/`` (scripts/soak/evidence.py: the brokers' whole logs and dumps of the partitions the anomalies name).
 
 Failures of the harness itself (no Docker, the cluster did not start, the workload never got under way) raise
 ``SoakHarnessError``; anomalies are the checker's ``CheckResult``.
@@ -41,6 +42,7 @@ from scripts.containers.cluster import BROKER_IMAGE, ZOOKEEPER_IMAGE, ContainerC
 from scripts.containers.conditions import wait_for  # noqa: E402
 from scripts.soak import history  # noqa: E402
 from scripts.soak.checker import Availability, CheckConfig, CheckResult, check  # noqa: E402
+from scripts.soak.evidence import keep_evidence  # noqa: E402
 from scripts.soak.drain import AvailabilityClock, HistoryTail, Progress  # noqa: E402
 from scripts.soak.nemesis.nemesis import Nemesis  # noqa: E402
 from scripts.soak.nemesis.schedule import KINDS, make_schedule  # noqa: E402
@@ -168,8 +170,11 @@ def run_soak(options: SoakOptions) -> SoakOutcome:
             create_topics(cluster, plan_topics(plan))
         except Exception as exc:  # noqa: BLE001 - any failure here is the harness's
             raise SoakHarnessError(f"the cluster did not start: {type(exc).__name__}: {exc}") from exc
-        run = _Run(cluster, options, plan, seed, out_dir, schedule)
-        return run.execute()
+        outcome = _Run(cluster, options, plan, seed, out_dir, schedule).execute()
+        evidence = keep_evidence(cluster, out_dir, outcome.result)
+        if evidence is not None:
+            print(f"soak: the brokers' logs and dumps of the partitions named are in {evidence}", flush=True)
+        return outcome
     finally:
         try:
             (out_dir / "cluster.log").write_text(cluster.logs(tail=400))

@@ -5,18 +5,12 @@ of a broker again (the soak's seeds 11, 12013 and 1544237110). Each scenario end
 metadata naming the one controller, listing every broker as live and knowing every partition."""
 from __future__ import annotations
 
-from scripts.containers.cluster import SESSION_TIMEOUT_MS, ContainerCluster
+from scripts.containers.cluster import SESSION_TIMEOUT_MS, ContainerCluster, controller_view
 from tests.containers.test_faults import PROPERTIES, create_topic
 from tests.integration.conditions import wait_for
 
 TOPIC, PARTITIONS = "rejoin", 3
 SESSION_S = SESSION_TIMEOUT_MS / 1000
-
-
-def controller_view(health: dict | None) -> dict:
-    """A broker's ``/healthz`` controller section; empty while it is down, slow to answer (None) or starting (no
-    controller object yet: its HTTP port opens before the controller candidate does)."""
-    return (health or {}).get("controller") or {}
 
 
 def agreed(cluster: ContainerCluster) -> int | None:

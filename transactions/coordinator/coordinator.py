@@ -407,13 +407,12 @@ class TransactionCoordinator:
 
     async def shutdown(self) -> None:
         self._shut_down = True
-        tasks = self._timers + [t for ts in self._completions.values() for t in ts]
+        tasks = self._timers + [t for ts in self._completions.values() for t in ts] + self._requests.tasks()
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        await self._requests.cancel_all()
         self._timers, self._completions = [], {}
         self.state.clear()
 

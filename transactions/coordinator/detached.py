@@ -6,13 +6,12 @@ applying the append's outcome would leave the transaction pending for ever: ever
 answers CONCURRENT_TRANSACTIONS until its ``__transaction_state`` partition moves. Kafka never has this
 window, since its append callback runs whether or not anyone waits for the answer; here each request runs in a
 task of its own, which the caller awaits through ``asyncio.shield``: a cancelled caller drops the answer, the
-request still writes (or drops) its transition. ``cancel_all`` ends them at shutdown, where the coordinator's
-state is thrown away with them.
+request still writes (or drops) its transition. The coordinator's shutdown cancels ``tasks()`` with its own
+timers and completions, where its state is thrown away with them.
 """
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Awaitable, TypeVar
 
@@ -38,16 +37,9 @@ class DetachedRequests:
                 task.add_done_callback(_orphan_done)
             raise
 
-    def __len__(self) -> int:
-        return len(self._tasks)
-
-    async def cancel_all(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+    def tasks(self) -> list[asyncio.Task]:
+        """The requests still running."""
+        return list(self._tasks)
 
 
 def _orphan_done(task: asyncio.Task) -> None:
