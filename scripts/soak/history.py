@@ -17,7 +17,8 @@ Fields:
 - ``type``: ``invoke``; then exactly one of ``ok`` (it happened), ``fail`` (it definitely did not happen),
   ``info`` (indefinite: it may or may not have happened, e.g. a send whose delivery timed out). An invoke
   with no completion at the end of the history counts as ``info``.
-- ``f``: ``send`` | ``poll`` | ``txn`` | ``assign`` | ``subscribe`` | ``commit`` | ``rebalance`` | ``crash``.
+- ``f``: ``send`` | ``poll`` | ``txn`` | ``assign`` | ``subscribe`` | ``commit`` | ``rebalance`` | ``crash`` |
+  ``epoch-bump``.
 - ``value``: a list of micro-ops (``txn`` has several; the others one):
   - ``["send", key, value]`` on invoke; ``["send", key, [offset, value]]`` on ok. ``offset`` is null
     when the client acknowledged the send without learning its offset (librdkafka's implicit
@@ -26,6 +27,8 @@ Fields:
   - ``["assign", [key, ...]]`` / ``["subscribe", [topic, ...]]`` / ``["rebalance", {"assigned": [key...],
     "revoked": [key...]}]`` (the group's callbacks, recorded as ok ops).
   - ``["commit", {key: offset}]``: the next offset to read, as Kafka commits it.
+  - ``["epoch-bump", reason]`` (an ok op of an idempotent producer): librdkafka began draining to bump its
+    producer epoch; what then waits for a retry is re-sent under the new epoch from sequence 0.
 - ``error`` (optional, on fail/info): the client's error name.
 
 A key is ``"<topic>/<partition>"``; values are integers unique per key (each producer owns a disjoint
@@ -43,7 +46,7 @@ from typing import IO, Any, Iterable, Iterator
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 TYPES = (INVOKE, OK, FAIL, INFO)
-FUNCTIONS = ("send", "poll", "txn", "assign", "subscribe", "commit", "rebalance", "crash")
+FUNCTIONS = ("send", "poll", "txn", "assign", "subscribe", "commit", "rebalance", "crash", "epoch-bump")
 
 
 def key_of(topic: str, partition: int) -> str:

@@ -138,6 +138,7 @@ class HistoryIndex:
         self.polled: set[tuple[str, Any]] = set()
         self.max_read: dict[str, int] = {}
         self.subscribers: dict[str, frozenset[str]] = {}
+        self.bumps: dict[str, list[int]] = defaultdict(list)  # process -> times its producer epoch bumps began
         self.stats = _Stats()
         self._topics: dict[str, str] = {}
         self._orders: dict[str, VersionOrder] = {}
@@ -162,6 +163,13 @@ class HistoryIndex:
         elif c.f == "subscribe" and c.type != FAIL:
             topics = c.value[0][1] if c.value and len(c.value[0]) > 1 else []
             self.subscribers[c.process] = frozenset(topics or [])
+        elif c.f == "epoch-bump":
+            self.bumps[c.process].append(c.start)
+
+    def spans_a_bump(self, c: Completed) -> bool:
+        """Whether the producer of send ``c`` began an epoch bump while ``c`` was in flight."""
+        end = c.end if c.end is not None else float("inf")
+        return any(c.start < t < end for t in self.bumps.get(c.process, ()))
 
     def _sends(self, c: Completed, outcome: str) -> None:
         for key, offset, value in sends_of(c.value):
@@ -279,5 +287,5 @@ class _Stats:
                           "fail": self.sends[FAIL], "info": self.sends[INFO],
                           "txn_ok": self.sends["txn_ok"], "txn_aborted": self.sends["txn_aborted"],
                           "txn_info": self.sends["txn_info"]},
-                "polls": self.ops["poll:ok"], "values_read": self.values_read,
+                "polls": self.ops["poll:ok"], "values_read": self.values_read, "epoch_bumps": self.ops["epoch-bump:ok"],
                 "txns": {k: self.txns[k] for k in ("committed", "aborted", "indefinite")}}

@@ -62,6 +62,10 @@ KINDS: dict[str, Kind] = {
     "inconsistent-offsets": Kind("one (key, offset) holds more than one value, across all sends and polls"),
     "duplicate": Kind("one value sits at more than one (key, offset); allowed without idempotence",
                       _unless_idempotent),
+    "duplicate-after-bump": Kind(
+        "a duplicate whose send was in flight when its idempotent producer began an epoch bump: librdkafka re-sends "
+        "what waits for a retry under the new epoch from sequence 0, so a copy a broker had written is written "
+        "again (librdkafka #4953; no broker can tell, Kafka's neither)", _always),
     "G1a": Kind("aborted read: a poll read a value whose send failed or whose transaction aborted; "
                 "allowed under read_uncommitted", _unless_read_committed),
     "nonmonotonic-send": Kind("a later send of one producer to one key landed at a lower offset"),
@@ -117,7 +121,8 @@ class CheckResult:
         lines = [f"sends ok {sends.get('ok', 0)} implicit-acks {sends.get('implicit_acks', 0)} fail "
                  f"{sends.get('fail', 0)} info {sends.get('info', 0)}; polls {s.get('polls', 0)} values read "
                  f"{s.get('values_read', 0)}; txns committed {txns.get('committed', 0)} aborted "
-                 f"{txns.get('aborted', 0)} indefinite {txns.get('indefinite', 0)}"]
+                 f"{txns.get('aborted', 0)} indefinite {txns.get('indefinite', 0)}; producer epoch bumps "
+                 f"{s.get('epoch_bumps', 0)}"]
         seen = sorted((a for a in self.anomalies.values() if a.count), key=lambda a: (a.allowed, a.kind))
         for a in seen:
             lines.append(f"  {a.kind:<22} {a.count:>8}  {'allowed' if a.allowed else 'BAD'}  {a.description}")

@@ -9,13 +9,17 @@ from scripts.soak.history import OK
 
 def check_offsets(index: HistoryIndex, findings: Findings) -> None:
     """inconsistent-offsets: one (key, offset), several values; duplicate: one value at several offsets of a
-    topic (a copy into another topic is no duplicate; nor is an aborted copy followed by a committed one)."""
+    topic (a copy into another topic is no duplicate; nor is an aborted copy followed by a committed one);
+    duplicate-after-bump when its send was in flight as its producer bumped its epoch."""
     for (key, offset), values in sorted(index.clashes.items()):
         findings.add("inconsistent-offsets", {"key": key, "offset": offset, "values": sorted(values)})
     for tv, places in index.elsewhere.items():
         committed = (places | {index.where[tv]}) - index.aborted_at
         if len(committed) > 1:
-            findings.add("duplicate", {"value": tv[1], "at": [list(p) for p in sorted(committed)]})
+            writer = index.writer.get(tv)
+            bumped = writer is not None and writer.f == "send" and index.spans_a_bump(writer)
+            findings.add("duplicate-after-bump" if bumped else "duplicate",
+                         {"value": tv[1], "at": [list(p) for p in sorted(committed)]})
 
 
 def check_acked(index: HistoryIndex, findings: Findings) -> None:

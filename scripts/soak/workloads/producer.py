@@ -11,9 +11,18 @@ SIGTERM: stop producing, flush for at most ``--flush-timeout-s``, then exit 0. W
 still queued or in flight is purged (those sends complete ``info``: a queued record may be waiting for a retry
 after an attempt that was written) and the exit is 0 once every send completed, else ``EXIT_UNFINISHED``;
 ``EXIT_FATAL`` after a fatal client error (the idempotent producer's fatal state: it can send nothing more).
+
+An idempotent producer logs librdkafka's ``eos`` debug context into its log: the producer id it got, every
+error on a sequence (ERRSEQ, UNKPID) and every drain and epoch bump. librdkafka re-sends what waits for a retry
+under the bumped epoch from sequence 0 (librdkafka #4953): a record a broker had written but not acknowledged
+(a timed-out or NOT_ENOUGH_REPLICAS_AFTER_APPEND attempt) is written again. So each bump librdkafka begins is
+also an ``epoch-bump`` op in the history (``EosLog``), and the checker tells a duplicate whose send spanned
+one apart (``duplicate-after-bump``) from a broker's; the brokers' dumps (``evidence/``) show the epochs.
 """
 from __future__ import annotations
 
+import re
+import sys
 import time
 import traceback
 from typing import Sequence
@@ -43,7 +52,37 @@ def parser():
 def producer_config(args) -> dict:
     return {"bootstrap.servers": args.bootstrap, "client.id": args.process, "acks": args.acks,
             "enable.idempotence": args.idempotence == "true", "linger.ms": 5,
-            "message.timeout.ms": args.message_timeout_ms}
+            "message.timeout.ms": args.message_timeout_ms, **({"debug": "eos"} if args.idempotence == "true" else {})}
+
+
+class EosLog:
+    """librdkafka's log lines (confluent-kafka's ``logger``, served by ``poll()`` in order with the delivery
+    reports): each goes to stderr in librdkafka's own format, and a drain begun for an epoch bump is also an
+    ``epoch-bump`` op."""
+
+    SYSLOG = {10: 7, 20: 6, 30: 4, 40: 3, 50: 2}  # Python's levels back to librdkafka's
+
+    def __init__(self, history: HistoryWriter, process: str) -> None:
+        self.history, self.process = history, process
+
+    def log(self, level: int, fmt: str, *args) -> None:
+        fac, name, text = (args + ("", "", ""))[:3] if fmt == "%s [%s] %s" else ("LOG", self.process, fmt % args)
+        sys.stderr.write(f"%{self.SYSLOG.get(level, 6)}|{time.time():.3f}|{fac}|{name}| {text}\n")
+        reason = epoch_bump_reason(fac, text)
+        if reason is not None:
+            self.history.event("epoch-bump", [["epoch-bump", reason]])
+
+
+BUMP_LINE = re.compile(r"Beginning partition drain .* epoch bump for \d+ partition\(s\) with in-flight requests: (.*)$")
+
+
+def epoch_bump_reason(fac: str, text: str) -> str | None:
+    """The reason of librdkafka's ``DRAIN`` line that starts an idempotent producer's epoch bump
+    (``rd_kafka_idemp_drain_epoch_bump``: "[thrd:...]: Beginning partition drain in state Assigned for
+    PID{Id:3,Epoch:0} epoch bump for 2 partition(s) with in-flight requests: skipped sequence numbers"); else
+    None."""
+    match = BUMP_LINE.search(text) if fac == "DRAIN" else None
+    return match.group(1) if match else None
 
 
 class SoakProducer:
@@ -51,7 +90,8 @@ class SoakProducer:
         self.args, self.history, self.stopping = args, history, stopping
         self.fatal: str | None = None
         self.pending = 0  # invoked, not yet completed
-        self.producer = Producer({**producer_config(args), "error_cb": self._error})
+        self.producer = Producer({**producer_config(args), "error_cb": self._error,
+                                  "logger": EosLog(history, args.process)})
 
     def _error(self, err) -> None:
         if err.fatal():

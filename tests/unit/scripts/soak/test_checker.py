@@ -8,7 +8,7 @@ from scripts.soak.checker import KINDS, Availability, CheckConfig, CheckResult, 
 from scripts.soak.checker.transactions import strongly_connected
 from scripts.soak.history import read_file
 
-from .histories import FAIL, INFO, History
+from .histories import FAIL, INFO, OK, History
 
 EOS = CheckConfig(eos_pairs={"txn-in": "txn-out"})
 
@@ -103,6 +103,26 @@ def test_unseen_is_an_acked_send_never_read():
     result = check(h.ops)
     assert_only(result, "unseen", 2)
     assert {e["value"] for e in result.anomalies["unseen"].examples} == {2, 3}
+
+
+def test_a_duplicate_in_flight_across_its_producers_epoch_bump_is_told_apart():
+    """librdkafka re-sends what waits for a retry under a bumped epoch (#4953): a duplicate whose send spans its
+    own producer's bump is duplicate-after-bump (allowed); one outside any bump, or spanning another producer's,
+    stays a duplicate."""
+    h = History()
+    in_flight = h.invoke("p0", "send", [["send", "soak/0", 1]])
+    h.event("p0", "epoch-bump", [["epoch-bump", "skipped sequence numbers"]])
+    h.complete("p0", in_flight, OK, "send", [["send", "soak/0", [7, 1]]])
+    h.send("p0", "soak/1", 2, 3)  # after the bump: not in flight across it
+    others = h.invoke("p1", "send", [["send", "soak/2", 1001]])
+    h.event("p0", "epoch-bump", [["epoch-bump", "unknown producer id"]])
+    h.complete("p1", others, OK, "send", [["send", "soak/2", [4, 1001]]])
+    h.poll("r0", {"soak/0": [(2, 1), (7, 1)], "soak/1": [(1, 2), (3, 2)], "soak/2": [(0, 1001), (4, 1001)]})
+    result = check(h.ops)
+    assert result.anomalies["duplicate-after-bump"].count == 1 and result.anomalies["duplicate-after-bump"].allowed
+    assert result.anomalies["duplicate-after-bump"].examples == [{"value": 1, "at": [["soak/0", 2], ["soak/0", 7]]}]
+    assert_only(result, "duplicate", 2, also={"duplicate-after-bump": 1})
+    assert result.stats["epoch_bumps"] == 2
 
 
 def test_inconsistent_offsets_is_one_offset_with_two_values():
@@ -355,7 +375,7 @@ def test_a_restarted_process_reusing_op_numbers_leaves_its_pending_ops_indefinit
 
 
 def test_every_kind_has_a_test_here():
-    tested = {"lost-write", "unseen", "inconsistent-offsets", "duplicate", "G1a", "nonmonotonic-send",
+    tested = {"lost-write", "unseen", "inconsistent-offsets", "duplicate", "duplicate-after-bump", "G1a", "nonmonotonic-send",
               "int-nonmonotonic-send", "nonmonotonic-poll", "int-nonmonotonic-poll", "poll-skip", "int-poll-skip",
               "int-send-skip", "G0", "G1c", "precommitted-read", "group-gap", "commit-backwards",
               "unexpected-rebalance", "eos-missing", "eos-extra", "eos-duplicate", "unavailable",

@@ -2,6 +2,7 @@
 plan's processes; and a restarted history file going on where its killed writer stopped."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -135,6 +136,10 @@ class TestArguments:
         conf = producer.producer_config(args)
         assert (conf["acks"], conf["enable.idempotence"], conf["linger.ms"], conf["message.timeout.ms"]) == \
             ("1", False, 5, 120000)
+        assert "debug" not in conf
+        idempotent = producer.parser().parse_args(COMMON + ["--topic", "soak", "--partitions", "6", "--rate", "250",
+                                                            "--value-base", "0"])
+        assert producer.producer_config(idempotent)["debug"] == "eos"  # its bumps and sequence errors are logged
         assert (args.rate, args.value_base, args.flush_timeout_s, args.after_crash) == (250.0, 2 * 10**9, 30.0, None)
 
     def test_reader_and_group_take_topic_lists(self):
@@ -204,3 +209,43 @@ def test_a_restarted_writer_numbers_on_after_a_torn_line(tmp_path):
     ops = list(read_file(path))
     assert [(o.op, o.type, o.f) for o in ops] == [(0, "invoke", "txn"), (0, "ok", "txn"), (1, "invoke", "txn"),
                                                   (2, "invoke", "crash"), (2, "info", "crash")]
+
+
+class TestEosLog:
+    """librdkafka's log lines reach the producer's EosLog; the drain that begins an epoch bump is an op."""
+
+    BUMP = ("[thrd:127.0.0.1:9092/1]: Beginning partition drain in state Assigned for PID{Id:3,Epoch:0} epoch bump "
+            "for 2 partition(s) with in-flight requests: skipped sequence numbers")
+
+    def test_the_drain_line_of_an_epoch_bump_is_recorded_with_its_reason(self, tmp_path, capsys):
+        history = HistoryWriter(tmp_path / "history-p.jsonl", "p")
+        eos = producer.EosLog(history, "p")
+        eos.log(10, "%s [%s] %s", "DRAIN", "p#producer-1", self.BUMP)
+        eos.log(10, "%s [%s] %s", "DRAIN", "p#producer-1", "[thrd:main]: All partitions drained")
+        eos.log(10, "%s [%s] %s", "IDEMPSTATE", "p#producer-1", "[thrd:main]: state change Assigned -> DrainBump")
+        history.close()
+        ops = list(read_file(tmp_path / "history-p.jsonl"))
+        assert [(o.type, o.f, o.value) for o in ops] == [
+            ("invoke", "epoch-bump", [["epoch-bump", "skipped sequence numbers"]]),
+            ("ok", "epoch-bump", [["epoch-bump", "skipped sequence numbers"]])]
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 3 and lines[0].startswith("%7|") and lines[0].endswith("|DRAIN|p#producer-1| " + self.BUMP)
+
+    def test_other_lines_are_no_bump(self):
+        assert producer.epoch_bump_reason("DRAIN", self.BUMP.replace("epoch bump", "reset")) is None
+        assert producer.epoch_bump_reason("TXN", self.BUMP) is None
+        assert producer.epoch_bump_reason("DRAIN", self.BUMP) == "skipped sequence numbers"
+
+    def test_a_real_idempotent_producer_logs_through_it(self, tmp_path, capsys):
+        """No broker needed: librdkafka's idempotent producer logs its first state change under debug=eos."""
+        from confluent_kafka import Producer
+        history = HistoryWriter(tmp_path / "history-p.jsonl", "p")
+        args = producer.parser().parse_args(["--bootstrap", "127.0.0.1:9", "--history-dir", str(tmp_path),
+                                             "--process", "p", "--topic", "soak", "--partitions", "1",
+                                             "--rate", "1", "--value-base", "0"])
+        client = Producer({**producer.producer_config(args), "logger": producer.EosLog(history, "p")})
+        deadline = time.monotonic() + 10
+        while "IDEMPSTATE" not in capsys.readouterr().err and time.monotonic() < deadline:
+            client.poll(0.1)
+        assert time.monotonic() < deadline, "librdkafka logged no IDEMPSTATE line through the logger"
+        history.close()
