@@ -71,76 +71,104 @@ class PartitionLeadership:
     # -- New -> Online -------------------------------------------------------------------------
     async def on_new_partition_creation(self, tps: list[TopicPartition]) -> None:
         """Kafka's onNewPartitionCreation: ``tps`` go New -> Online (a partition without a live replica
-        stays New)."""
+        stays New). The state znodes are created as pipelined fenced multis, one per partition."""
         ctx = self.context
+        states, leaderless = {}, []
         for tp in tps:
             if self.states.get(tp) is PartitionState.NonExistent:
                 self.states.transition([tp], PartitionState.New)
             live = [b for b in ctx.assignments[tp] if b in ctx.live_brokers]
             if not live:
-                log.warning("%s has no live replica; it stays New", tp)
+                leaderless.append(tp)
                 continue
-            state = LeaderIsrAndControllerEpoch(LeaderAndIsr(live[0], 0, tuple(live), 0), ctx.epoch)
-            try:
-                await self.kzc.create_partition_state(ctx.epoch_zk_version, tp, state)
-            except MultiOpError as exc:
-                if not isinstance(exc.cause, NodeExistsError):
-                    raise
-                state = await self.kzc.get_partition_state(tp)  # created by an earlier controller
+            states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(live[0], 0, tuple(live), 0), ctx.epoch)
+        if leaderless:
+            log.warning("%d new partitions have no live replica; they stay New: %s", len(leaderless), _some(leaderless))
+        outcomes = await self.kzc.create_partition_states(ctx.epoch_zk_version, states) if states else {}
+        existed = [tp for tp, error in outcomes.items() if error is not None]
+        unexpected = next((e for e in outcomes.values() if e is not None
+                           and not (isinstance(e, MultiOpError) and isinstance(e.cause, NodeExistsError))), None)
+        if unexpected is not None:
+            raise unexpected
+        states.update(await self.kzc.get_partition_states(existed) if existed else {})  # by an earlier controller
+        for tp, state in states.items():
             ctx.leadership[tp] = state
             self.states.transition([tp], PartitionState.Online)
             self.batch.add_leader_and_isr(ctx.assignments[tp], tp, is_new=True)
+        if states:
+            log.info("%d new partitions online (%d created by an earlier controller)", len(states), len(existed))
 
     # -- elections -----------------------------------------------------------------------------
     async def elect(self, tps: list[TopicPartition], strategy: Strategy, *,
                     mark_offline_if_none: bool = True) -> list[TopicPartition]:
         """Elect leaders for ``tps``; return those for which the strategy found nobody. They go Offline
         when ``mark_offline_if_none`` (offline elections); otherwise they are left untouched, nothing
-        written (preferred, reassignment and controlled-shutdown elections: the current leader stays)."""
-        failed = []
-        for tp in tps:
-            if not await self._elect_one(tp, strategy, mark_offline_if_none):
-                failed.append(tp)
-        return failed
+        written (preferred, reassignment and controlled-shutdown elections: the current leader stays).
+        The writes are pipelined; a partition whose write met a version conflict is re-read and elected
+        again once (a second conflict raises)."""
+        failed, conflicts = await self._elect_many(tps, strategy, mark_offline_if_none, retry=True)
+        if conflicts:
+            failed += (await self._elect_many(conflicts, strategy, mark_offline_if_none, retry=False))[0]
+        failed_set = set(failed)
+        return [tp for tp in dict.fromkeys(tps) if tp in failed_set]
 
-    async def _elect_one(self, tp: TopicPartition, strategy: Strategy, mark_offline_if_none: bool,
-                         retry: bool = True) -> bool:
-        ctx = self.context
-        current = ctx.leadership.get(tp)
-        if current is None:
-            return False
-        replicas = ctx.assignments[tp]
-        result = strategy(tp, replicas, current.leader_and_isr.isr)
-        if result.leader is None:
-            if mark_offline_if_none:
-                self._mark_offline(tp)
-            return False
-        if result.leader not in current.leader_and_isr.isr:
-            log.warning("%s: UNCLEAN leader election of %d, outside the ISR %s (unclean.leader.election.enable): "
-                        "committed records it lacks are lost", tp, result.leader, list(current.leader_and_isr.isr))
-        new = current.leader_and_isr.new_leader_and_isr(result.leader, tuple(result.isr))
-        if not await self._write(tp, new, retry):
-            return await self._elect_one(tp, strategy, mark_offline_if_none, retry=False)
-        self._transition(tp, PartitionState.Online)
-        self.batch.add_leader_and_isr(replicas, tp)
-        log.info("%s: leader %d epoch %d isr %s", tp, new.leader, new.leader_epoch, list(new.isr))
-        return True
+    async def _elect_many(self, tps: list[TopicPartition], strategy: Strategy, mark_offline_if_none: bool,
+                          retry: bool) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        """One round of elections: (partitions without a leader, partitions whose write conflicted)."""
+        ctx, failed, news = self.context, [], {}
+        for tp in tps:
+            current = ctx.leadership.get(tp)
+            if current is None:
+                failed.append(tp)
+                continue
+            result = strategy(tp, ctx.assignments[tp], current.leader_and_isr.isr)
+            if result.leader is None:
+                if mark_offline_if_none:
+                    self._mark_offline(tp)
+                failed.append(tp)
+                continue
+            if result.leader not in current.leader_and_isr.isr:
+                log.warning("%s: UNCLEAN leader election of %d, outside the ISR %s (unclean.leader.election.enable): "
+                            "committed records it lacks are lost", tp, result.leader, list(current.leader_and_isr.isr))
+            news[tp] = current.leader_and_isr.new_leader_and_isr(result.leader, tuple(result.isr))
+        conflicts = await self._write_many(news, retry)
+        elected = [tp for tp in news if tp not in set(conflicts)]
+        for tp in elected:
+            self._transition(tp, PartitionState.Online)
+            self.batch.add_leader_and_isr(ctx.assignments[tp], tp)
+            log.debug("%s: leader %d epoch %d isr %s", tp, news[tp].leader, news[tp].leader_epoch, list(news[tp].isr))
+        if tps:
+            log.info("elected leaders of %d of %d partitions (%d without a leader, %d version conflicts)%s",
+                     len(elected), len(tps), len(failed), len(conflicts), "" if retry else " on retry")
+        return failed, conflicts
 
     async def _write(self, tp: TopicPartition, new: LeaderAndIsr, retry: bool) -> bool:
-        """Compare-and-set the partition state and record it (with its new znode version) in the context.
-        On a version conflict re-read it from ZooKeeper and return False (the caller decides again,
-        once), or raise when no retry is left."""
+        """``_write_many`` of one partition: False on a version conflict (re-read, the caller decides again)."""
+        return not await self._write_many({tp: new}, retry)
+
+    async def _write_many(self, news: dict[TopicPartition, LeaderAndIsr], retry: bool) -> list[TopicPartition]:
+        """Compare-and-set each partition's state (pipelined) and record it (with its new znode version) in
+        the context. Return the partitions whose write met a version conflict, re-read from ZooKeeper (the
+        caller decides again, once); with no retry left a conflict raises, as does any other error (after
+        the successful writes are recorded)."""
+        if not news:
+            return []
         ctx = self.context
-        try:
-            version = await self.kzc.update_partition_state(ctx.epoch_zk_version, tp,
-                                                            LeaderIsrAndControllerEpoch(new, ctx.epoch))
-        except MultiOpError as exc:
-            if not isinstance(exc.cause, BadVersionError) or not retry:
-                raise
-            ctx.leadership[tp] = await self.kzc.get_partition_state(tp)  # someone wrote first
-            return False
-        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(replace(new, zk_version=version), ctx.epoch)
-        return True
+        outcomes = await self.kzc.update_partition_states(
+            ctx.epoch_zk_version, {tp: LeaderIsrAndControllerEpoch(new, ctx.epoch) for tp, new in news.items()})
+        conflicts, error = [], None
+        for tp, outcome in outcomes.items():
+            if isinstance(outcome, int):
+                ctx.leadership[tp] = LeaderIsrAndControllerEpoch(replace(news[tp], zk_version=outcome), ctx.epoch)
+            elif retry and isinstance(outcome, MultiOpError) and isinstance(outcome.cause, BadVersionError):
+                conflicts.append(tp)
+            elif error is None:
+                error = outcome
+        if conflicts:
+            ctx.leadership.update(await self.kzc.get_partition_states(conflicts))  # someone wrote first
+        if error is not None:
+            raise error
+        return conflicts
 
     def _mark_offline(self, tp: TopicPartition) -> None:
         self._transition(tp, PartitionState.Offline)
@@ -154,24 +182,35 @@ class PartitionLeadership:
     # -- replicas going offline ----------------------------------------------------------------
     async def take_replicas_offline(self, broker_ids: set[int], partitions: list[TopicPartition] | None = None) -> None:
         """OfflineReplica for the replicas on ``broker_ids`` (of ``partitions``, default all): leave
-        the ISR, never emptying it."""
+        the ISR, never emptying it. One pipelined batch of writes per broker."""
         ctx = self.context
-        for tp in sorted(ctx.leadership if partitions is None else partitions):
-            for broker in broker_ids & set(ctx.assignments.get(tp, ())):
-                await self._remove_from_isr(tp, broker)
+        for broker in sorted(broker_ids):
+            tps = [tp for tp in sorted(ctx.leadership if partitions is None else partitions)
+                   if broker in ctx.assignments.get(tp, ())]
+            await self._remove_from_isr(tps, broker)
 
-    async def _remove_from_isr(self, tp: TopicPartition, broker: int, retry: bool = True) -> None:
-        ctx = self.context
-        current = ctx.leadership[tp].leader_and_isr
-        leader, isr = remove_replica_from_isr(current.leader, current.isr, broker)
-        if (leader, tuple(isr)) == (current.leader, current.isr):
-            return
-        new = current.new_leader_and_isr(leader, tuple(isr))
-        if not await self._write(tp, new, retry):
-            return await self._remove_from_isr(tp, broker, retry=False)
-        if leader < 0:
-            self._mark_offline(tp)
-        self.batch.add_leader_and_isr([b for b in ctx.assignments[tp] if b != broker], tp)
+    async def _remove_from_isr(self, tps: list[TopicPartition], broker: int, retry: bool = True) -> None:
+        ctx, news = self.context, {}
+        for tp in tps:
+            current = ctx.leadership.get(tp)
+            if current is None:
+                continue
+            lai = current.leader_and_isr
+            leader, isr = remove_replica_from_isr(lai.leader, lai.isr, broker)
+            if (leader, tuple(isr)) != (lai.leader, lai.isr):
+                news[tp] = lai.new_leader_and_isr(leader, tuple(isr))
+        conflicts = set(await self._write_many(news, retry))
+        for tp, new in news.items():
+            if tp in conflicts:
+                continue
+            if new.leader < 0:
+                self._mark_offline(tp)
+            self.batch.add_leader_and_isr([b for b in ctx.assignments[tp] if b != broker], tp)
+        if news:
+            log.info("broker %d left the ISR of %d partitions (%d version conflicts)", broker, len(news) - len(conflicts),
+                     len(conflicts))
+        if conflicts:
+            await self._remove_from_isr(sorted(conflicts), broker, retry=False)
 
     # -- reassignment steps ----------------------------------------------------------------------
     async def bump_leader_epoch(self, tp: TopicPartition, retry: bool = True) -> bool:
@@ -192,4 +231,9 @@ class PartitionLeadership:
         """OfflineReplica for replicas that are no longer assigned (a reassignment's removed replicas)."""
         for broker in brokers:
             if tp in self.context.leadership:
-                await self._remove_from_isr(tp, broker)
+                await self._remove_from_isr([tp], broker)
+
+
+def _some(tps: list[TopicPartition], limit: int = 10) -> str:
+    """A few of ``tps`` for a summary line."""
+    return ", ".join(map(str, tps[:limit])) + (f", ... ({len(tps) - limit} more)" if len(tps) > limit else "")

@@ -215,15 +215,18 @@ class ReplicaLeaderElections:
             return
         partitions, version = pending
         found = triage(PREFERRED, partitions, ctx.assignments, self._leaders(), self._live(), ctx.topics_to_delete)
-        for tp, (code, message, _) in sorted(found.outcomes.items()):
-            if code != ErrorCode.ELECTION_NOT_NEEDED:
-                log.info("skipping preferred replica election for %s (ZooKeeper request): %s", tp, message)
+        skipped = {tp: message for tp, (code, message, _) in sorted(found.outcomes.items())
+                   if code != ErrorCode.ELECTION_NOT_NEEDED}
         outcomes = await self._elect(found.electable, PREFERRED)
+        failed = {tp: message for tp, (code, message, _) in sorted(outcomes.items()) if code != ErrorCode.NONE}
         for tp, (code, message, leader) in sorted(outcomes.items()):
-            if code == ErrorCode.NONE:
-                log.info("partition %s completed preferred replica leader election; new leader is %d", tp, leader)
-            else:
-                log.warning("partition %s failed to complete preferred replica leader election: %s", tp, message)
+            log.debug("preferred replica election of %s: %s", tp, f"leader {leader}" if code == ErrorCode.NONE else message)
+        log.info("controller %d: preferred replica election (ZooKeeper request) for %d partitions: %d elected, "
+                 "%d skipped%s", self.broker_id, len(partitions), len(outcomes) - len(failed), len(skipped),
+                 "".join(f"; {tp}: {m}" for tp, m in list(skipped.items())[:5]))
+        if failed:
+            log.warning("controller %d: preferred replica election failed for %d partitions: %s", self.broker_id,
+                        len(failed), "; ".join(f"{tp}: {m}" for tp, m in list(failed.items())[:10]))
         if not await self.kzc.delete_preferred_replica_election(ctx.epoch_zk_version, version):
             self.enqueue(ev.ReplicaLeaderElection())  # rewritten while we elected: look again
 

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable
 
 from brokers.model import TopicPartition
@@ -47,12 +48,15 @@ class TopicChangeProcessor:
         self.term = term  # elections won so far by this broker: a watch of an earlier term lapses
 
     async def load_topics(self, topics: list[str]) -> list[TopicPartition]:
-        """Read assignments and partition states of ``topics`` into the context; return new partitions."""
+        """Read assignments and partition states of ``topics`` into the context; return new partitions.
+        Configs, assignments and then partition states each go out as one pipelined batch."""
         ctx, new = self.context, []
-        for topic in topics:
-            ctx.topic_configs[topic] = await self.kzc.get_topic_config(topic)
-            watch = self.watch(self._partition_modifications(topic))
-            assignment, topic_id = await self.kzc.get_full_topic_assignment(topic, watch) or ({}, None)
+        for topic, config in zip(topics, await self.kzc.get_topic_configs(topics)):
+            ctx.topic_configs[topic] = config
+        watches = [self.watch(self._partition_modifications(topic)) for topic in topics]
+        assignments = await self.kzc.get_full_topic_assignments(topics, watches)
+        tps = []
+        for topic, (assignment, topic_id) in zip(topics, (a or ({}, None) for a in assignments)):
             if assignment and topic_id is None:  # Kafka 2.8's processTopicIds: every topic gets one
                 topic_id = await self.kzc.set_topic_id(ctx.epoch_zk_version, topic)
             if topic_id is not None:
@@ -62,15 +66,15 @@ class TopicChangeProcessor:
                 ctx.assignments[tp] = list(full.replicas)
                 if full.is_being_reassigned:
                     ctx.reassignments[tp] = full
-                state = await self.kzc.get_partition_state(tp)
-                if state is None:
-                    self.states.set_initial(tp, PartitionState.New)
-                    new.append(tp)
-                else:
-                    ctx.leadership[tp] = state
-                    leader = state.leader_and_isr.leader
-                    online = leader in ctx.live_brokers
-                    self.states.set_initial(tp, PartitionState.Online if online else PartitionState.Offline)
+                tps.append(tp)
+        for tp, state in (await self.kzc.get_partition_states(tps)).items():
+            if state is None:
+                self.states.set_initial(tp, PartitionState.New)
+                new.append(tp)
+            else:
+                ctx.leadership[tp] = state
+                online = state.leader_and_isr.leader in ctx.live_brokers
+                self.states.set_initial(tp, PartitionState.Online if online else PartitionState.Offline)
         return new
 
     def _partition_modifications(self, topic: str) -> EventFor:
@@ -88,9 +92,13 @@ class TopicChangeProcessor:
             ctx.remove_topic(gone)
         new_topics = sorted(topics - ctx.all_topics)
         if new_topics:
+            started = time.monotonic()
             new = await self.load_topics(new_topics)
-            log.info("controller %d: new topics %s", self.broker_id, new_topics)
+            loaded = time.monotonic()
             await self.leadership.on_new_partition_creation(new)
+            log.info("controller %d: %d new topics with %d new partitions (%s%s) in %.3f s (read in %.3f s)",
+                     self.broker_id, len(new_topics), len(new), ", ".join(new_topics[:10]),
+                     ", ..." if len(new_topics) > 10 else "", time.monotonic() - started, loaded - started)
 
     async def process_partition_modifications(self, topic: str) -> None:
         """Partitions without an assignment in the context are new (CreatePartitions); they go New ->
@@ -109,18 +117,15 @@ class TopicChangeProcessor:
             log.warning("controller %d: not adding partitions %s to %s, it is being deleted",
                         self.broker_id, sorted(tp.partition for tp in new), topic)
             return
-        log.info("controller %d: new partitions %s", self.broker_id, sorted(new))
+        log.info("controller %d: %d new partitions of %s", self.broker_id, len(new), topic)
         ctx.assignments.update(new)
         await self.leadership.on_new_partition_creation(sorted(new))
 
     async def process_isr_change_notification(self) -> None:
         ctx = self.context
         names = await self.kzc.get_isr_change_notifications(watch=self.watch(ev.IsrChangeNotification()))
-        changed = set()
-        for name in names:
-            changed.update(await self.kzc.read_isr_change_notification(name))
-        for tp in changed:
-            state = await self.kzc.get_partition_state(tp)
+        changed = set(await self.kzc.read_isr_change_notifications(names))
+        for tp, state in (await self.kzc.get_partition_states(sorted(changed))).items():
             if state is not None and tp in ctx.assignments:
                 ctx.leadership[tp] = state
         self.batch.add_update_metadata(ctx.live_brokers, sorted(changed & set(ctx.assignments)))

@@ -16,6 +16,7 @@ INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR).
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 from brokers.admin.assignment import partitions_to_add
 from brokers.protocol.errors import ErrorCode, KafkaError
@@ -28,14 +29,18 @@ ATTEMPTS = 2  # the first read, and one more after a conflicting write
 
 
 async def add_partitions(kzc: KafkaZkClient, topic: str, new_total: int, assignments: list[list[int]] | None = None,
-                         *, validate_only: bool = False) -> dict[int, list[int]]:
+                         *, validate_only: bool = False,
+                         check: Callable[[dict[int, list[int]]], None] | None = None) -> dict[int, list[int]]:
     """Add partitions to ``topic`` so that it has ``new_total``; return the added ``{partition: replicas}``.
 
     ``assignments``: one replica list per new partition, in partition order (None: Kafka's round
-    robin continues). With ``validate_only`` every check runs and nothing is written.
+    robin continues). With ``validate_only`` every check runs and nothing is written. ``check`` sees the
+    added partitions before anything is written (it raises to refuse them: the partition caps).
     """
     for _ in range(ATTEMPTS):
         added, version = await _decide(kzc, topic, new_total, assignments)
+        if check is not None:
+            check(added)
         if validate_only:
             return added
         try:

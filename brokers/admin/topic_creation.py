@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import random
+from typing import Callable
 
 from brokers.admin.assignment import assign_replicas_to_brokers, topics_collide, validate_topic_name
 from brokers.protocol.errors import ErrorCode, KafkaError
@@ -16,8 +17,10 @@ log = logging.getLogger(__name__)
 
 
 async def create_topic(kzc: KafkaZkClient, topic: str, num_partitions: int, replication_factor: int,
-                       config: dict[str, str] | None = None, *, rng: random.Random | None = None) -> dict[int, list[int]]:
-    """Validate, assign replicas (Kafka's rack-unaware algorithm) and write the topic's znodes."""
+                       config: dict[str, str] | None = None, *, rng: random.Random | None = None,
+                       check: Callable[[dict[int, list[int]]], None] | None = None) -> dict[int, list[int]]:
+    """Validate, assign replicas (Kafka's rack-unaware algorithm) and write the topic's znodes; ``check`` sees
+    the assignment before anything is written (it raises to refuse it: the partition caps)."""
     validate_topic_name(topic)
     existing = await kzc.get_all_topics()
     if topic in existing:
@@ -28,6 +31,8 @@ async def create_topic(kzc: KafkaZkClient, topic: str, num_partitions: int, repl
                          ErrorCode.INVALID_TOPIC_EXCEPTION)
     brokers = await kzc.get_broker_ids()
     assignment = assign_replicas_to_brokers(brokers, num_partitions, replication_factor, rng=rng)
+    if check is not None:
+        check(assignment)
     try:
         await kzc.create_topic(topic, assignment, dict(config or {}))
     except NodeExistsError:

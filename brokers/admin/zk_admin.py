@@ -12,8 +12,9 @@ is ``/config/brokers/<default>``.
 """
 from __future__ import annotations
 
-from brokers.admin.assignment import validate_topic_name
+from brokers.admin.assignment import assign_replicas_to_brokers, validate_topic_name
 from brokers.admin.partition_addition import add_partitions
+from brokers.admin.partition_limits import UNLIMITED, check_partition_limits
 from brokers.admin.topic_creation import create_topic
 from brokers.config import BrokerConfig
 from brokers.dynamic_config.broker_config import (
@@ -71,6 +72,10 @@ class ZkAdmin:
         elif not 0 < replication_factor <= len(brokers):
             raise KafkaError(f"replication factor {replication_factor} is not between 1 and the {len(brokers)} live brokers",
                              ErrorCode.INVALID_REPLICATION_FACTOR)
+        if assignment:
+            self._check_partition_limits({int(p): list(r) for p, r in assignment.items()})
+        elif validate_only:
+            self._check_partition_limits(assign_replicas_to_brokers(brokers, num_partitions, replication_factor))
         if validate_only:
             return
         if assignment:
@@ -79,7 +84,16 @@ class ZkAdmin:
             except NodeExistsError:
                 raise KafkaError(f"topic {name!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS) from None
         else:
-            await create_topic(self.kzc, name, num_partitions, replication_factor, config)
+            await create_topic(self.kzc, name, num_partitions, replication_factor, config,
+                               check=self._check_partition_limits)
+
+    def _check_partition_limits(self, added: dict[int, list[int]]) -> None:
+        """``max.partitions`` / ``max.broker.partitions`` (KIP-578) over this broker's metadata: POLICY_VIOLATION."""
+        max_partitions, max_broker = self.config["max.partitions"], self.config["max.broker.partitions"]
+        if max_partitions >= UNLIMITED and max_broker >= UNLIMITED:
+            return
+        existing = [state.replicas for state in self.metadata_cache.partitions.values()]
+        check_partition_limits(existing, added, max_partitions, max_broker)
 
     async def topic_id(self, name: str) -> str | None:
         """The topic id its znode holds (None: no such topic, or none yet)."""
@@ -95,7 +109,8 @@ class ZkAdmin:
 
     async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
                                 validate_only: bool) -> None:
-        await add_partitions(self.kzc, name, count, assignments, validate_only=validate_only)
+        await add_partitions(self.kzc, name, count, assignments, validate_only=validate_only,
+                             check=self._check_partition_limits)
 
     async def topic_config(self, name: str) -> dict[str, str]:
         if name not in await self.kzc.get_all_topics():

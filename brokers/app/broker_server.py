@@ -43,6 +43,7 @@ from brokers.http.server import HttpServer
 from brokers.model import LeaderIsrAndControllerEpoch, TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.scram import sanitize as sanitize_user
+from brokers.replication.fetch_session import FetchSessionCache
 from brokers.replication.fetcher import FetcherConfig
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import IsrConflictError, ReplicaManager
@@ -53,6 +54,7 @@ from brokers.server import sasl
 from brokers.server.listener import KafkaListener
 from brokers.server.tls import http_contexts, inter_broker_context, listener_contexts, listener_principal_mappers
 from brokers.stats import BrokerStats
+from brokers.storage import file_limits
 from brokers.storage.log_manager import LogManager, LogManagerConfig
 from brokers.storage.scheduler import Scheduler
 from brokers.zk.client import KafkaZkClient
@@ -101,6 +103,7 @@ class BrokerServer:
         self._build_tls(config)
         self.zk = ZkGateway(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms,
                             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+                            max_in_flight_requests=config["zookeeper.max.in.flight.requests"],
                             digest=config["zookeeper.digest.credentials"], secure_acls=config["zookeeper.set.acl"])
         self.kzc = KafkaZkClient(self.zk)
         self.registration = BrokerRegistration(self)
@@ -184,6 +187,7 @@ class BrokerServer:
                                       topic_configs=await self.config_handlers.all_topic_log_configs(),
                                       scheduler=self.scheduler)
         await asyncio.to_thread(self.log_manager.startup)
+        file_limits.report(sum(len(log.segments) for log in self.log_manager.all_logs()))
 
     def _watch_log_dir_failures(self) -> None:
         """KIP-112: a dir that goes offline (on any thread) is handled on the event loop by the replica
@@ -210,6 +214,7 @@ class BrokerServer:
             follower_throttle_rate=lambda: self.dynamic_config.follower_replication_throttled_rate,
             log_dir_event_notifier=lambda: self.kzc.propagate_log_dir_event(self.broker_id))
         self.replica_manager.start()
+        self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"])
         self._watch_log_dir_failures()
 
     def _fetcher_config(self) -> FetcherConfig:

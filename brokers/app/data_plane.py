@@ -40,7 +40,8 @@ def kafka_listener(broker: BrokerServer, endpoint: EndPoint) -> KafkaListener:
                             verify_transaction=txn.verify_transaction if txn else None, stats=b.stats,
                             reassignments=b.control_plane,
                             elect_leaders=b.control_plane.elect_leaders, authorizer=b.authorizer,
-                            sasl=_sasl_listener_config(b, endpoint), user_configs=b)
+                            sasl=_sasl_listener_config(b, endpoint), user_configs=b,
+                            fetch_sessions=b.fetch_sessions)
     return KafkaListener(KafkaApis(context, COORDINATOR_HANDLERS).handle, endpoint.host, endpoint.port,
                          b.config["socket.request.max.bytes"], listener_name=endpoint.listener,
                          security_protocol=endpoint.security_protocol,

@@ -60,7 +60,7 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "zookeeper.connect": ("str", None),
     "zookeeper.session.timeout.ms": ("int", 18000),
     "zookeeper.connection.timeout.ms": ("int", None),
-    "zookeeper.max.in.flight.requests": ("int", 10),
+    "zookeeper.max.in.flight.requests": ("int", 50),  # pipelined batches (brokers.zk.gateway_batch); Kafka's is 10
     "zookeeper.set.acl": ("bool", False),
     # ZooKeeper digest credentials ("user:password"; Kafka takes its ZooKeeper identity from JAAS's Client section)
     "zookeeper.digest.credentials": ("str", None),
@@ -98,6 +98,8 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "log.dirs": ("list", None),
     "log.dir": ("str", "/tmp/kafka-logs"),
     "num.partitions": ("int", 1),
+    "max.partitions": ("int", 2**31 - 1),  # KIP-578: partitions in the cluster (brokers/admin/partition_limits.py)
+    "max.broker.partitions": ("int", 2**31 - 1),  # KIP-578: partition replicas on one broker
     "default.replication.factor": ("int", 1),
     "min.insync.replicas": ("int", 1),
     "unclean.leader.election.enable": ("bool", False),
@@ -119,6 +121,7 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "replica.fetch.backoff.ms": ("int", 1000),
     "replica.socket.timeout.ms": ("int", 30000),
     "num.replica.fetchers": ("int", 1),
+    "max.incremental.fetch.session.cache.slots": ("int", 1000),
     "replica.high.watermark.checkpoint.interval.ms": ("int", 5000),
     "offsets.topic.num.partitions": ("int", 50),
     "offsets.topic.replication.factor": ("int", 3),

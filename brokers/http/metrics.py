@@ -98,11 +98,26 @@ class BrokerCollector:
                      sum(len(p.isr) < len(p.replicas) for p in led))
         yield _gauge("kafka_server_leader_count", "Partitions led by this broker", len(led))
         yield _gauge("kafka_server_partition_count", "Replicas hosted by this broker", len(partitions))
+        yield from self._fetch_sessions()
         stats = self.broker.stats
         yield CounterMetricFamily("kafka_server_isr_shrinks", "ISR shrinks written by this leader",
                                   value=stats.isr_shrinks)
         yield CounterMetricFamily("kafka_server_isr_expands", "ISR expansions written by this leader",
                                   value=stats.isr_expands)
+
+    def _fetch_sessions(self) -> Iterator[Metric]:
+        """Kafka's kafka.server:type=FetchSessionCache metrics (KIP-227)."""
+        cache = getattr(self.broker, "fetch_sessions", None)
+        if cache is None:
+            return
+        yield _gauge("kafka_server_fetch_session_cache_num_incremental_fetch_sessions",
+                     "Incremental fetch sessions cached", len(cache.sessions))
+        yield _gauge("kafka_server_fetch_session_cache_num_incremental_fetch_partitions_cached",
+                     "Partitions in the cached incremental fetch sessions", cache.partitions_cached())
+        yield CounterMetricFamily("kafka_server_fetch_session_cache_incremental_fetch_session_evictions",
+                                  "Incremental fetch sessions evicted", value=cache.evictions)
+        yield CounterMetricFamily("kafka_server_fetch_session_cache_incremental_fetches",
+                                  "Incremental Fetch requests answered from a session", value=cache.incremental_fetches)
 
     def _controller(self) -> Iterator[Metric]:
         controller = self.broker.controller

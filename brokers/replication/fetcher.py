@@ -20,6 +20,13 @@ fetcher is one asyncio task with one connection to the leader's listener and, pe
    end offset and our own end of that epoch; for an epoch we do not know, KIP-279's intermediate
    point) and the next Fetch carries the latest epoch left after truncating, until no divergence.
 
+Fetch sessions (KIP-227, ``fetch_session_handler``): the first Fetch on a connection is full and opens
+a session; the next ones name only the partitions whose fetch fields changed (their log end after an
+append or truncation, a new leader epoch) or were added, and forget the ones no longer fetched (moved
+to another leader, backed off, throttled this round); the leader's answer omits the partitions with
+nothing new. A session error, a lost answer, a reconnect or a dropped partition answer (the state moved
+meanwhile, so the leader's record of what we were sent is wrong) go back to a full request.
+
 Partition errors back off that partition for ``replica.fetch.backoff.ms``; connection errors back off
 the whole fetcher and reconnect. After every await the partition's state is looked up again: a
 LeaderAndIsr that arrived meanwhile (new epoch, removed partition) wins, and its stale response is
@@ -42,6 +49,7 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.record_batch import whole_batches
 from brokers.protocol.sasl import SaslClientConfig
 from brokers.replication import isr as decide
+from brokers.replication.fetch_session_handler import FetchSessionHandler
 from brokers.replication.partition import Partition
 from brokers.replication.quota import LONG_MAX, ReplicationQuota, is_throttled, should_throttle
 
@@ -79,6 +87,22 @@ class FetcherConfig:
 
 
 @dataclass
+class SessionStats:
+    """What this fetcher's Fetch requests named: requests, full ones, partitions named and forgotten."""
+
+    requests: int = 0
+    full_requests: int = 0
+    partitions_sent: int = 0
+    partitions_forgotten: int = 0
+
+    def record_request(self, partitions: int, forgotten: int, full: bool) -> None:
+        self.requests += 1
+        self.full_requests += full
+        self.partitions_sent += partitions
+        self.partitions_forgotten += forgotten
+
+
+@dataclass
 class PartitionFetchState:
     partition: Partition
     leader_epoch: int
@@ -98,6 +122,8 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._connection: KafkaConnection | None = None
+        self._session = FetchSessionHandler()  # KIP-227: one session per connection to the leader
+        self.stats = SessionStats()
         self._stopped = False
 
     def add(self, partition: Partition) -> None:
@@ -165,6 +191,7 @@ class ReplicaFetcher:
 
     async def _connect(self) -> KafkaConnection:
         if self._connection is None or not self._connection.connected:
+            self._session.reset()  # a new connection: start with a full request (closing the old session)
             self._connection = await connect_inter_broker(
                 self.endpoint, f"broker-{self.config.broker_id}-fetcher-{self.source}", self.config.ssl_context,
                 self.config.sasl, self.config.socket_timeout_ms / 1000)
@@ -212,17 +239,28 @@ class ReplicaFetcher:
     # -- fetching ------------------------------------------------------------------------------
     async def _fetch(self, connection: KafkaConnection, states: dict[TopicPartition, PartitionFetchState]) -> None:
         c = self.config
+        wanted = {tp: (s.leader_epoch, s.partition.log.log_end_offset, s.partition.log.leader_epoch_cache.latest_epoch,
+                       s.partition.log.log_start_offset, c.max_bytes) for tp, s in states.items()}
+        session = self._session.build(wanted)
         body = codec.build(
             codec.request_class(FETCH, FETCH_VERSION), replica_id=c.broker_id, max_wait=c.wait_max_ms,
-            min_bytes=c.min_bytes, max_bytes=c.response_max_bytes, isolation_level=0, session_id=0,
-            session_epoch=-1, topics=_by_topic(states, lambda tp, s: dict(
-                partition=tp.partition, current_leader_epoch=s.leader_epoch,
-                fetch_offset=s.partition.log.log_end_offset,
-                last_fetched_epoch=s.partition.log.leader_epoch_cache.latest_epoch,
-                log_start_offset=s.partition.log.log_start_offset, partition_max_bytes=c.max_bytes)))
-        asked = {tp: s.partition.log.log_end_offset for tp, s in states.items()}
-        response = await connection.request(FETCH, FETCH_VERSION, body,
-                                            (c.socket_timeout_ms + c.wait_max_ms) / 1000)
+            min_bytes=c.min_bytes, max_bytes=c.response_max_bytes, isolation_level=0, session_id=session.session_id,
+            session_epoch=session.epoch, topics=_by_topic(session.partitions, lambda tp, fields: dict(
+                partition=tp.partition, current_leader_epoch=fields[0], fetch_offset=fields[1],
+                last_fetched_epoch=fields[2], log_start_offset=fields[3], partition_max_bytes=fields[4])),
+            forgotten_topics_data=_forgotten(session.forgotten))
+        asked = {tp: fields[1] for tp, fields in wanted.items()}
+        self.stats.record_request(len(session.partitions), len(session.forgotten), session.full)
+        try:
+            response = await connection.request(FETCH, FETCH_VERSION, body,
+                                                (c.socket_timeout_ms + c.wait_max_ms) / 1000)
+        except BaseException:
+            self._session.reset()  # the answer is lost: the leader's epoch may have moved on
+            raise
+        if not self._session.handle_response(session, response.error_code.value, response.session_id):
+            log.info("replica fetcher %d->%d: fetch session %d: %s; fetching in full", c.broker_id, self.source,
+                     session.session_id, response.error_code.name)
+            return
         if response.error_code.value != ErrorCode.NONE:
             raise ConnectionError(f"fetch failed with {response.error_code.name}")
         for topic in response.responses:
@@ -230,7 +268,10 @@ class ReplicaFetcher:
                 tp = TopicPartition(topic.topic, data.partition_index)
                 state = states.get(tp)
                 if state is None or not self._current(tp, state) or state.partition.log.log_end_offset != asked[tp]:
-                    continue  # a LeaderAndIsr or a truncation happened while the fetch was out
+                    # a LeaderAndIsr or a truncation happened while the fetch was out; the leader's session
+                    # counts this answer (its high watermark) as received: the next request is full
+                    self._session.reset()
+                    continue
                 await self._handle_partition(connection, state, data)
 
     async def _handle_partition(self, connection: KafkaConnection, state: PartitionFetchState, data) -> None:
@@ -288,6 +329,13 @@ class ReplicaFetcher:
                 raise ConnectionError(f"ListOffsets for {tp} failed")
             offsets.append(answer.offset)
         return offsets[0], offsets[1]
+
+
+def _forgotten(partitions: tuple[TopicPartition, ...]) -> list[dict]:
+    topics: dict[str, list[int]] = {}
+    for tp in partitions:
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return [dict(topic=topic, partitions=indexes) for topic, indexes in topics.items()]
 
 
 def _by_topic(items: dict, partition_fields: Callable) -> list[dict]:

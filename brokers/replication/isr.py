@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from brokers.protocol.errors import ErrorCode
@@ -68,8 +68,8 @@ def update_follower_fetch(state: FollowerState, fetch_offset: int, fetch_time_ms
         caught_up = max(caught_up, fetch_time_ms)
     elif fetch_offset >= state.last_fetch_leader_log_end_offset:
         caught_up = max(caught_up, state.last_fetch_time_ms)
-    return replace(state, log_end_offset=fetch_offset, last_caught_up_time_ms=caught_up,
-                   last_fetch_leader_log_end_offset=leader_log_end_offset, last_fetch_time_ms=fetch_time_ms)
+    # positional, not dataclasses.replace: this runs for every session partition of every follower Fetch
+    return FollowerState(state.replica_id, fetch_offset, caught_up, leader_log_end_offset, fetch_time_ms)
 
 
 def follower_state_on_become_leader(replica_id: int, in_isr: bool, leader_log_end_offset: int,

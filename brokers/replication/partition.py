@@ -209,6 +209,8 @@ class Partition:
             return False
         log = self.log
         old = log.high_watermark
+        if old == log.log_end_offset:  # the HW never passes the LEO: an idle partition's follower fetch stops here
+            return False
         new = decide.high_watermark(old, log.log_end_offset, self.maximal_isr, self.followers, now_ms,
                                     self.replica_lag_time_max_ms)
         if new <= old:

@@ -47,6 +47,7 @@ from brokers.protocol.errors import ErrorCode
 from brokers.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from brokers.replication.partition import Partition
 from brokers.replication.quota import LONG_MAX, ReplicationQuota
+from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_dir_failure import KafkaStorageError
 from brokers.storage.log_manager import LogManager
@@ -141,8 +142,9 @@ class ReplicaManager:
         for broker in request.live_leaders:
             self._remember_endpoint(broker)
         errors = []
+        created = await self._create_logs(request.partition_states)
         for state in request.partition_states:
-            error = await self._apply_state(state)
+            error = await self._apply_state(state, created)
             errors.append((state.topic, state.partition, int(error)))
             if error == ErrorCode.NONE:
                 self._tell_listeners(TopicPartition(state.topic, state.partition), state.leader == self.broker_id)
@@ -172,7 +174,24 @@ class ReplicaManager:
         for broker in brokers:
             self._remember_endpoint(broker)
 
-    async def _apply_state(self, state: PartitionState) -> ErrorCode:
+    async def _create_logs(self, states: tuple[PartitionState, ...]) -> dict[TopicPartition, Log | Exception]:
+        """The logs of the partitions ``states`` make new here, created in one thread hop (mkdir + fsync
+        each), with each topic's config read once: per partition the log or the error that refused it."""
+        new = {TopicPartition(s.topic, s.partition): s.is_new for s in states if self.broker_id in s.replicas}
+        new = {tp: is_new for tp, is_new in new.items() if tp not in self.partitions and tp not in self.offline_partitions}
+        configs = {topic: await self._topic_config(topic) for topic in sorted({tp.topic for tp in new})}
+
+        def create_all() -> dict[TopicPartition, Log | Exception]:
+            logs: dict[TopicPartition, Log | Exception] = {}
+            for tp, is_new in new.items():
+                try:
+                    logs[tp] = self.log_manager.get_or_create_log(tp, configs[tp.topic], is_new)
+                except (OSError, KafkaStorageError) as exc:
+                    logs[tp] = exc
+            return logs
+        return await asyncio.to_thread(create_all) if new else {}
+
+    async def _apply_state(self, state: PartitionState, created: dict[TopicPartition, Log | Exception]) -> ErrorCode:
         tp = TopicPartition(state.topic, state.partition)
         if self.broker_id not in state.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -182,14 +201,17 @@ class ReplicaManager:
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if partition is None:
-            try:
-                config = await self._topic_config(tp.topic)
-                log_ = await asyncio.to_thread(self.log_manager.get_or_create_log, tp, config,  # mkdir + fsync
-                                               state.is_new)
-            except (OSError, KafkaStorageError) as exc:
-                log.error("cannot create the log of %s: %s", tp, exc)
+            log_ = created.get(tp)
+            if log_ is None:  # not created ahead (the partition went away and came back within the request)
+                try:
+                    log_ = await asyncio.to_thread(self.log_manager.get_or_create_log, tp,  # mkdir + fsync
+                                                   await self._topic_config(tp.topic), state.is_new)
+                except (OSError, KafkaStorageError) as exc:
+                    log_ = exc
+            if isinstance(log_, Exception):
+                log.error("cannot create the log of %s: %s", tp, log_)
                 return ErrorCode.KAFKA_STORAGE_ERROR
-            # a partition re-created after this broker restarted must still accept the stored epoch
+        # a partition re-created after this broker restarted must still accept the stored epoch
             partition = Partition(tp, self.broker_id, log_, self.replica_lag_time_max_ms)
             self.partitions[tp] = partition
         args = (state.leader_epoch, tuple(state.isr), tuple(state.replicas), state.zk_version, state.controller_epoch)

@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable, Iterable, Protocol
 from brokers.config import BrokerConfig
 from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.replication.fetch_session import FetchSessionCache
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.security.acls import (
@@ -158,6 +159,7 @@ class ServerContext:
     sasl: SaslServerConfig | None = None  # the listener's SASL settings (SASL_PLAINTEXT / SASL_SSL listeners)
     user_configs: UserConfigs | None = None  # /config/users (brokers.app wires it)
     authorizer: AclAdmin | None = None  # authorizer.class.name's AclAuthorizer; None: everything is allowed
+    fetch_sessions: FetchSessionCache | None = None  # the broker's KIP-227 sessions; None: every fetch sessionless
 
     # -- authorization (Kafka 2.8's AuthHelper) -------------------------------------------------------
     def authorized(self, operation: int, resource_type: int, name: str) -> bool:

@@ -39,10 +39,10 @@ class CheckpointFile(Generic[T]):
         self._format = format_entry
         self._parse = parse_entry
 
-    def write(self, entries: Iterable[T]) -> None:
+    def write(self, entries: Iterable[T], durable: bool = True) -> None:
         lines = [self._format(entry) for entry in entries]
         text = f"{self.VERSION}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
-        atomic_write(self.path, text.encode())
+        atomic_write(self.path, text.encode(), durable)
 
     def read(self) -> list[T]:
         """Entries in file order; a missing file is empty; a malformed one raises CorruptCheckpointError."""
@@ -106,8 +106,8 @@ class LeaderEpochCheckpointFile:
         self._file = CheckpointFile(path, lambda e: f"{e[0]} {e[1]}", _parse_epoch)
         self.path = self._file.path
 
-    def write(self, entries: Iterable[tuple[int, int]]) -> None:
-        self._file.write(entries)
+    def write(self, entries: Iterable[tuple[int, int]], durable: bool = True) -> None:
+        self._file.write(entries, durable)
 
     def read(self) -> list[tuple[int, int]]:
         return self._file.read()

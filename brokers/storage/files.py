@@ -34,11 +34,37 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def sync_filesystem(path: Path) -> None:
+    """Make everything written to the filesystem holding ``path`` durable in one call (Linux ``syncfs``; else
+    ``sync``): a clean shutdown of thousands of logs writes their snapshots and checkpoints unsynced, then this
+    once, instead of two fsyncs per log."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if _SYNCFS is None or _SYNCFS(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
+
+
+def _syncfs():
+    """libc's ``syncfs``, None where there is none (then ``os.sync``)."""
+    try:
+        import ctypes
+        import ctypes.util
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True), "syncfs", None)
+    except OSError:
+        return None
+
+
+_SYNCFS = _syncfs()
+
+
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new file, never a mix.
 
     Write ``<path>.tmp``, fsync it, rename over ``path``, fsync the directory (Kafka's checkpoint
-    discipline).
+    discipline). ``durable=False`` skips both fsyncs: the rename still leaves the old or the new file after a
+    process crash, but a machine crash may keep the old one (for state that recovery can rebuild).
     """
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -46,11 +72,13 @@ def atomic_write(path: Path, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def durable_rename(src: Path, dst: Path) -> None:

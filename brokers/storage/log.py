@@ -72,10 +72,22 @@ class Log:
         self._last_flush_ms = self.now_ms()
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        if self.load_result.recovered_from is not None:
+            self._rebuild_epochs(self.load_result.recovered_from)
         self.producer_state = ProducerStateManager(self.directory)
         self.producer_state.load(self._segments, self.log_end_offset, self.load_result.recovered_from,
                                  transactions.record_completed)
         self.producer_state.on_high_watermark_updated(self.high_watermark)
+
+    def _rebuild_epochs(self, start: int) -> None:
+        """The leader epochs of the batches recovery kept from ``start`` on (Kafka's ``LogSegment.recover``):
+        an epoch's entry is written without fsync, so a machine crash may have lost it from the checkpoint."""
+        for segment in self._segments:
+            if segment.next_offset <= start:
+                continue
+            for header in segment.iter_headers(0):
+                if header.last_offset >= start:
+                    self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
 
     # -- state ---------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -344,6 +356,7 @@ class Log:
                 self._unflushed_messages = 0
         for segment in dirty:  # fsync outside the lock: appends go on meanwhile
             segment.flush()
+        self.leader_epoch_cache.flush()  # the epochs below the new recovery point are durable before it moves
         with self._lock:
             self.recovery_point = max(self.recovery_point, target)
             self._last_flush_ms = self.now_ms()
@@ -492,10 +505,13 @@ class Log:
         except OSError as exc:
             log.warning("%s: cannot write the producer snapshot at %d: %s", self.topic_partition, offset, exc)
 
-    def close(self) -> None:
+    def close(self, durable: bool = True) -> None:
+        """Write the producer snapshot and the epoch checkpoint for the next load, close the files.
+        ``durable=False``: without fsyncs, the caller syncs the filesystem (LogManager's clean shutdown)."""
         with self._lock:
             if self._segments and self.directory.is_dir():
-                self._snapshot_producers(self.log_end_offset, durable=True)
+                self._snapshot_producers(self.log_end_offset, durable=durable)
+                self.leader_epoch_cache.flush(durable)  # a clean shutdown's load trusts the checkpoint
             for segment in self._segments:
                 segment.close()
 

@@ -23,6 +23,7 @@ import os
 import shutil
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -38,7 +39,7 @@ from brokers.storage.checkpoints import (
     OffsetCheckpointFile,
 )
 from brokers.storage.cleaner import CleanerStats, LogCleaner
-from brokers.storage.files import fsync_dir
+from brokers.storage.files import fsync_dir, sync_filesystem
 from brokers.storage.log import Log
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_dir_failure import KafkaStorageError, LogDirFailureChannel
@@ -62,6 +63,7 @@ class LogManagerConfig:
     high_watermark_checkpoint_interval_ms: int = schema_field("replica.high.watermark.checkpoint.interval.ms")
     cleaner_backoff_ms: int = schema_field("log.cleaner.backoff.ms")
     cleaner_enable: bool = schema_field("log.cleaner.enable")
+    recovery_threads_per_data_dir: int = schema_field("num.recovery.threads.per.data.dir")
 
     @classmethod
     def from_broker(cls, config: Any) -> "LogManagerConfig":
@@ -147,10 +149,31 @@ class LogManager:
             self._schedule_tasks(self._scheduler)
 
     def _load_dir(self, log_dir: _LogDir) -> None:
+        """Every partition directory of ``log_dir``, loaded by ``num.recovery.threads.per.data.dir`` threads;
+        one summary line (a line per log only for a log that was recovered and lost bytes)."""
         clean = log_dir.clean_shutdown_file.exists()
-        recovery = _read_or_empty(log_dir.recovery_points)
-        starts = _read_or_empty(log_dir.log_start_offsets)
-        hws = _read_or_empty(log_dir.high_watermarks)
+        checkpoints = (_read_or_empty(log_dir.recovery_points), _read_or_empty(log_dir.log_start_offsets),
+                       _read_or_empty(log_dir.high_watermarks))
+        partitions = self._partition_dirs(log_dir)
+        started = time.monotonic()
+        threads = max(1, min(self.manager_config.recovery_threads_per_data_dir, len(partitions)))
+        if threads == 1:
+            loaded = [self._load_log(tp, child, clean, checkpoints) for tp, child in partitions]
+        else:
+            with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
+                loaded = list(pool.map(lambda item: self._load_log(*item, clean, checkpoints), partitions))
+        for (tp, _), replica in zip(partitions, loaded):
+            self._logs[tp] = (replica, log_dir)
+        recovered = sum(1 for replica in loaded if replica.load_result.recovered_segments)
+        log.info("loaded %d logs from %s in %.0f ms with %d thread(s) (%s)", len(loaded), log_dir.path,
+                 (time.monotonic() - started) * 1000, threads,
+                 "clean shutdown" if clean else f"{recovered} recovered after an unclean shutdown")
+        log_dir.clean_shutdown_file.unlink(missing_ok=True)
+
+    @staticmethod
+    def _partition_dirs(log_dir: _LogDir) -> list[tuple[TopicPartition, Path]]:
+        """The partition directories to load; ``-delete`` ones are removed, others ignored with a warning."""
+        found = []
         for child in sorted(log_dir.path.iterdir()):
             if not child.is_dir():
                 continue
@@ -158,20 +181,24 @@ class LogManager:
                 shutil.rmtree(child, ignore_errors=True)
                 continue
             try:
-                tp = TopicPartition.from_dir_name(child.name)
+                found.append((TopicPartition.from_dir_name(child.name), child))
             except ValueError:
                 log.warning("ignoring %s: not a partition directory", child)
-                continue
-            started = time.monotonic()
-            loaded = Log(child, self.config_for(tp.topic), recovery_point=recovery.get(tp, 0),
-                         log_start_offset=starts.get(tp, 0), high_watermark=hws.get(tp, 0),
-                         clean_shutdown=clean, scheduler=self._scheduler, clock=self._clock,
-                         failure_channel=self.failure_channel)
-            self._logs[tp] = (loaded, log_dir)
-            log.info("loaded %r in %.0f ms (%s)", loaded, (time.monotonic() - started) * 1000,
-                     "clean shutdown" if clean else f"recovered {loaded.load_result.recovered_segments} segments, "
-                     f"truncated {loaded.load_result.truncated_bytes} bytes")
-        log_dir.clean_shutdown_file.unlink(missing_ok=True)
+        return found
+
+    def _load_log(self, tp: TopicPartition, child: Path, clean: bool, checkpoints: tuple[dict, dict, dict]) -> Log:
+        recovery, starts, hws = checkpoints
+        started = time.monotonic()
+        loaded = Log(child, self.config_for(tp.topic), recovery_point=recovery.get(tp, 0),
+                     log_start_offset=starts.get(tp, 0), high_watermark=hws.get(tp, 0),
+                     clean_shutdown=clean, scheduler=self._scheduler, clock=self._clock,
+                     failure_channel=self.failure_channel)
+        result = loaded.load_result
+        (log.info if result.truncated_bytes else log.debug)(
+            "loaded %r in %.0f ms (%s)", loaded, (time.monotonic() - started) * 1000,
+            "clean shutdown" if clean else f"recovered {result.recovered_segments} segments, "
+            f"truncated {result.truncated_bytes} bytes")
+        return loaded
 
     def _schedule_tasks(self, scheduler: Scheduler) -> None:
         mc = self.manager_config
@@ -362,10 +389,11 @@ class LogManager:
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
         for entry in self.all_logs():
-            entry.close()
+            entry.close(durable=False)
         for log_dir in self._dirs:
             if self._started and not self.failure_channel.is_offline(log_dir.path):
                 try:
+                    sync_filesystem(log_dir.path)  # every log's snapshot and checkpoint, before the marker
                     log_dir.clean_shutdown_file.touch()
                     fsync_dir(log_dir.path)
                 except OSError as exc:

@@ -56,6 +56,13 @@ class TopicsZkMixin(ZkClientBase):
             return None
         return TopicZNode.decode(topic, data)
 
+    async def get_full_topic_assignments(self, topics: list[str], watches: list[Watch] | None = None
+                                         ) -> list[tuple[dict[int, ReplicaAssignment], str | None] | None]:
+        """``get_full_topic_assignment`` of many topics as one pipelined batch (``watches[i]``: the data
+        watch of ``topics[i]``'s znode)."""
+        got = await self.zk.get_many([TopicZNode.path(t) for t in topics], watches)
+        return [None if g is None else TopicZNode.decode_full(t, g[0]) for t, g in zip(topics, got)]
+
     async def get_topic_assignment_for_update(self, topic: str) -> TopicAssignmentRead | None:
         """What a conditional rewrite of ``/brokers/topics/<t>`` starts from (None: no such topic)."""
         try:
@@ -202,6 +209,45 @@ class TopicsZkMixin(ZkClientBase):
             SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), lai.zk_version)])
         return stat.version
 
+    # -- partition state, pipelined (zookeeper.max.in.flight.requests in flight) -------------------
+    async def get_partition_states(self, tps: list[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | None]:
+        """Every partition's state (None: no state znode), read as one pipelined batch."""
+        got = await self.zk.get_many([TopicPartitionStateZNode.path(tp) for tp in tps])
+        return {tp: None if g is None else TopicPartitionStateZNode.decode(g[0], g[1].version) for tp, g in zip(tps, got)}
+
+    async def create_partition_states(self, epoch_zk_version: int, states: dict[TopicPartition, LeaderIsrAndControllerEpoch]
+                                      ) -> dict[TopicPartition, ZkError | None]:
+        """New -> Online for many partitions: each ``partitions/<p>/state`` (with ``partitions/<p>``) created
+        in its own fenced multi, pipelined; the topics' ``partitions`` parents first (an existing one is
+        fine). Per partition None, or the MultiOpError its multi met (NodeExistsError: an earlier controller
+        created it). ControllerMovedError if this controller was deposed (nothing more is written)."""
+        tps = list(states)
+        topics = sorted({tp.topic for tp in tps})
+        parents = await self.zk.exists_many([TopicPartitionsZNode.path(t) for t in topics])
+        missing = [[CreateOp(TopicPartitionsZNode.path(t))] for t, stat in zip(topics, parents) if stat is None]
+        for outcome in await self.zk.fenced_multi_many(epoch_zk_version, missing):
+            if isinstance(outcome, ZkError) and not (isinstance(outcome, MultiOpError)
+                                                     and isinstance(outcome.cause, NodeExistsError)):
+                raise outcome
+        exists = await self.zk.exists_many([TopicPartitionZNode.path(tp) for tp in tps])
+        groups = [[*([] if stat else [CreateOp(TopicPartitionZNode.path(tp))]),
+                   CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(states[tp]))]
+                  for tp, stat in zip(tps, exists)]
+        outcomes = await self.zk.fenced_multi_many(epoch_zk_version, groups)
+        return {tp: o if isinstance(o, ZkError) else None for tp, o in zip(tps, outcomes)}
+
+    async def update_partition_states(self, epoch_zk_version: int, states: dict[TopicPartition, LeaderIsrAndControllerEpoch]
+                                      ) -> dict[TopicPartition, int | ZkError]:
+        """``update_partition_state`` for many partitions, pipelined: each its own fenced multi, a
+        compare-and-set on the znode version in its state. Per partition the new version, or the error its
+        multi met (MultiOpError(BadVersionError): someone else wrote first). ControllerMovedError if this
+        controller was deposed."""
+        tps = list(states)
+        groups = [[SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(states[tp]),
+                             states[tp].leader_and_isr.zk_version)] for tp in tps]
+        outcomes = await self.zk.fenced_multi_many(epoch_zk_version, groups)
+        return {tp: o if isinstance(o, ZkError) else o[0].version for tp, o in zip(tps, outcomes)}
+
     async def update_isr_by_leader(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> int:
         """A partition leader's ISR change (ZK mode, reference §3.3): a compare-and-set on the state
         znode's version (``state.leader_and_isr.zk_version``), not fenced by the controller epoch (the
@@ -229,17 +275,19 @@ class TopicsZkMixin(ZkClientBase):
         """Remove the topic's znodes bottom-up, its config and its deletion marker, fenced."""
         ops: list[Any] = []
         partitions_path = TopicPartitionsZNode.path(topic)
-        for partition in await self._children_or_empty(partitions_path):
-            tp = TopicPartition(topic, int(partition))
-            if await self.zk.exists(TopicPartitionStateZNode.path(tp)):
-                ops.append(DeleteOp(TopicPartitionStateZNode.path(tp)))
+        tps = [TopicPartition(topic, int(p)) for p in await self._children_or_empty(partitions_path)]
+        state_paths = [TopicPartitionStateZNode.path(tp) for tp in tps]
+        others = [partitions_path, ConfigEntityZNode.path("topics", topic), DeleteTopicsZNode.path(topic)]
+        found = await self.zk.exists_many([*state_paths, *others])  # one pipelined batch
+        for tp, state_path, stat in zip(tps, state_paths, found):
+            if stat is not None:
+                ops.append(DeleteOp(state_path))
             ops.append(DeleteOp(TopicPartitionZNode.path(tp)))
-        if await self.zk.exists(partitions_path):
+        partitions_stat, *other_stats = found[len(tps):]
+        if partitions_stat is not None:
             ops.append(DeleteOp(partitions_path))
         ops.append(DeleteOp(TopicZNode.path(topic)))
-        for path in (ConfigEntityZNode.path("topics", topic), DeleteTopicsZNode.path(topic)):
-            if await self.zk.exists(path):
-                ops.append(DeleteOp(path))
+        ops.extend(DeleteOp(path) for path, stat in zip(others[1:], other_stats) if stat is not None)
         await self.zk.fenced_multi(epoch_zk_version, ops)
 
     async def delete_topic_deletion_marker(self, epoch_zk_version: int, topic: str) -> None:
@@ -254,6 +302,11 @@ class TopicsZkMixin(ZkClientBase):
         except NoNodeError:
             return []
         return IsrChangeNotificationZNode.decode(data)
+
+    async def read_isr_change_notifications(self, names: list[str]) -> list[TopicPartition]:
+        """The partitions all of ``names`` list, read as one pipelined batch (gone ones list none)."""
+        got = await self.zk.get_many([f"{IsrChangeNotificationZNode.PATH}/{n}" for n in names])
+        return [tp for g in got if g is not None for tp in IsrChangeNotificationZNode.decode(g[0])]
 
     async def delete_isr_change_notifications(self, epoch_zk_version: int, names: list[str]) -> None:
         if names:

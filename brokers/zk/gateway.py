@@ -52,6 +52,7 @@ from brokers.zk.errors import (
     ZkError,
 )
 from brokers.stats import ZOOKEEPER_BUCKETS, LatencyHistogram
+from brokers.zk.gateway_batch import BatchCalls
 from brokers.zk.paths import ControllerEpochZNode, world_readable
 
 log = logging.getLogger(__name__)
@@ -135,15 +136,24 @@ def _stat(stat: Any) -> ZnodeStat:
     return ZnodeStat(stat.version, stat.czxid, stat.mzxid, stat.ephemeralOwner, stat.numChildren, stat.ctime)
 
 
-class ZkGateway:
+DEFAULT_MAX_IN_FLIGHT = 50  # zookeeper.max.in.flight.requests when the caller names none
+
+
+class ZkGateway(BatchCalls):
     """``digest``: ``user:password`` to authenticate with (ZooKeeper's digest scheme, ``addauth digest``);
     ``secure_acls``: ``zookeeper.set.acl`` -- every znode created through this gateway gets Kafka's secure
-    ACLs (``paths.world_readable``), so a client without the credentials cannot change cluster state."""
+    ACLs (``paths.world_readable``), so a client without the credentials cannot change cluster state.
+    ``max_in_flight_requests``: ``zookeeper.max.in.flight.requests``, how many requests a batch call
+    (``get_many``, ``create_many``, ``fenced_multi_many``...: ``gateway_batch``) keeps in flight at once."""
 
     def __init__(self, connect: str, *, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None,
-                 loop: asyncio.AbstractEventLoop | None = None, digest: str | None = None, secure_acls: bool = False):
+                 loop: asyncio.AbstractEventLoop | None = None, digest: str | None = None, secure_acls: bool = False,
+                 max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT):
         if secure_acls and not digest:
             raise ValueError("secure ZooKeeper ACLs need credentials to own them")
+        if max_in_flight_requests < 1:
+            raise ValueError("zookeeper.max.in.flight.requests must be at least 1")
+        self.max_in_flight_requests = max_in_flight_requests  # the batch calls' window
         self.secure_acls = secure_acls
         self.connect_string = connect
         self.session_timeout_ms = session_timeout_ms
@@ -320,6 +330,16 @@ class ZkGateway:
             self.latency.observe(time.perf_counter() - started)
 
     def _multi(self, ops: list[Op]) -> list[Any]:
+        try:
+            results = self._transaction(ops).commit()
+        except (KazooException, KazooTimeoutError) as exc:
+            raise translate(exc) from exc
+        outcome = self._multi_results(results)
+        if isinstance(outcome, MultiOpError):
+            raise outcome
+        return outcome
+
+    def _transaction(self, ops: list[Op]) -> Any:
         transaction = self._client.transaction()
         for op in ops:
             if isinstance(op, CreateOp):
@@ -331,14 +351,24 @@ class ZkGateway:
                 transaction.delete(op.path, version=op.version)
             else:
                 transaction.check(op.path, op.version)
-        try:
-            results = transaction.commit()
-        except (KazooException, KazooTimeoutError) as exc:
-            raise translate(exc) from exc
+        return transaction
+
+    def _multi_results(self, results: list) -> list[Any] | MultiOpError:
+        """A committed multi's results in our types, or the MultiOpError naming its first failing op."""
         for index, result in enumerate(results):
             if isinstance(result, BaseException) and not isinstance(result, RolledBackError):
-                raise MultiOpError(index, translate(result))
+                return MultiOpError(index, translate(result))
         return [_stat(r) if hasattr(r, "czxid") else r for r in results]
+
+    # -- what the batch calls (gateway_batch.BatchCalls) use -----------------------------------
+    def _translate(self, exc: BaseException) -> ZkError:
+        return translate(exc)
+
+    def _stat_of(self, stat: Any) -> ZnodeStat:
+        return _stat(stat)
+
+    def _check_op(self, path: str, version: int) -> CheckOp:
+        return CheckOp(path, version)
 
     async def fenced_multi(self, epoch_zk_version: int, ops: list[Op]) -> list[Any]:
         """A controller write: ``ops`` apply only while ``/controller_epoch`` still has the version this

@@ -20,6 +20,7 @@ from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndContro
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.record import Record, build_batch
+from brokers.replication.fetch_session import FetchSessionCache
 from brokers.replication.fetcher import FetcherConfig
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import IsrConflictError, ReplicaManager
@@ -77,7 +78,9 @@ class Node:
             fetcher_config=FetcherConfig(self.broker_id, wait_max_ms=100, backoff_ms=50, socket_timeout_ms=5000),
             replica_lag_time_max_ms=LAG_MS)
         self.replica_manager.start()
-        context = ServerContext(self.broker_id, self.config, self.cache, self.replica_manager, lambda: "c", None)
+        self.sessions = FetchSessionCache()
+        context = ServerContext(self.broker_id, self.config, self.cache, self.replica_manager, lambda: "c", None,
+                                fetch_sessions=self.sessions)  # the fetchers replicate in sessions (KIP-227)
         self.listener = KafkaListener(KafkaApis(context).handle, "127.0.0.1", 0)
         await self.listener.start()
         self.info = BrokerInfo(self.broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", self.listener.port),), None, 100)
@@ -161,6 +164,11 @@ def test_follower_copies_the_leader_byte_for_byte_and_the_hw_follows(tmp_path):
         await wait_until(lambda: follower.log.high_watermark == 40, "the follower's HW to follow")
         assert log_bytes(follower.log) == log_bytes(leader.log)
         assert [(e.epoch, e.start_offset) for e in follower.log.leader_epoch_cache.entries] == [(0, 0)]
+        # KIP-227: one full request made the follower's session, the rest are incremental
+        stats = follower.replica_manager.fetchers.fetchers[1].stats
+        await wait_until(lambda: stats.requests > stats.full_requests + 2, "incremental fetches")
+        assert stats.full_requests == 1 and [s.privileged for s in leader.sessions.sessions.values()] == [True]
+
 
     run(scenario, tmp_path)
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from typing import Any, Callable
 
@@ -34,6 +35,10 @@ def error_message(exc: KafkaError) -> str:
     return str(exc.args[0]) if exc.args else exc.code.name
 
 
+# one TopicPartition per (topic, partition) looked up: a Fetch names every session partition each time
+_topic_partition = functools.lru_cache(maxsize=1 << 16)(TopicPartition)
+
+
 def leader_for(context: ServerContext, topic: str, partition: int) -> Partition:
     """The partition this broker leads, else PartitionError with the code a client must see.
 
@@ -41,7 +46,7 @@ def leader_for(context: ServerContext, topic: str, partition: int) -> Partition:
     not host is NOT_LEADER_OR_FOLLOWER (the client's metadata is stale), one nobody knows is
     UNKNOWN_TOPIC_OR_PARTITION.
     """
-    tp = TopicPartition(topic, partition)
+    tp = _topic_partition(topic, partition)
     try:
         return leader_partition(context.replica_manager, tp)
     except PartitionError as exc:

@@ -51,9 +51,16 @@ the deadline. It reads everything again on each wake-up, until ``min_bytes`` are
 passes. (One future and one timer, not a task per partition event: a parked Fetch is on the hot path
 of every acks=all produce, twice per follower.)
 
-Fetch sessions (KIP-227) are not offered: the response's session id is always 0, which every client
-takes as "sessionless, send full requests". An incremental request (session epoch > 0) names a session
-we never created: FETCH_SESSION_ID_NOT_FOUND (70), as Kafka answers for an unknown session.
+Fetch sessions (KIP-227, Fetch v7+; ``brokers.replication.fetch_session``): a full request (epoch 0)
+makes a session of its partitions when the broker's cache has a slot, answered with its id; an
+incremental request (epoch > 0) names only added or changed partitions and forgets others, every
+session partition is read as in a sessionless fetch (a follower's fetch offsets recorded for all of
+them), and the answer omits the partitions with no records and unchanged offsets. Long poll is unchanged:
+it waits until ``min_bytes`` of any session partition are there. An unknown session is
+FETCH_SESSION_ID_NOT_FOUND (70), a wrong epoch INVALID_FETCH_SESSION_EPOCH (71), answered at once with no
+partitions. Sessionless requests (epoch -1, and v4-6) are answered as before. Without a session cache
+(``fetch_sessions`` None, or ``max.incremental.fetch.session.cache.slots`` 0) every full request stays
+sessionless (session id 0).
 
 The response is encoded by hand (``brokers.protocol.fetch_response``) as segments; the records are the
 logs' ``FileRange`` objects, passed through uncopied.
@@ -68,6 +75,7 @@ from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.fetch_response import FetchPartitionData, encode_fetch_response, encode_legacy_fetch_response
 from brokers.protocol.framing import RequestHeader
 from brokers.replication import isr as decide
+from brokers.replication.fetch_session import INVALID_SESSION_ID, FetchContext
 from brokers.replication.partition import Partition
 from brokers.replication.quota import is_throttled
 from brokers.replication.replica_manager import PartitionError
@@ -78,6 +86,7 @@ from brokers.server.handlers import leader_epoch_error, leader_for, timeout_seco
 from brokers.storage.transactions import fetch_upper_bound
 
 NO_EPOCH = -1
+FIRST_SESSION_VERSION = 7  # Fetch v7+ carry session_id, session_epoch, forgotten_topics_data
 READ_COMMITTED = 1
 
 
@@ -85,10 +94,9 @@ def _error(index: int, code: int) -> FetchPartitionData:
     return FetchPartitionData(index, int(code), -1, -1, -1, None)
 
 
-def _allowed(context: ServerContext, request: Any, from_follower: bool) -> set[str]:
+def _allowed(context: ServerContext, topics: set[str], from_follower: bool) -> set[str]:
     """The requested topics the principal may fetch: Read on each topic for a consumer; ClusterAction on
     the cluster (all or nothing) for a follower."""
-    topics = {topic.topic for topic in request.topics}
     if from_follower:
         return topics if context.authorized_on_cluster(CLUSTER_ACTION) else set()
     return context.authorized_topics(READ, topics)
@@ -118,22 +126,20 @@ def _check(partition: Partition, wanted: Any) -> Partition | Diverging | int:
     return partition if check.diverging_epoch is None else Diverging(partition, check.diverging_epoch)
 
 
-def _resolve(context: ServerContext, request: Any, allowed: set[str]
+def _resolve(context: ServerContext, fetch_list: list[tuple[str, Any]], allowed: set[str]
              ) -> list[tuple[str, Any, Partition | Diverging | int]]:
     """(topic, requested partition, the led Partition, a Diverging answer or an error code) for every
-    requested partition."""
+    partition to read."""
     resolved = []
-    for topic in request.topics:
-        for wanted in topic.partitions:
-            if topic.topic not in allowed:
-                resolved.append((topic.topic, wanted, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            try:
-                partition: Partition | Diverging | int = _check(leader_for(context, topic.topic, wanted.partition),
-                                                                wanted)
-            except PartitionError as exc:
-                partition = exc.code
-            resolved.append((topic.topic, wanted, partition))
+    for topic, wanted in fetch_list:
+        if topic not in allowed:
+            resolved.append((topic, wanted, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        try:
+            partition: Partition | Diverging | int = _check(leader_for(context, topic, wanted.partition), wanted)
+        except PartitionError as exc:
+            partition = exc.code
+        resolved.append((topic, wanted, partition))
     return resolved
 
 
@@ -214,8 +220,14 @@ def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: Lea
             out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, stable,
                                           log.log_start_offset, b""))
             continue
-        limit = max(0, min(wanted.partition_max_bytes, budget))
         max_offset = None if from_follower else stable if committed else high_watermark
+        fetch_offset = wanted.fetch_offset
+        if fetch_offset == (log.log_end_offset if max_offset is None else max_offset) \
+                and fetch_offset >= log.log_start_offset:  # nothing new (an idle partition): Log.read's empty answer
+            out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, stable,
+                                          log.log_start_offset, None, aborted_transactions=[] if committed else None))
+            continue
+        limit = max(0, min(wanted.partition_max_bytes, budget))
         try:
             info = log.read(wanted.fetch_offset, limit, max_offset=max_offset, min_one_message=first and min_one)
         except KafkaError as exc:
@@ -262,16 +274,37 @@ def _count_bytes_out(context: ServerContext, topics: list[tuple[str, list[FetchP
             context.stats.bytes_out(topic, size)
 
 
+def _session_context(context: ServerContext, version: int, request: Any, from_follower: bool
+                     ) -> tuple[FetchContext, list[tuple[str, list[Any]]]]:
+    """The request's session context (``brokers.replication.fetch_session``) and its partitions by topic."""
+    topics = [(topic.topic, list(topic.partitions)) for topic in request.topics]
+    cache = context.fetch_sessions
+    if version < FIRST_SESSION_VERSION:
+        return FetchContext("sessionless"), topics
+    session_id, epoch = request.session_id, request.session_epoch
+    if cache is None:  # no sessions offered: a full request is answered sessionless (session id 0)
+        code = ErrorCode.FETCH_SESSION_ID_NOT_FOUND if epoch > 0 else ErrorCode.NONE
+        return FetchContext("error" if code else "sessionless", code), topics
+    forgotten = [(f.topic, list(f.partitions)) for f in (request.forgotten_topics_data or ())]
+    return cache.new_context(session_id, epoch, topics, forgotten, from_follower, _now_ms()), topics
+
+
 async def handle_fetch(context: ServerContext, header: RequestHeader, request: Any) -> list:
     version, correlation_id = header.api_version, header.correlation_id
-    if getattr(request, "session_epoch", NO_EPOCH) > 0:
-        return encode_fetch_response(version, correlation_id, [], error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + max(0.0, timeout_seconds(request.max_wait))
     replica_id = request.replica_id
     from_follower = replica_id >= 0
-    allowed = _allowed(context, request, from_follower)
-    resolved = _resolve(context, request, allowed)
+    session, request_topics = _session_context(context, version, request, from_follower)
+    if session.error:
+        return encode_fetch_response(version, correlation_id, [], error_code=session.error)
+    if session.incremental:
+        assert session.session is not None
+        fetch_list = session.session.fetch_list()
+    else:
+        fetch_list = [(topic, wanted) for topic, partitions in request_topics for wanted in partitions]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(0.0, timeout_seconds(request.max_wait))
+    allowed = _allowed(context, {topic for topic, _ in fetch_list}, from_follower)
+    resolved = _resolve(context, fetch_list, allowed)
     throttle = None
     max_bytes, min_one = legacy.request_max_bytes(version, request), legacy.min_one_message(version)
     committed = read_committed(version, request)
@@ -295,7 +328,7 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
                 throttle.commit()
             if legacy.is_legacy(version):
                 return encode_legacy_fetch_response(version, correlation_id, topics)
-            return encode_fetch_response(version, correlation_id, topics)
+            return _respond(context, session, version, correlation_id, request_topics, topics, from_follower)
         context.stats.fetches_parked += 1
         timer = loop.call_later(remaining, _wake, wakeup)
         try:
@@ -303,4 +336,16 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         finally:
             timer.cancel()
             context.stats.fetches_parked -= 1
-        resolved = _resolve(context, request, allowed)
+        resolved = _resolve(context, fetch_list, allowed)
+
+
+def _respond(context: ServerContext, session: FetchContext, version: int, correlation_id: int,
+             request_topics: list, topics: list, from_follower: bool) -> list:
+    """The response of a read: a full request's makes its session, an incremental one's is pruned."""
+    session_id = INVALID_SESSION_ID
+    if session.kind == "full" and context.fetch_sessions is not None:
+        session_id = context.fetch_sessions.create(request_topics, topics, from_follower, _now_ms())
+    elif session.incremental and session.session is not None:
+        topics = context.fetch_sessions.respond(session, topics)
+        session_id = session.session.id
+    return encode_fetch_response(version, correlation_id, topics, session_id=session_id)

@@ -40,16 +40,15 @@ import logging
 from typing import Any
 
 from brokers.model import INTERNAL_TOPICS, ZERO_UUID
-from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode, KafkaError
 from brokers.protocol.framing import RequestHeader
+from brokers.protocol.metadata_response import TOPIC_IDS_VERSION, encode_metadata_response, encode_topic, topic_tail
 from brokers.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
 from brokers.server.context import ServerContext
 
 log = logging.getLogger(__name__)
 NO_LEADER = -1
 LISTENER_NOT_FOUND_VERSION = 6
-TOPIC_IDS_VERSION = 10
 
 
 def all_topics_requested(version: int, topics: Any) -> bool:
@@ -90,20 +89,27 @@ def _brokers(context: ServerContext) -> tuple[list[dict[str, Any]], set[int]]:
     return brokers, reachable
 
 
-def _error_topic(name: str, error: int) -> dict[str, Any]:
-    return dict(error_code=error, name=name, topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS, partitions=[])
+def _error_topic(version: int, name: str, error: int) -> bytes:
+    return encode_topic(version, error, name, ZERO_UUID, name in INTERNAL_TOPICS, [])
 
 
-def _topic(context: ServerContext, name: str, reachable: set[int], version: int) -> dict[str, Any]:
+def _topic(context: ServerContext, name: str, reachable: set[int], version: int) -> bytes:
+    """A known topic's entry (without its per-principal tail), from the memo while neither the topic nor the
+    live brokers changed: an all-topics answer costs a join of cached entries, not a walk of the partitions."""
     cache = context.metadata_cache
+    key, generation = (name, version, context.listener_name), cache.topic_generation(name)
+    memo = cache.encoded_topics.get(key)
+    if memo is not None and memo[0] == generation:
+        return memo[1]
     live = set(cache.live_brokers)
     partitions = [partition_answer(state, live, reachable, version)
                   for _, state in sorted(cache.partitions_of(name).items())]
-    return dict(error_code=ErrorCode.NONE, name=name, topic_id=cache.topic_id(name),
-                is_internal=name in INTERNAL_TOPICS, partitions=partitions)
+    entry = encode_topic(version, ErrorCode.NONE, name, cache.topic_id(name), name in INTERNAL_TOPICS, partitions)
+    cache.encoded_topics[key] = (generation, entry)
+    return entry
 
 
-async def _missing_topic(context: ServerContext, name: str, allow_auto_creation: bool) -> dict[str, Any]:
+async def _missing_topic(context: ServerContext, name: str, allow_auto_creation: bool, version: int) -> bytes:
     config = context.config
     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if allow_auto_creation and config["auto.create.topics.enable"] and name not in INTERNAL_TOPICS:
@@ -117,7 +123,7 @@ async def _missing_topic(context: ServerContext, name: str, allow_auto_creation:
             error = ErrorCode.LEADER_NOT_AVAILABLE if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS else exc.code
             if error != ErrorCode.LEADER_NOT_AVAILABLE:
                 log.info("auto-creation of topic %r failed: %s", name, exc)
-    return _error_topic(name, error)
+    return _error_topic(version, name, error)
 
 
 def _denied(context: ServerContext, names: list[str], known: set[str], allow_auto_creation: bool) -> set[str]:
@@ -151,7 +157,9 @@ def _named_by_id(header: RequestHeader, request: Any) -> bool:
             and any(t.topic_id not in (None, ZERO_UUID) or t.name is None for t in request.topics))
 
 
-async def _topics(context: ServerContext, header: RequestHeader, request: Any, reachable: set[int]) -> list[dict]:
+async def _topics(context: ServerContext, header: RequestHeader, request: Any, reachable: set[int]) -> list[bytes]:
+    """Each answered topic's whole entry."""
+    version = header.api_version
     known = context.metadata_cache.topics()
     names = _names(context, header, request, known)
     allow = (getattr(request, "allow_auto_topic_creation", True)  # v0-v3 have no flag: always allowed
@@ -159,30 +167,32 @@ async def _topics(context: ServerContext, header: RequestHeader, request: Any, r
     denied = _denied(context, names, known, allow)
     with_operations = getattr(request, "include_topic_authorized_operations", False)
     topics = []
+    no_operations = topic_tail(version, NO_AUTHORIZED_OPERATIONS)
     for name in names:
         if name in denied:
-            topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            topics.append(_error_topic(version, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED) + no_operations)
             continue
         if name in known:
-            topic = _topic(context, name, reachable, header.api_version)
+            topic = _topic(context, name, reachable, version)
         else:
-            topic = await _missing_topic(context, name, allow)
-        if with_operations:
-            topic["topic_authorized_operations"] = context.authorized_operations(TOPIC, name)
-        topics.append(topic)
+            topic = await _missing_topic(context, name, allow, version)
+        tail = topic_tail(version, context.authorized_operations(TOPIC, name)) if with_operations else no_operations
+        topics.append(topic + tail)
     return topics
 
 
-async def handle_metadata(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+async def handle_metadata(context: ServerContext, header: RequestHeader, request: Any) -> list[bytes]:
+    """The framed answer (``brokers/protocol/metadata_response.py``), as one segment."""
+    version = header.api_version
     brokers, reachable = _brokers(context)
     if not knows_cluster(context.metadata_cache):
         topics = []
     elif _named_by_id(header, request):
-        topics = [_error_topic(t.name or "", ErrorCode.INVALID_REQUEST) for t in request.topics]
+        tail = topic_tail(version, NO_AUTHORIZED_OPERATIONS)
+        topics = [_error_topic(version, t.name or "", ErrorCode.INVALID_REQUEST) + tail for t in request.topics]
     else:
         topics = await _topics(context, header, request, reachable)
     controller = context.metadata_cache.controller_id
-    cls = codec.response_class(header.api_key, header.api_version)
-    return codec.build(cls, throttle_time=0, brokers=brokers, cluster_id=context.cluster_id(),
-                       controller_id=NO_LEADER if controller is None else controller, topics=topics,
-                       cluster_authorized_operations=_cluster_operations(context, request))
+    return [encode_metadata_response(version, header.correlation_id, brokers, context.cluster_id(),
+                                     NO_LEADER if controller is None else controller, topics,
+                                     _cluster_operations(context, request))]

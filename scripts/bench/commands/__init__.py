@@ -5,7 +5,7 @@ by its ``run``.
 """
 from __future__ import annotations
 
-from scripts.bench.commands import (clients, cluster, formats, group, http, reassign, replication, security, spark,
-                                    storage, suite, txn)
+from scripts.bench.commands import (clients, cluster, formats, group, http, reassign, replication, scale, security,
+                                    spark, storage, suite, txn)
 
-COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign, formats, txn)
+COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign, formats, txn, scale)

@@ -44,6 +44,18 @@ class FakeZk:
         self.writes.append((tp, self.states[tp]))
         return version
 
+    async def get_partition_states(self, tps):
+        return {tp: self.states.get(tp) for tp in tps}
+
+    async def update_partition_states(self, epoch_zk_version, states):
+        outcomes = {}
+        for tp, state in states.items():
+            try:
+                outcomes[tp] = await self.update_partition_state(epoch_zk_version, tp, state)
+            except MultiOpError as exc:
+                outcomes[tp] = exc
+        return outcomes
+
 
 def broker(b: int) -> BrokerInfo:
     return BrokerInfo(b, (EndPoint("PLAINTEXT", "127.0.0.1", 9090 + b),), None, 100 + b)
@@ -119,6 +131,52 @@ def test_version_conflict_rereads_and_decides_again():
     assert run(leadership.elect([TP], leadership.preferred_strategy(), mark_offline_if_none=False)) == [TP]
     assert ctx.leadership[TP] is zk.states[TP] and zk.writes == []
     assert states.get(TP) is PartitionState.Online
+
+
+def test_a_batch_of_elections_retries_only_the_conflicting_partition_once():
+    zk, ctx, states, batch, leadership = setup(leader=2, isr=(1, 2, 3))
+    others = [TopicPartition("t", p) for p in (1, 2)]
+    for tp in others:
+        ctx.assignments[tp] = [1, 2, 3]
+        zk.states[tp] = ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 7, (1, 2, 3), 3), 4)
+        states.set_initial(tp, PartitionState.Online)
+    # partition 1 was rewritten meanwhile (still electable after the re-read); partition 2 is as cached
+    zk.states[others[0]] = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 8, (1, 2), 6), 4)
+    assert run(leadership.elect([TP, *others], leadership.preferred_strategy(), mark_offline_if_none=False)) == []
+    assert sorted(tp.partition for tp, _ in zk.writes) == [0, 1, 2]  # one write each: the conflict was retried
+    assert ctx.leadership[others[0]].leader_and_isr == LeaderAndIsr(1, 9, (1, 2), 7)
+    assert all(ctx.leadership[tp].leader_and_isr.leader == 1 for tp in (TP, *others))
+    assert sorted(b for b, kind in sent(batch) if kind == "LeaderAndIsrRequest") == [1, 2, 3]
+
+
+def test_a_second_conflict_raises():
+    zk, ctx, states, batch, leadership = setup(leader=2, isr=(1, 2, 3))
+    original = zk.get_partition_states
+
+    async def racing_reads(tps):  # every re-read is overtaken by another writer at once
+        read = await original(tps)
+        for tp in tps:
+            lai = zk.states[tp].leader_and_isr
+            zk.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(lai.leader, lai.leader_epoch, lai.isr,
+                                                                     lai.zk_version + 1), 4)
+        return read
+    zk.get_partition_states = racing_reads
+    zk.states[TP] = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 7, (1, 2, 3), 9), 4)
+    with pytest.raises(MultiOpError):
+        run(leadership.elect([TP], leadership.preferred_strategy(), mark_offline_if_none=False))
+
+
+def test_replicas_going_offline_leave_every_isr_in_one_batch_per_broker():
+    zk, ctx, states, batch, leadership = setup(leader=3, isr=(1, 2, 3))
+    led_by_2 = TopicPartition("t", 1)
+    ctx.assignments[led_by_2] = [2, 3, 1]
+    zk.states[led_by_2] = ctx.leadership[led_by_2] = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 1, (2,), 0), 4)
+    states.set_initial(led_by_2, PartitionState.Online)
+    ctx.live_brokers.pop(2)
+    run(leadership.take_replicas_offline({2}))
+    assert ctx.leadership[TP].leader_and_isr == LeaderAndIsr(3, 8, (1, 3), 4)
+    assert ctx.leadership[led_by_2].leader_and_isr == LeaderAndIsr(-1, 2, (2,), 1)  # never emptied, leader gone
+    assert states.get(led_by_2) is PartitionState.Offline
 
 
 # -- the ElectLeaders shell --------------------------------------------------------------------------------

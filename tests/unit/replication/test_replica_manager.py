@@ -54,6 +54,27 @@ def test_leader_and_isr_creates_the_log_and_applies_roles(manager, tmp_path):
     assert not manager.partitions[TP].is_leader and manager.partitions[TP].leader == 2
 
 
+def test_a_request_with_many_new_partitions_reads_each_topics_config_once(tmp_path):
+    log_manager = LogManager([tmp_path])
+    log_manager.startup()
+    reads = []
+
+    async def config(topic):
+        reads.append(topic)
+        return LogConfig()
+    rm = ReplicaManager(1, log_manager, config, lambda: 100)
+    try:
+        states = tuple(PartitionState(topic, p, 1, 1 + p % 2, 0, (1, 2), 0, (1, 2))
+                       for topic in ("a", "b") for p in range(5)) + (PartitionState("c", 0, 1, 2, 0, (2, 3), 0, (2, 3)),)
+        response = run(rm.become_leader_or_follower(LeaderAndIsrRequest(9, 1, 100, states, ())))
+        assert [e for *_, e in response.partition_errors] == [0] * 10 + [int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+        assert sorted(reads) == ["a", "b"]  # once per topic; "c" is not hosted here
+        assert all((tmp_path / f"{t}-{p}").is_dir() for t in ("a", "b") for p in range(5))
+        assert rm.partitions[TopicPartition("a", 0)].is_leader and not rm.partitions[TopicPartition("a", 1)].is_leader
+    finally:
+        log_manager.shutdown()
+
+
 def test_stale_controller_epoch_is_rejected_whole(manager):
     run(manager.become_leader_or_follower(lai(controller_epoch=5)))
     response = run(manager.become_leader_or_follower(lai(controller_epoch=4, leader_epoch=7, leader=2)))

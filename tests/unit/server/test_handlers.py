@@ -123,8 +123,9 @@ class World:
 
 
 def decoded(key: int, version: int, response):
-    """A handler's answer as an entity: framed bytes (Produce's hand-encoded answer) decoded with the codec."""
-    if key == PRODUCE and isinstance(response, list):
+    """A handler's answer as an entity: framed bytes (Produce's and Metadata's hand-encoded answers) decoded with
+    the codec."""
+    if key in (PRODUCE, METADATA) and isinstance(response, list):  # their hand-encoded framed answers
         correlation_id, response = codec.decode_response(key, version, b"".join(response)[4:])
         assert correlation_id == 7
     return response
@@ -166,6 +167,25 @@ def only_partition(response):
 
 
 # -- Metadata -----------------------------------------------------------------------------------------
+def test_metadata_answers_come_from_the_memo_until_the_topic_or_the_brokers_change(world):
+    """Topic entries are encoded once per (topic, version, listener) and reused; an UpdateMetadata that touches
+    the topic, or changes the live brokers, is seen by the next answer."""
+    def leaders(version=9):
+        response = run(world.call(handle_metadata, METADATA, version, topics=None, allow_auto_topic_creation=False))
+        return {(t.name, p.partition_index): int(p.leader_id) for t in response.topics for p in t.partitions}
+
+    first = leaders()
+    assert first[("t", 1)] == 2 and any(k[0] == "t" for k in world.cache.encoded_topics)
+    memo = dict(world.cache.encoded_topics)
+    assert leaders() == first and world.cache.encoded_topics == memo  # reused, nothing re-encoded
+    world.cache.update(UpdateMetadataRequest(ME, 1, 100, (state("t", 1, 1, [1, 2], leader_epoch=1),), BROKERS))
+    assert leaders()[("t", 1)] == 1 and world.cache.encoded_topics[("t", 9, "PLAINTEXT")] != memo[("t", 9, "PLAINTEXT")]
+    assert world.cache.encoded_topics[("u", 9, "PLAINTEXT")] == memo[("u", 9, "PLAINTEXT")]  # untouched topics stay
+    world.cache.update(UpdateMetadataRequest(ME, 1, 100, (), tuple(b for b in BROKERS if b.id != 1)))
+    assert leaders()[("t", 1)] == -1  # its leader gone: LEADER_NOT_AVAILABLE
+    assert leaders(1) == leaders(9)  # each version has its own entries
+
+
 def test_metadata_known_topic(world):
     response = run(world.call(handle_metadata, METADATA, 4, topics=[dict(name="t")], allow_auto_topic_creation=True))
     assert [(b.node_id, b.host, b.port, b.rack) for b in response.brokers] == [

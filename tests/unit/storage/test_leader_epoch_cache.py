@@ -294,3 +294,42 @@ def test_entries_stay_strictly_increasing_and_persisted(ops):
                 assert a.start_offset < b.start_offset, entries
             assert all(e.epoch >= 0 for e in entries)
         assert LeaderEpochCache(Path(directory)).entries == cache.entries
+
+
+def test_a_new_epoch_is_written_without_fsync_and_made_durable_by_flush(tmp_path, monkeypatch):
+    """KAFKA-15046's discipline: ``assign`` (every partition a LeaderAndIsr makes leader) costs no fsync; the
+    Log's flush makes the file durable before its recovery point moves."""
+    from brokers.storage import files
+    from brokers.storage.leader_epoch_cache import LeaderEpochCache
+
+    synced = []
+    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(fd))
+    cache = LeaderEpochCache(tmp_path)
+    assert cache.assign(3, 10)
+    assert synced == [] and (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n1\n3 10\n"
+    cache.flush()
+    assert len(synced) == 2  # the file, then its directory
+    cache.flush()
+    assert len(synced) == 2  # nothing left to make durable
+    cache.truncate_from_end(5)
+    assert len(synced) == 4  # truncations are durable at once
+
+
+def test_recovery_reassigns_the_epochs_a_lost_checkpoint_held(tmp_path):
+    """After a machine crash the unsynced checkpoint may have lost the latest epochs: the unclean load re-assigns
+    them from the batches it recovers past the recovery point (Kafka's LogSegment.recover)."""
+    from brokers.storage.log import Log
+    from brokers.storage.log_config import LogConfig
+
+    from .conftest import batch
+
+    log = Log(tmp_path / "e-0", LogConfig(segment_bytes=300))
+    for i in range(6):
+        log.append_as_leader(batch([b"v%d" % i]), leader_epoch=0 if i < 2 else 4)
+    log.flush(up_to=2)
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(0, 0), (4, 2)]
+    log.close_handlers()
+    (tmp_path / "e-0" / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")  # the machine crash's view
+    again = Log(tmp_path / "e-0", LogConfig(segment_bytes=300), recovery_point=2, clean_shutdown=False)
+    assert [(e.epoch, e.start_offset) for e in again.leader_epoch_cache.entries] == [(0, 0), (4, 2)]
+    again.close()

@@ -1,0 +1,131 @@
+"""Fetch with sessions (KIP-227) through the real handler: full, incremental, forgotten, errors, long poll."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from brokers.protocol import codec
+from brokers.protocol.errors import ErrorCode
+from brokers.protocol.framing import RequestHeader
+from brokers.protocol.record import iter_records
+from brokers.replication.fetch_session import FetchSessionCache
+from brokers.server.handlers.fetch import handle_fetch
+from tests.unit.server.test_handlers import FETCH, World, batch, partitions_of, produce, run
+from tests.unit.server.test_handlers import fetch as sessionless_fetch
+
+
+@pytest.fixture
+def world(tmp_path):
+    w = World(tmp_path)
+    w.context.fetch_sessions = FetchSessionCache()
+    yield w
+    w.log_manager.shutdown()
+
+
+def request(partitions, session_id, epoch, forgotten=(), max_wait=0, min_bytes=1):
+    topics: dict[str, list] = {}
+    for topic, partition, offset in partitions:
+        topics.setdefault(topic, []).append(dict(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20,
+                                                 current_leader_epoch=-1, last_fetched_epoch=-1, log_start_offset=-1))
+    return dict(replica_id=-1, max_wait=max_wait, min_bytes=min_bytes, max_bytes=1 << 22, isolation_level=0,
+                session_id=session_id, session_epoch=epoch, rack_id="",
+                forgotten_topics_data=[dict(topic=t, partitions=list(ps)) for t, ps in forgotten],
+                topics=[dict(topic=name, partitions=parts) for name, parts in topics.items()])
+
+
+async def fetch(world, partitions, session_id, epoch, version=12, **kwargs):
+    body = codec.build(codec.request_class(FETCH, version), **request(partitions, session_id, epoch, **kwargs))
+    segments = await handle_fetch(world.context, RequestHeader(FETCH, version, 7, "tests", 0), body)
+    frame = b"".join(s if isinstance(s, (bytes, bytearray)) else s.read() for s in segments)
+    return codec.decode_response(FETCH, version, frame[4:])[1]
+
+
+def offsets(p):
+    return [r.offset for r in iter_records(p.records)]
+
+
+@pytest.mark.parametrize("version", [7, 11, 12])
+def test_full_then_incremental(world, version):
+    run(produce(world, "t", 0, batch([1, 2])))
+    full = run(fetch(world, [("t", 0, 0), ("u", 0, 0)], 0, 0, version))
+    assert full.error_code == 0 and full.session_id != 0
+    assert set(partitions_of(full)) == {("t", 0), ("u", 0)} and offsets(partitions_of(full)[("t", 0)]) == [0, 1]
+    session = full.session_id
+    # the consumer moved on in t-0: only that partition is named; nothing new anywhere: nothing answered
+    nothing = run(fetch(world, [("t", 0, 2)], session, 1, version))
+    assert (nothing.error_code, nothing.session_id, nothing.responses) == (0, session, ())
+    run(produce(world, "u", 0, batch([3])))
+    got = partitions_of(run(fetch(world, [], session, 2, version)))
+    assert list(got) == [("u", 0)] and offsets(got[("u", 0)]) == [0] and got[("u", 0)].high_watermark == 1
+    # u-0 is not named again, so its cached fetch offset (0) is read again: the client must name it
+    got = partitions_of(run(fetch(world, [("u", 0, 1)], session, 3, version)))
+    assert got == {}
+
+
+def test_forgotten_partitions_are_no_longer_read(world):
+    session = run(fetch(world, [("t", 0, 0), ("u", 0, 0)], 0, 0)).session_id
+    assert run(fetch(world, [], session, 1, forgotten=[("u", [0])])).responses == ()
+    run(produce(world, "u", 0, batch([3])))
+    assert run(fetch(world, [], session, 2)).responses == ()
+    got = partitions_of(run(fetch(world, [("u", 0, 0)], session, 3)))  # added back: answered again
+    assert list(got) == [("u", 0)] and offsets(got[("u", 0)]) == [0]
+
+
+def test_forgetting_every_partition_answers_sessionless(world):
+    session = run(fetch(world, [("t", 0, 0)], 0, 0)).session_id
+    body = run(fetch(world, [], session, 1, forgotten=[("t", [0])]))
+    assert (body.error_code, body.session_id, body.responses) == (0, 0, ())
+    assert world.context.fetch_sessions.sessions == {}
+
+
+def test_errors_are_always_answered(world):
+    session = run(fetch(world, [("t", 0, 0), ("t", 7, 0)], 0, 0)).session_id
+    for epoch in (1, 2):
+        got = partitions_of(run(fetch(world, [], session, epoch)))
+        assert list(got) == [("t", 7)] and got[("t", 7)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_session_errors(world):
+    session = run(fetch(world, [("t", 0, 0)], 0, 0)).session_id
+    unknown = run(fetch(world, [("t", 0, 0)], session + 1, 1))
+    assert (unknown.error_code, unknown.session_id, unknown.responses) == (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0, ())
+    wrong = run(fetch(world, [("t", 0, 0)], session, 4))
+    assert (wrong.error_code, wrong.responses) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, ())
+    assert run(fetch(world, [], session, 1)).error_code == 0  # the session is still there at its epoch
+
+
+def test_sessionless_requests_are_answered_in_full(world):
+    body = run(fetch(world, [("t", 0, 0), ("u", 0, 0)], 0, -1))
+    assert body.session_id == 0 and set(partitions_of(body)) == {("t", 0), ("u", 0)}
+    assert world.context.fetch_sessions.sessions == {}
+    assert run(sessionless_fetch(world, [("t", 0, 0, 1000)], version=6)).responses  # v4-6: no session fields
+
+
+def test_without_a_cache_full_requests_get_no_session(world):
+    world.context.fetch_sessions = None
+    body = run(fetch(world, [("t", 0, 0)], 0, 0))
+    assert body.session_id == 0 and list(partitions_of(body)) == [("t", 0)]
+
+
+def test_incremental_long_poll_waits_for_data_in_any_session_partition(world):
+    async def scenario():
+        session = (await fetch(world, [("t", 0, 0), ("u", 0, 0)], 0, 0)).session_id
+        waiting = asyncio.ensure_future(fetch(world, [], session, 1, max_wait=30_000))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        await produce(world, "u", 0, batch([1, 2]))
+        return await asyncio.wait_for(waiting, timeout=5)
+
+    got = partitions_of(run(scenario()))
+    assert list(got) == [("u", 0)] and offsets(got[("u", 0)]) == [0, 1]
+
+
+def test_the_partitions_answered_are_read_last_next_time(world):
+    session = run(fetch(world, [("t", 0, 0), ("u", 0, 0)], 0, 0)).session_id
+    run(produce(world, "t", 0, batch([1])))
+    assert list(partitions_of(run(fetch(world, [], session, 1)))) == [("t", 0)]  # t-0 answered: read last now
+    run(produce(world, "t", 0, batch([2])))
+    run(produce(world, "u", 0, batch([3])))
+    body = run(fetch(world, [("t", 0, 1)], session, 2))
+    assert [(t.topic, [p.partition_index for p in t.partitions]) for t in body.responses] == [("u", [0]), ("t", [0])]
