@@ -231,13 +231,28 @@ def _hints(cls: type) -> dict[str, Any]:
     return hints
 
 
+_SCALARS = (str, int, bool, bytes, float, type(None))
+_NAMES: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, in order
+_PLANS: dict[type, tuple[tuple[str, Any, bool], ...]] = {}  # (name, type hint, required) per field
+_SHAPES: dict[Any, tuple[Any, tuple]] = {}  # a generic hint's (origin, args)
+
+
 def _to_wire(value: Any) -> Any:
-    """Dataclasses -> maps, tuples -> arrays, int subclasses (IntEnum) -> int; the rest as is."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_wire(getattr(value, f.name)) for f in fields(value)}
+    """Dataclasses -> maps, tuples -> arrays, int subclasses (IntEnum) -> int; the rest as is. A LeaderAndIsr or
+    UpdateMetadata of thousands of partitions goes through here, so field names are looked up once per class."""
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is tuple or cls is list:
+        return [_to_wire(item) for item in value]
+    names = _NAMES.get(cls)
+    if names is None and is_dataclass(value) and not isinstance(value, type):
+        names = _NAMES[cls] = tuple(f.name for f in fields(value))
+    if names is not None:
+        return {name: _to_wire(getattr(value, name)) for name in names}
     if isinstance(value, (tuple, list)):
         return [_to_wire(item) for item in value]
-    if value is None or isinstance(value, (bool, str, bytes, float)):
+    if isinstance(value, (str, bytes, float)):
         return value
     if isinstance(value, int):
         return int(value)
@@ -248,7 +263,22 @@ def _type_name(value: Any) -> str:
     return "nil" if value is None else type(value).__name__
 
 
-def _from_wire(hint: Any, value: Any, where: str) -> Any:
+def _path(where: Any) -> str:
+    """A field's dotted path, built only for an error: ``where`` is a name or (parent, field name or index)."""
+    if isinstance(where, str):
+        return where
+    parent, key = where
+    return f"{_path(parent)}[{key}]" if isinstance(key, int) else f"{_path(parent)}.{key}"
+
+
+def _shape(hint: Any) -> tuple[Any, tuple]:
+    shape = _SHAPES.get(hint)
+    if shape is None:
+        shape = _SHAPES[hint] = (get_origin(hint), get_args(hint))
+    return shape
+
+
+def _from_wire(hint: Any, value: Any, where: Any) -> Any:
     """Check ``value`` against the type hint and build it (recursively for dataclasses and tuples)."""
     if hint is bool:
         if isinstance(value, bool):
@@ -262,42 +292,55 @@ def _from_wire(hint: Any, value: Any, where: str) -> Any:
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-    elif is_dataclass(hint):
+    elif hint in _PLANS or is_dataclass(hint):
         return _dataclass_from_wire(hint, value, where)
     else:
-        origin, args = get_origin(hint), get_args(hint)
+        origin, args = _shape(hint)
         if origin in (Union, types.UnionType):
             if value is None and type(None) in args:
                 return None
             others = [arg for arg in args if arg is not type(None)]
             if len(others) != 1:
-                raise TypeError(f"unsupported union {hint} at {where}")
+                raise TypeError(f"unsupported union {hint} at {_path(where)}")
             return _from_wire(others[0], value, where)
         if origin is tuple:
             if not isinstance(value, (list, tuple)):
-                raise ControlMessageError(where, f"expected an array, got {_type_name(value)}")
+                raise ControlMessageError(_path(where), f"expected an array, got {_type_name(value)}")
             if len(args) == 2 and args[1] is Ellipsis:
-                return tuple(_from_wire(args[0], item, f"{where}[{i}]") for i, item in enumerate(value))
+                if args[0] is int and all(type(item) is int for item in value):
+                    return tuple(value)  # replicas, ISRs: the common case, checked in one pass
+                return tuple(_from_wire(args[0], item, (where, i)) for i, item in enumerate(value))
             if len(value) != len(args):
-                raise ControlMessageError(where, f"expected {len(args)} elements, got {len(value)}")
-            return tuple(_from_wire(arg, item, f"{where}[{i}]") for i, (arg, item) in enumerate(zip(args, value)))
-        raise TypeError(f"unsupported field type {hint!r} at {where}")
+                raise ControlMessageError(_path(where), f"expected {len(args)} elements, got {len(value)}")
+            return tuple(_from_wire(arg, item, (where, i)) for i, (arg, item) in enumerate(zip(args, value)))
+        raise TypeError(f"unsupported field type {hint!r} at {_path(where)}")
     name = getattr(hint, "__name__", str(hint))
-    raise ControlMessageError(where, f"expected {name}, got {_type_name(value)}")
+    raise ControlMessageError(_path(where), f"expected {name}, got {_type_name(value)}")
 
 
-def _dataclass_from_wire(cls: type[M], value: Any, where: str) -> M:
+def _plan(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = _hints(cls)
+        plan = _PLANS[cls] = tuple((f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING)
+                                   for f in fields(cls))  # type: ignore[arg-type]
+    return plan
+
+
+def _dataclass_from_wire(cls: type[M], value: Any, where: Any) -> M:
     if not isinstance(value, dict):
-        raise ControlMessageError(where, f"expected a map, got {_type_name(value)}")
-    hints = _hints(cls)
+        raise ControlMessageError(_path(where), f"expected a map, got {_type_name(value)}")
     kwargs = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        path = f"{where}.{f.name}"
-        if f.name not in value:
-            if f.default is MISSING and f.default_factory is MISSING:
-                raise ControlMessageError(path, "missing field")
+    for name, hint, required in _plan(cls):
+        if name not in value:
+            if required:
+                raise ControlMessageError(_path((where, name)), "missing field")
             continue
-        kwargs[f.name] = _from_wire(hints[f.name], value[f.name], path)
+        item = value[name]
+        if type(item) is hint and hint is not float:  # an int, str or bool where one belongs: nothing to check
+            kwargs[name] = item
+        else:
+            kwargs[name] = _from_wire(hint, item, (where, name))
     return cls(**kwargs)  # unknown keys are ignored, like tagged fields a newer sender may add
 
 

@@ -357,8 +357,10 @@ class KafkaController:
             event.result.set_result(ControlledShutdownResponse(int(code), ()))
             return
         ctx.shutting_down.add(event.broker_id)
+        started = time.monotonic()
         led = [tp for tp in ctx.partitions_led_by(event.broker_id) if len(ctx.assignments.get(tp, ())) > 1]
         await self.leadership.elect(led, self.leadership.controlled_shutdown_strategy(), mark_offline_if_none=False)
+        elected = time.monotonic()
         for tp in ctx.partitions_on(event.broker_id):
             if tp in ctx.leadership and ctx.leadership[tp].leader_and_isr.leader != event.broker_id:
                 self.batch.add_stop_replica(event.broker_id, tp, delete=False)
@@ -367,6 +369,9 @@ class KafkaController:
         await self.leadership.take_replicas_offline({event.broker_id}, followed)  # leave the ISRs it only follows
         remaining = tuple((tp.topic, tp.partition) for tp in ctx.partitions_led_by(event.broker_id)
                           if len(ctx.assignments.get(tp, ())) > 1)  # single-replica partitions cannot move
+        log.info("controlled shutdown of broker %d: %d leaderships moved in %.3f s, %d followed ISRs left in %.3f s, "
+                 "%d still led", event.broker_id, len(led), elected - started, len(followed),
+                 time.monotonic() - elected, len(remaining))
         event.result.set_result(ControlledShutdownResponse(int(ErrorCode.NONE), remaining))
 
     # -- reassignment API ----------------------------------------------------------------------

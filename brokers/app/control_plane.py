@@ -10,6 +10,7 @@ controller answer NOT_CONTROLLER on any other broker.
 from __future__ import annotations
 
 import asyncio
+import time
 import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -91,7 +92,10 @@ class ControlPlane:
         if not b.config["controlled.shutdown.enable"]:
             return
         if b.replica_manager is not None:
+            started = time.monotonic()
             await b.replica_manager.begin_controlled_shutdown()
+            log.info("broker %d: replica fetchers stopped in %.3f s; asking the controller to move its leaderships",
+                     b.broker_id, time.monotonic() - started)
         retries = b.config["controlled.shutdown.max.retries"]
         for attempt in range(1, retries + 1):
             try:

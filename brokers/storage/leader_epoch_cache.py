@@ -118,11 +118,12 @@ class LeaderEpochCache:
             self._flush()
 
     def flush(self, durable: bool = True) -> None:
-        """Make the file durable if an ``assign`` left it unsynced (``durable=False``: the caller syncs the
-        whole filesystem afterwards)."""
+        """Make the file durable if an ``assign`` left it unsynced. The file already holds every entry, so
+        ``durable=False`` (the caller syncs the whole filesystem afterwards) writes nothing."""
         with self._lock:
             if self._dirty:
-                self._flush(durable)
+                if durable:
+                    self._flush(durable)
                 self._dirty = False
 
     def _flush(self, durable: bool = True) -> None:

@@ -507,10 +507,12 @@ class Log:
 
     def close(self, durable: bool = True) -> None:
         """Write the producer snapshot and the epoch checkpoint for the next load, close the files.
-        ``durable=False``: without fsyncs, the caller syncs the filesystem (LogManager's clean shutdown)."""
+        ``durable=False``: without fsyncs, the caller syncs the filesystem (LogManager's clean shutdown). An empty
+        log without producers has nothing to snapshot (as Kafka, which snapshots only past its last snapshot)."""
         with self._lock:
             if self._segments and self.directory.is_dir():
-                self._snapshot_producers(self.log_end_offset, durable=durable)
+                if self.log_end_offset > self.log_start_offset or self.producer_state.producers:
+                    self._snapshot_producers(self.log_end_offset, durable=durable)
                 self.leader_epoch_cache.flush(durable)  # a clean shutdown's load trusts the checkpoint
             for segment in self._segments:
                 segment.close()

@@ -333,3 +333,18 @@ def test_recovery_reassigns_the_epochs_a_lost_checkpoint_held(tmp_path):
     again = Log(tmp_path / "e-0", LogConfig(segment_bytes=300), recovery_point=2, clean_shutdown=False)
     assert [(e.epoch, e.start_offset) for e in again.leader_epoch_cache.entries] == [(0, 0), (4, 2)]
     again.close()
+
+
+def test_a_flush_left_to_the_callers_filesystem_sync_writes_nothing(tmp_path, monkeypatch):
+    """A clean shutdown closes every log with ``durable=False`` and then syncs the filesystem once: the file already
+    holds every entry, so closing 10,000 logs rewrites no checkpoint."""
+    from brokers.storage.leader_epoch_cache import LeaderEpochCache
+
+    cache = LeaderEpochCache(tmp_path)
+    assert cache.assign(3, 10)
+    writes = []
+    monkeypatch.setattr(cache._checkpoint, "write", lambda *args: writes.append(args))
+    cache.flush(durable=False)
+    assert writes == [] and (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n1\n3 10\n"
+    cache.flush()
+    assert writes == []  # the caller's sync made it durable: nothing left to do

@@ -358,3 +358,24 @@ def test_a_segment_holds_one_open_file_its_indexes_none(make_log, tmp_path):
     assert len(index_files) == segments and sum(f.stat().st_size for f in index_files) > 0
     log.close()
     assert _open_files_under(tmp_path / "fds-0") == 0
+
+
+def test_close_snapshots_producers_unless_the_log_is_empty_and_has_none(tmp_path):
+    """As Kafka (a snapshot only past the last one): closing an empty log writes no producer snapshot, so a clean
+    shutdown of 10,000 idle partitions creates no files; a log with records gets one at its end, and reopening it
+    keeps an idempotent producer's state (a retried batch is still a duplicate)."""
+    from brokers.storage.log import Log
+    from brokers.storage.log_config import LogConfig
+
+    from .test_producer_state import idem
+
+    empty = Log(tmp_path / "empty-0", LogConfig())
+    empty.close(durable=False)
+    assert list((tmp_path / "empty-0").glob("*.snapshot")) == []
+    log = Log(tmp_path / "p-0", LogConfig())
+    log.append_as_leader(idem(2, seq=0), leader_epoch=0)
+    log.close(durable=False)
+    assert [p.name for p in (tmp_path / "p-0").glob("*.snapshot")] == ["00000000000000000002.snapshot"]
+    reopened = Log(tmp_path / "p-0", LogConfig(), recovery_point=2, clean_shutdown=True)
+    assert reopened.append_as_leader(idem(2, seq=0), leader_epoch=0).duplicate
+    reopened.close()
