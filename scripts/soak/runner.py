@@ -42,6 +42,7 @@ from scripts.containers.cluster import BROKER_IMAGE, ZOOKEEPER_IMAGE, ContainerC
 from scripts.containers.conditions import wait_for  # noqa: E402
 from scripts.soak import history  # noqa: E402
 from scripts.soak.checker import Availability, CheckConfig, CheckResult, check  # noqa: E402
+from scripts.soak.checker.model import client_fault_windows  # noqa: E402
 from scripts.soak.evidence import keep_evidence  # noqa: E402
 from scripts.soak.drain import AvailabilityClock, HistoryTail, Progress  # noqa: E402
 from scripts.soak.nemesis.nemesis import Nemesis  # noqa: E402
@@ -109,25 +110,6 @@ def effective_plan(plan: WorkloadPlan, unsafe: bool) -> WorkloadPlan:
 def check_config(plan: WorkloadPlan, unsafe: bool) -> CheckConfig:
     return CheckConfig(idempotent=not unsafe and plan.idempotence,
                        eos_pairs={plan.txn_input: plan.txn_output} if plan.copiers else {})
-
-
-CLIENT_FAULTS = frozenset({"partition-clients"})
-
-
-def client_fault_windows(events: list[dict], end_ns: int) -> tuple[tuple[int, int], ...]:
-    """(start, heal) of every fault that cut the clients from the cluster, from the nemesis's events (a fault
-    the final sweep healed ends at ``end_ns``)."""
-    started: dict[object, int] = {}
-    windows = []
-    for e in events:
-        if e.get("kind") not in CLIENT_FAULTS:
-            continue
-        if e["event"] == "start":
-            started[e.get("id")] = e["time"]
-        elif e["event"] == "heal" and e.get("id") in started:
-            windows.append((started.pop(e.get("id")), e["time"]))
-    windows.extend((start, end_ns) for start in started.values())
-    return tuple(sorted(windows))
 
 
 def random_seed() -> int:

@@ -1,16 +1,18 @@
 """``python -m scripts.soak.checker HISTORY [HISTORY ...]``: check history files (or directories of
 ``history-*.jsonl``, or a soak run's directory), print the summary and the time the check took; exit 1 when
-the history is invalid."""
+the history is invalid. A run's directory also gives the run's client-fault windows (its ``nemesis.jsonl``),
+so the verdict is the run's own; ``--nemesis FILE`` names that file for other histories."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from scripts.soak.checker.core import check
-from scripts.soak.checker.model import CheckConfig
+from scripts.soak.checker.model import CheckConfig, client_fault_windows
 from scripts.soak.history import merge
 
 
@@ -37,12 +39,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--read-uncommitted", action="store_true", help="aborted reads are allowed")
     parser.add_argument("--eos", action="append", default=[], metavar="IN:OUT",
                         help="an input topic and the output topic its copiers write")
+    parser.add_argument("--nemesis", type=Path, default=None, metavar="FILE",
+                        help="the run's nemesis.jsonl (default: the one beside a run's history.jsonl, if any)")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
     args = parser.parse_args(argv)
     config = CheckConfig(idempotent=not args.no_idempotence, read_committed=not args.read_uncommitted,
                          eos_pairs=dict(pair.split(":", 1) for pair in args.eos))
     started = time.monotonic()
-    ops = merge(history_paths(args.histories))
+    paths = history_paths(args.histories)
+    ops = merge(paths)
+    nemesis = args.nemesis or next((p.parent / "nemesis.jsonl" for p in paths if (p.parent / "nemesis.jsonl").is_file()),
+                                   None)
+    if nemesis is not None:
+        events = [json.loads(line) for line in nemesis.read_text().splitlines() if line.strip()]
+        config = replace(config, client_fault_windows=client_fault_windows(events, ops[-1].time if ops else 0))
     read_s = time.monotonic() - started
     result = check(ops, config)
     check_s = time.monotonic() - started - read_s

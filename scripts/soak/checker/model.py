@@ -26,6 +26,25 @@ class CheckConfig:
     client_fault_windows: tuple[tuple[int, int], ...] = ()
 
 
+CLIENT_FAULTS = frozenset({"partition-clients"})
+
+
+def client_fault_windows(events: list[dict], end_ns: int) -> tuple[tuple[int, int], ...]:
+    """(start, heal) of every fault that cut the clients from the cluster, from the nemesis's events
+    (``nemesis.jsonl``; a fault the final sweep healed ends at ``end_ns``)."""
+    started: dict[object, int] = {}
+    windows = []
+    for e in events:
+        if e.get("kind") not in CLIENT_FAULTS:
+            continue
+        if e["event"] == "start":
+            started[e.get("id")] = e["time"]
+        elif e["event"] == "heal" and e.get("id") in started:
+            windows.append((started.pop(e.get("id")), e["time"]))
+    windows.extend((start, end_ns) for start in started.values())
+    return tuple(sorted(windows))
+
+
 @dataclass(frozen=True)
 class Availability:
     """Measured by the runner after the final heal."""

@@ -498,3 +498,32 @@ def test_an_assignment_that_ends_an_expected_revocation_is_not_judged_again():
     assert check(h.ops, CheckConfig(client_fault_windows=((40 * s, 57 * s),))).valid
     # the revocation itself far from any cause is still the one anomaly
     assert check(h.ops).anomalies["unexpected-rebalance"].count == 1
+
+
+def test_the_checker_cli_reads_a_runs_client_fault_windows_from_its_nemesis_log(tmp_path, capsys):
+    """``python -m scripts.soak.checker <run dir>`` gives the run's own verdict: the client partitions in its
+    ``nemesis.jsonl`` make a rebalance during them expected, as the runner's check did."""
+    import json
+
+    from scripts.soak.checker.__main__ import main as checker_main
+
+    s = 1_000_000_000
+    h = History()
+    _group_of_one(h)
+    h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.at(100)
+    h.rebalance("g0", ["soak/0"], ["soak/0"])
+    h.at(200)
+    h.commit("g0", {"soak/0": 3})
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.jsonl").write_text("".join(op.to_json() + "\n" for op in h.ops))
+    assert checker_main([str(run)]) == 1  # no nemesis log: the rebalance has no cause
+    cut = [{"time": 90 * s, "event": "start", "kind": "partition-clients", "id": 4},
+           {"time": 95 * s, "event": "start", "kind": "kill-broker", "id": 5},
+           {"time": 150 * s, "event": "heal", "kind": "partition-clients", "id": 4}]
+    (tmp_path / "elsewhere.jsonl").write_text("".join(json.dumps(e) + "\n" for e in cut))
+    assert checker_main([str(run), "--nemesis", str(tmp_path / "elsewhere.jsonl")]) == 0
+    (run / "nemesis.jsonl").write_text((tmp_path / "elsewhere.jsonl").read_text())
+    assert checker_main([str(run)]) == 0
+    assert "VALID" in capsys.readouterr().out

@@ -7,6 +7,7 @@ import pytest
 
 from scripts.cli import main
 from scripts.soak import command, runner
+from scripts.soak.checker.model import client_fault_windows
 from scripts.soak.nemesis.schedule import KINDS
 from scripts.soak.runner import SoakHarnessError, SoakOptions, SoakOutcome
 
@@ -130,4 +131,4 @@ def test_client_fault_windows_pair_each_client_cut_with_its_heal():
               {"time": 12, "event": "start", "kind": "kill-broker", "id": 2},
               {"time": 20, "event": "heal", "kind": "partition-clients", "id": 1},
               {"time": 30, "event": "start", "kind": "partition-clients", "id": 3}]
-    assert runner.client_fault_windows(events, end_ns=99) == ((10, 20), (30, 99))
+    assert client_fault_windows(events, end_ns=99) == ((10, 20), (30, 99))
