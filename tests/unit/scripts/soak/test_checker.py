@@ -307,7 +307,8 @@ def test_commit_backwards_is_a_groups_committed_offset_going_down():
     assert_only(check(h.ops), "commit-backwards")
 
 
-def test_unexpected_rebalance_is_one_far_from_any_membership_change():
+def rebalanced_at_100_s() -> History:
+    """A one-member group that reads, is rebalanced at 100 s with no cause in the history, and commits at 200 s."""
     h = History()
     _group_of_one(h)
     h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
@@ -315,6 +316,11 @@ def test_unexpected_rebalance_is_one_far_from_any_membership_change():
     h.rebalance("g0", ["soak/0"], ["soak/0"])
     h.at(200)
     h.commit("g0", {"soak/0": 3})
+    return h
+
+
+def test_unexpected_rebalance_is_one_far_from_any_membership_change():
+    h = rebalanced_at_100_s()
     result = check(h.ops)
     assert_only(result, "unexpected-rebalance")
     h.crash("g0")  # a member leaving (its crash) makes the rebalance around it expected
@@ -468,13 +474,7 @@ def test_aborted_reads_and_read_cycles_are_allowed_under_read_uncommitted():
 
 
 def test_a_rebalance_during_or_soon_after_a_client_partition_is_expected():
-    h = History()
-    _group_of_one(h)
-    h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
-    h.at(100)
-    h.rebalance("g0", ["soak/0"], ["soak/0"])
-    h.at(200)
-    h.commit("g0", {"soak/0": 3})
+    h = rebalanced_at_100_s()
     s = 1_000_000_000
     cut_earlier = CheckConfig(client_fault_windows=((10 * s, 20 * s),))
     assert_only(check(h.ops, cut_earlier), "unexpected-rebalance")
@@ -508,13 +508,7 @@ def test_the_checker_cli_reads_a_runs_client_fault_windows_from_its_nemesis_log(
     from scripts.soak.checker.__main__ import main as checker_main
 
     s = 1_000_000_000
-    h = History()
-    _group_of_one(h)
-    h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
-    h.at(100)
-    h.rebalance("g0", ["soak/0"], ["soak/0"])
-    h.at(200)
-    h.commit("g0", {"soak/0": 3})
+    h = rebalanced_at_100_s()
     run = tmp_path / "run"
     run.mkdir()
     (run / "history.jsonl").write_text("".join(op.to_json() + "\n" for op in h.ops))
