@@ -29,7 +29,7 @@ from testcontainers.core.network import Network
 from scripts.local.zookeeper import find_free_base_port
 from scripts.containers import disk, network as net
 from scripts.containers.conditions import wait_for
-from scripts.containers.defaults import SESSION_TIMEOUT_MS, SMALL_LOG_DIR, SMALL_LOG_DIR_MIB
+from scripts.containers.defaults import DATA_LOG_DIR, SESSION_TIMEOUT_MS, SMALL_LOG_DIR, SMALL_LOG_DIR_MIB
 
 BROKER_IMAGE = os.environ.get("ZKAFKA_BROKER_IMAGE", "zkafka-broker:local")
 ZOOKEEPER_IMAGE = os.environ.get("ZKAFKA_ZOOKEEPER_IMAGE", "zkafka-zookeeper:local")
@@ -152,7 +152,7 @@ class ContainerCluster:
             **{"KAFKA_" + k.upper().replace(".", "_"): v for k, v in self.properties.items()},
         }
         if b == self.small_log_dir:
-            env["KAFKA_LOG_DIRS"] = f"/var/lib/zkafka/data,{SMALL_LOG_DIR}"
+            env["KAFKA_LOG_DIRS"] = f"{DATA_LOG_DIR},{SMALL_LOG_DIR}"
         container = self._container(BROKER_IMAGE, f"broker{b}").with_envs(**env).with_kwargs(labels=LABELS, cap_add=["NET_ADMIN"])
         if b == self.small_log_dir:
             container.with_volume_mapping(self._small_volume, SMALL_LOG_DIR, "rw").with_command(

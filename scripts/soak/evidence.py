@@ -17,9 +17,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from scripts.containers.defaults import SMALL_LOG_DIR
+from scripts.containers.defaults import DATA_LOG_DIR, SMALL_LOG_DIR
 
-DATA_LOG_DIR = "/var/lib/zkafka/data"
 KEY = re.compile(r"^([A-Za-z0-9._-]+)/(\d+)$")
 
 
@@ -52,7 +51,7 @@ def dump_script(topic: str, partition: int) -> str:
 def keep_evidence(cluster, out_dir: Path, result) -> Path | None:
     """Write the evidence of ``result``'s disallowed anomalies (see the module docstring); its directory, or
     None when the run is valid."""
-    bad = [a for a in result.anomalies.values() if a.count and not a.allowed]
+    bad = result.failures()
     if not bad:
         return None
     evidence = Path(out_dir) / "evidence"
