@@ -220,14 +220,8 @@ def _read_all(resolved: list, max_bytes: int, from_follower: bool, throttle: Lea
             out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, stable,
                                           log.log_start_offset, b""))
             continue
-        max_offset = None if from_follower else stable if committed else high_watermark
-        fetch_offset = wanted.fetch_offset
-        if fetch_offset == (log.log_end_offset if max_offset is None else max_offset) \
-                and fetch_offset >= log.log_start_offset:  # nothing new (an idle partition): Log.read's empty answer
-            out.append(FetchPartitionData(wanted.partition, ErrorCode.NONE, high_watermark, stable,
-                                          log.log_start_offset, None, aborted_transactions=[] if committed else None))
-            continue
         limit = max(0, min(wanted.partition_max_bytes, budget))
+        max_offset = None if from_follower else stable if committed else high_watermark
         try:
             info = log.read(wanted.fetch_offset, limit, max_offset=max_offset, min_one_message=first and min_one)
         except KafkaError as exc:
