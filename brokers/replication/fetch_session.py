@@ -1,4 +1,4 @@
-"""Incremental fetch sessions (KIP-227), the leader side: Kafka 2.8's ``FetchSession.scala``, pure.
+"""Incremental fetch sessions (KIP-227), the leader side: Kafka 2.8's ``FetchSession.scala``.
 
 A Fetch v7+ carries ``session_id`` and ``session_epoch``:
 
@@ -9,11 +9,18 @@ A Fetch v7+ carries ``session_id`` and ``session_epoch``:
 * epoch > 0: **incremental**: the session must exist (else FETCH_SESSION_ID_NOT_FOUND, 70) and expect
   this epoch (else INVALID_FETCH_SESSION_EPOCH, 71). The request names only partitions added or changed
   (fetch offset, max bytes, epochs) and lists removed ones in ``forgotten_topics_data``; the partitions
-  not named keep their cached fetch offset. Every session partition is read, but the answer carries only
-  those with records, a changed high watermark, last stable offset or log start offset, an error or a
-  diverging epoch (``CachedPartition.must_respond``); those answered move to the end of the session's
-  order (a topic may then appear more than once in an answer, as in Kafka's). A session left empty is
-  closed: sessionless. The session's epoch moves on once per incremental request.
+  not named keep their cached fetch offset. The answer carries only the partitions with records, a
+  changed high watermark, last stable offset or log start offset, an error or a diverging epoch
+  (``CachedPartition.must_respond``); those answered move to the end of the session's order (a topic may
+  then appear more than once in an answer, as in Kafka's). A session left empty is closed: sessionless.
+  The session's epoch moves on once per incremental request.
+
+**Quiet partitions** (where zkafka parts from Kafka, which reads every session partition per fetch): a
+partition not answered while its fetcher is at its end (a follower at the log end and in the ISR, a
+consumer at the high watermark) is skipped by the next fetches until its Partition says it changed (an
+append for a follower's session, an HW advance, a role change, a log start move), so an idle partition
+costs an incremental fetch nothing. The answers are Kafka's: a skipped partition has nothing to say.
+The skipped fetches of a follower are recorded when the partition changes (``isr.caught_up_while_quiet``).
 
 Eviction (``max.incremental.fetch.session.cache.slots`` sessions at most, Kafka's ``tryEvict``): a new
 session takes a free slot; else the least recently used session, if unused for longer than the eviction
@@ -50,11 +57,12 @@ def next_epoch(epoch: int) -> int:
 class CachedPartition:
     """One session partition: the last request's fetch fields and the last response's offsets."""
 
-    __slots__ = ("partition", "fetch_offset", "partition_max_bytes", "log_start_offset", "current_leader_epoch",
+    __slots__ = ("position", "partition", "fetch_offset", "partition_max_bytes", "log_start_offset", "current_leader_epoch",
                  "last_fetched_epoch", "high_watermark", "last_stable_offset", "local_log_start_offset")
 
     def __init__(self, wanted: Any):
         self.partition = wanted.partition
+        self.position = 0  # its place in the session's fetch order (FetchSession.fetch_list)
         self.high_watermark = self.last_stable_offset = self.local_log_start_offset = -1
         self.update(wanted)
 
@@ -83,6 +91,10 @@ class CachedPartition:
         return respond
 
 
+def _position(item: tuple[str, CachedPartition]) -> int:
+    return item[1].position
+
+
 def _has_records(records: Any) -> bool:
     if records is None:
         return False
@@ -92,7 +104,14 @@ def _has_records(records: Any) -> bool:
 
 @dataclass(eq=False)
 class FetchSession:
-    """A session: its partitions by (topic, partition), in fetch order, and its expected epoch."""
+    """A session: its partitions by (topic, partition), in fetch order, and its expected epoch.
+
+    ``awake`` are the partitions an incremental fetch reads, in order; the others are **quiet**: the
+    fetcher was at their end with nothing to answer, and each waits on its Partition
+    (``quiet[key].watch_quietly``) until it changes, which ``touch``es it awake again and wakes the
+    session's parked fetch. An idle partition so costs a fetch nothing, where Kafka reads every session
+    partition per fetch. ``last_read_ms``: when the session last read its partitions (a quiet partition's
+    follower was at the log end then)."""
 
     id: int
     privileged: bool
@@ -100,6 +119,24 @@ class FetchSession:
     created_ms: int
     last_used_ms: int
     epoch: int = 1  # the full request that made it was epoch 0
+    replica_id: int = -1
+    awake: dict[tuple[str, int], None] = field(default_factory=dict)
+    quiet: dict[tuple[str, int], Any] = field(default_factory=dict)
+    parked: Any = None  # the future a parked fetch of this session waits on
+    last_read_ms: int = 0
+
+    _next_position: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.awake:
+            self.awake = dict.fromkeys(self.partitions)
+        for cached in self.partitions.values():
+            self.to_the_end(cached)
+
+    def to_the_end(self, cached: CachedPartition) -> None:
+        """Last in the fetch order (new, or just answered: Kafka's round robin)."""
+        cached.position = self._next_position
+        self._next_position += 1
 
     @property
     def size(self) -> int:
@@ -111,22 +148,60 @@ class FetchSession:
 
     def update(self, topics: Iterable[tuple[str, Iterable[Any]]], forgotten: Iterable[tuple[str, Iterable[int]]]
                ) -> None:
-        """An incremental request: add or update the named partitions, then drop the forgotten ones."""
+        """An incremental request: add or update the named partitions (awake), then drop the forgotten ones."""
         cached = self.partitions
         for topic, partitions in topics:
             for wanted in partitions:
-                known = cached.get((topic, wanted.partition))
+                key = (topic, wanted.partition)
+                known = cached.get(key)
                 if known is None:
-                    cached[topic, wanted.partition] = CachedPartition(wanted)
+                    cached[key] = known = CachedPartition(wanted)
+                    self.to_the_end(known)
                 else:
                     known.update(wanted)
+                self._wake(key)
         for topic, indexes in forgotten:
             for index in indexes:
-                cached.pop((topic, index), None)
+                key = (topic, index)
+                if cached.pop(key, None) is not None:
+                    partition = self.quiet.pop(key, None)
+                    if partition is not None:
+                        partition.unwatch_quietly(self)
+                    self.awake.pop(key, None)
 
     def fetch_list(self) -> list[tuple[str, CachedPartition]]:
-        """Every session partition in fetch order: what an incremental fetch reads."""
-        return [(topic, p) for (topic, _), p in self.partitions.items()]
+        """The awake session partitions in fetch order: what an incremental fetch reads."""
+        cached = self.partitions
+        return sorted(((key[0], cached[key]) for key in self.awake), key=_position)
+
+    def settle(self, key: tuple[str, int], partition: Any) -> None:
+        """``key`` had nothing to answer with its fetcher at the end: skip it until ``partition`` changes."""
+        if self.awake.pop(key, 0) is None:
+            self.quiet[key] = partition
+            partition.watch_quietly(self, self.privileged)
+
+    def touch(self, key: tuple[str, int]) -> bool:
+        """The partition changed (its Partition calls this once per ``watch_quietly``): read it again, wake
+        a parked fetch. Whether ``key`` was quiet here (a forgotten or re-added partition was not)."""
+        if self.quiet.pop(key, None) is None:
+            return False
+        self.awake[key] = None
+        parked = self.parked
+        if parked is not None and not parked.done():
+            parked.set_result(None)
+        return True
+
+    def _wake(self, key: tuple[str, int]) -> None:
+        partition = self.quiet.pop(key, None)
+        if partition is not None:
+            partition.unwatch_quietly(self)
+        self.awake[key] = None
+
+    def close(self) -> None:
+        """Out of the cache: no Partition keeps it."""
+        for partition in self.quiet.values():
+            partition.unwatch_quietly(self)
+        self.quiet.clear()
 
 
 @dataclass
@@ -163,7 +238,7 @@ class FetchSessionCache:
         incremental request the session is updated here and its epoch moved on."""
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id != INVALID_SESSION_ID:
-                self.sessions.pop(session_id, None)
+                self._drop(session_id)
             return FetchContext("sessionless" if epoch == FINAL_EPOCH else "full", privileged=privileged)
         session = self.sessions.get(session_id)
         if session is None:
@@ -172,7 +247,7 @@ class FetchSessionCache:
             return FetchContext("error", ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         session.update(topics, forgotten)
         if not session.partitions:
-            self.sessions.pop(session.id, None)
+            self._drop(session.id)
             return FetchContext("sessionless", privileged=privileged)
         session.last_used_ms = now_ms
         session.epoch = next_epoch(session.epoch)
@@ -180,7 +255,7 @@ class FetchSessionCache:
         return FetchContext("incremental", session=session, privileged=privileged)
 
     def create(self, topics: list[tuple[str, list[Any]]], answered: Iterable[tuple[str, list[Any]]],
-               privileged: bool, now_ms: int) -> int:
+               privileged: bool, now_ms: int, replica_id: int = -1) -> int:
         """After a full request is answered: a new session of its partitions, each remembering the offsets
         just sent; its id, or 0 when there is no slot for it (Kafka's maybeCreateSession)."""
         size = sum(len(partitions) for _, partitions in topics)
@@ -196,7 +271,7 @@ class FetchSessionCache:
                 known = partitions.get((topic, data.partition_index))
                 if known is not None:
                     known.must_respond(data)
-        self.sessions[new_id] = FetchSession(new_id, privileged, partitions, now_ms, now_ms)
+        self.sessions[new_id] = FetchSession(new_id, privileged, partitions, now_ms, now_ms, replica_id=replica_id)
         return new_id
 
     def _new_id(self) -> int:
@@ -220,19 +295,27 @@ class FetchSessionCache:
         return value >= cheapest.value() and self._evict(cheapest)
 
     def _evict(self, session: FetchSession) -> bool:
-        del self.sessions[session.id]
+        self._drop(session.id)
         self.evictions += 1
         return True
 
-    def respond(self, context: FetchContext, topics: list[tuple[str, list[Any]]]) -> list[tuple[str, list[Any]]]:
+    def _drop(self, session_id: int) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+
+    def respond(self, context: FetchContext, topics: list[tuple[str, list[Any]]],
+                at_end: dict[tuple[str, int], Any] | None = None) -> list[tuple[str, list[Any]]]:
         """An incremental answer: of the read ``topics``, only what ``must_respond`` says (topics left
         empty dropped); any other context answers everything. The partitions answered move to the end
         of the session's fetch order (Kafka's round robin: with ``max_bytes`` spent by the first partitions
-        read, the others get their turn in the next fetch)."""
+        read, the others get their turn in the next fetch). A partition not answered whose fetcher is at
+        its end (``at_end``: key -> its Partition) goes quiet (``FetchSession.settle``)."""
         session = context.session
         if not context.incremental or session is None:
             return topics
         cached, out = session.partitions, []
+        at_end = at_end or {}
         for topic, data_list in topics:
             kept = []
             for data in data_list:
@@ -242,7 +325,9 @@ class FetchSessionCache:
                     kept.append(data)
                 elif known.must_respond(data):
                     kept.append(data)
-                    cached[key] = cached.pop(key)  # to the end
+                    session.to_the_end(known)
+                elif key in at_end:
+                    session.settle(key, at_end[key])
             if kept:
                 out.append((topic, kept))
         return out

@@ -72,6 +72,23 @@ def update_follower_fetch(state: FollowerState, fetch_offset: int, fetch_time_ms
     return FollowerState(state.replica_id, fetch_offset, caught_up, leader_log_end_offset, fetch_time_ms)
 
 
+def caught_up_while_quiet(state: FollowerState, fetch_time_ms: int) -> FollowerState:
+    """The follower fetched again at ``fetch_time_ms`` from the offset it had, while the leader's log end
+    was that offset: what :func:`update_follower_fetch` would record for that fetch, told afterwards.
+
+    A fetch session skips a partition that has not changed since its follower reached the log end
+    (``brokers.replication.fetch_session``: a quiet partition). When the partition changes, the leader
+    records the skipped fetches with this before anything compares times, so the follower is not out of
+    sync for the fetches it was not asked about. A time not after the last recorded fetch, or a follower
+    that was not at the leader's log end at its last recorded fetch, changes nothing.
+    """
+    if fetch_time_ms <= state.last_fetch_time_ms or state.log_end_offset != state.last_fetch_leader_log_end_offset:
+        return state
+    offset = state.log_end_offset
+    return FollowerState(state.replica_id, offset, max(state.last_caught_up_time_ms, fetch_time_ms), offset,
+                         fetch_time_ms)
+
+
 def follower_state_on_become_leader(replica_id: int, in_isr: bool, leader_log_end_offset: int,
                                     now_ms: int) -> FollowerState:
     """A follower's state when this broker becomes leader (§3.7 become-leader steps).

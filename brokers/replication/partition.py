@@ -54,6 +54,8 @@ class Partition:
     purgatory: ProducePurgatory = field(default_factory=ProducePurgatory)
     _appended: FetchWatchers = field(default_factory=FetchWatchers)
     _hw_advanced: FetchWatchers = field(default_factory=FetchWatchers)
+    _quiet_followers: set = field(default_factory=set)  # fetch sessions skipping this partition until it changes
+    _quiet_consumers: set = field(default_factory=set)
 
     # -- waking parked fetches -----------------------------------------------------------------
     def watch_appends(self, future: asyncio.Future) -> None:
@@ -69,11 +71,50 @@ class Partition:
 
     def notify_appended(self) -> None:
         self._appended.wake()
+        if self._quiet_followers:
+            self._wake_quiet(consumers=False)
 
     def notify_high_watermark(self) -> None:
         """The HW moved (or the role changed): wake followers' and consumers' parked fetches."""
         self._appended.wake()
         self._hw_advanced.wake()
+        if self._quiet_followers or self._quiet_consumers:
+            self._wake_quiet(consumers=True)
+
+    def notify_log_start_moved(self) -> None:
+        """Retention moved the log start: fetch sessions that skip this partition answer it again."""
+        if self._quiet_followers or self._quiet_consumers:
+            self._wake_quiet(consumers=True)
+
+    # -- fetch sessions' quiet partitions (brokers.replication.fetch_session) ---------------------
+    def watch_quietly(self, session, follower: bool) -> None:
+        """``session`` skips this partition (its fetcher is at the end, nothing to answer) until the next
+        append (a follower's session), HW advance, role change or log start move: then
+        ``session.touch(key)`` puts it back among the partitions it reads, once."""
+        (self._quiet_followers if follower else self._quiet_consumers).add(session)
+
+    def quiet_sessions(self) -> int:
+        """How many fetch sessions skip this partition now."""
+        return len(self._quiet_followers) + len(self._quiet_consumers)
+
+    def unwatch_quietly(self, session) -> None:
+        self._quiet_followers.discard(session)
+        self._quiet_consumers.discard(session)
+
+    def _wake_quiet(self, consumers: bool) -> None:
+        """Tell the sessions skipping this partition that it changed. A follower's skipped fetches are
+        recorded first (``isr.caught_up_while_quiet`` at the session's last read): it was at our log end
+        then, and must not look out of sync before its next fetch is read."""
+        key = (self.topic_partition.topic, self.topic_partition.partition)
+        sessions, self._quiet_followers = self._quiet_followers, set()
+        if consumers:
+            sessions |= self._quiet_consumers
+            self._quiet_consumers = set()
+        for session in sessions:
+            if session.touch(key):
+                state = self.followers.get(session.replica_id)
+                if state is not None:
+                    self.followers[session.replica_id] = decide.caught_up_while_quiet(state, session.last_read_ms)
 
     # -- role ----------------------------------------------------------------------------------
     @property

@@ -112,6 +112,8 @@ class LogManager:
         self._clock = clock
         self._scheduler = scheduler
         self._lock = threading.RLock()
+        # told of each log whose start retention moved, on the scheduler's thread (quiet fetch sessions)
+        self.log_start_listener: Callable[[TopicPartition], None] | None = None
         self.failure_channel = failure_channel if failure_channel is not None else LogDirFailureChannel()
         self.log_dirs = [Path(d) for d in log_dirs]  # as configured, online or not
         self._dirs = self._create_and_validate_log_dirs(self.log_dirs)
@@ -338,8 +340,15 @@ class LogManager:
 
     # -- periodic work -------------------------------------------------------------------------
     def cleanup_logs(self) -> int:
-        """Retention: delete old segments of every log; return how many went."""
-        return sum(_or_zero(entry.delete_old_segments) for entry in self.all_logs())
+        """Retention: delete old segments of every log; return how many went. ``log_start_listener``
+        hears of every log whose start moved."""
+        total = 0
+        for entry in self.all_logs():
+            count = _or_zero(entry.delete_old_segments)
+            if count and self.log_start_listener is not None:
+                self.log_start_listener(entry.topic_partition)
+            total += count
+        return total
 
     def flush_dirty_logs(self) -> int:
         now = int(self._clock() * 1000)

@@ -283,6 +283,28 @@ def _session_context(context: ServerContext, version: int, request: Any, from_fo
     return cache.new_context(session_id, epoch, topics, forgotten, from_follower, _now_ms()), topics
 
 
+def _at_end(resolved: list, from_follower: bool, replica_id: int) -> dict[tuple[str, int], Partition]:
+    """The read partitions whose fetcher is at the end (``fetch_session``'s quiet candidates): a follower
+    in the ISR at the log end with no ISR write in flight, a consumer at or past the high watermark."""
+    out = {}
+    for topic, wanted, partition in resolved:
+        if not isinstance(partition, Partition):
+            continue
+        log = partition.log
+        if (wanted.fetch_offset == log.log_end_offset and replica_id in partition.isr and partition.pending_isr is None
+                if from_follower else wanted.fetch_offset >= log.high_watermark):
+            out[topic, wanted.partition] = partition
+    return out
+
+
+def _fetch_list(session: FetchContext, request_topics: list) -> list[tuple[str, Any]]:
+    """What to read: an incremental request's awake session partitions, else the request's partitions."""
+    if session.incremental:
+        assert session.session is not None
+        return session.session.fetch_list()
+    return [(topic, wanted) for topic, partitions in request_topics for wanted in partitions]
+
+
 async def handle_fetch(context: ServerContext, header: RequestHeader, request: Any) -> list:
     version, correlation_id = header.api_version, header.correlation_id
     replica_id = request.replica_id
@@ -290,11 +312,7 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     session, request_topics = _session_context(context, version, request, from_follower)
     if session.error:
         return encode_fetch_response(version, correlation_id, [], error_code=session.error)
-    if session.incremental:
-        assert session.session is not None
-        fetch_list = session.session.fetch_list()
-    else:
-        fetch_list = [(topic, wanted) for topic, partitions in request_topics for wanted in partitions]
+    fetch_list = _fetch_list(session, request_topics)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0.0, timeout_seconds(request.max_wait))
     allowed = _allowed(context, {topic for topic, _ in fetch_list}, from_follower)
@@ -306,14 +324,19 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         _record_follower_fetch(context, replica_id, resolved)
         if context.replica_manager.leader_quota.enabled:
             throttle = LeaderThrottle(context, replica_id)
+    parked_on = session.session if session.incremental else None
     while True:
         led = [partition for _, _, partition in resolved if isinstance(partition, Partition)]
         wakeup = loop.create_future()  # registered before reading: what happens after the read wakes us
         for partition in led:  # followers wait for appends, consumers (below the HW only) for the HW
             (partition.watch_appends if from_follower else partition.watch_high_watermark)(wakeup)
+        if parked_on is not None:  # and the session's quiet partitions, through touch()
+            parked_on.parked, parked_on.last_read_ms = wakeup, context.replica_manager.clock()
         topics, total, errored = _read_all(resolved, max_bytes, from_follower, throttle, min_one, committed)
         remaining = deadline - loop.time()
-        if total >= request.min_bytes or errored or not led or remaining <= 0:
+        if total >= request.min_bytes or errored or not (led or parked_on and parked_on.quiet) or remaining <= 0:
+            if parked_on is not None:
+                parked_on.parked = None
             if legacy.is_legacy(version):
                 topics = await legacy.down_convert_topics(topics, resolved, version, from_follower, context.stats)
             if total and not from_follower:
@@ -322,7 +345,8 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
                 throttle.commit()
             if legacy.is_legacy(version):
                 return encode_legacy_fetch_response(version, correlation_id, topics)
-            return _respond(context, session, version, correlation_id, request_topics, topics, from_follower)
+            at_end = _at_end(resolved, from_follower, replica_id) if parked_on is not None else None
+            return _respond(context, session, version, correlation_id, request_topics, topics, request, at_end)
         context.stats.fetches_parked += 1
         timer = loop.call_later(remaining, _wake, wakeup)
         try:
@@ -330,16 +354,24 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         finally:
             timer.cancel()
             context.stats.fetches_parked -= 1
+            if parked_on is not None:
+                parked_on.parked = None
+        if parked_on is not None:
+            fetch_list = parked_on.fetch_list()
+            allowed = _allowed(context, {topic for topic, _ in fetch_list}, from_follower)
         resolved = _resolve(context, fetch_list, allowed)
 
 
 def _respond(context: ServerContext, session: FetchContext, version: int, correlation_id: int,
-             request_topics: list, topics: list, from_follower: bool) -> list:
-    """The response of a read: a full request's makes its session, an incremental one's is pruned."""
+             request_topics: list, topics: list, request: Any, at_end: dict | None) -> list:
+    """The response of a read: a full request's makes its session, an incremental one's is pruned (and
+    its partitions at their end go quiet)."""
     session_id = INVALID_SESSION_ID
+    from_follower = request.replica_id >= 0
     if session.kind == "full" and context.fetch_sessions is not None:
-        session_id = context.fetch_sessions.create(request_topics, topics, from_follower, _now_ms())
+        session_id = context.fetch_sessions.create(request_topics, topics, from_follower, _now_ms(),
+                                                   replica_id=request.replica_id)
     elif session.incremental and session.session is not None:
-        topics = context.fetch_sessions.respond(session, topics)
+        topics = context.fetch_sessions.respond(session, topics, at_end)
         session_id = session.session.id
     return encode_fetch_response(version, correlation_id, topics, session_id=session_id)

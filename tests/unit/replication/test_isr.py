@@ -22,6 +22,7 @@ from brokers.replication.isr import (
     FollowerState,
     TruncationDecision,
     acks_all_satisfied,
+    caught_up_while_quiet,
     check_min_isr,
     end_offset_for,
     expand_isr,
@@ -838,3 +839,30 @@ def _accumulate(steps):
         entries.append((epoch, start))
     return entries
 
+
+
+# -- a quiet partition's skipped fetches ----------------------------------------------------------
+
+
+def test_a_skipped_fetch_at_the_log_end_is_recorded_as_a_fetch_at_that_offset():
+    state = update_follower_fetch(FollowerState(2), 40, 1_000, 40)  # caught up at 1 s
+    assert caught_up_while_quiet(state, 50_000) == FollowerState(2, 40, 50_000, 40, 50_000)
+    # the same as a fetch at 50 s from offset 40 while the leader's LEO was 40
+    assert caught_up_while_quiet(state, 50_000) == update_follower_fetch(state, 40, 50_000, 40)
+
+
+def test_a_skipped_fetch_changes_nothing_when_older_or_when_the_follower_was_behind():
+    state = update_follower_fetch(FollowerState(2), 40, 9_000, 40)
+    assert caught_up_while_quiet(state, 9_000) is state and caught_up_while_quiet(state, 5_000) is state
+    behind = update_follower_fetch(FollowerState(2), 30, 9_000, 40)  # not at the leader's end when last seen
+    assert caught_up_while_quiet(behind, 50_000) is behind
+
+
+@given(st.integers(-1, 100), st.integers(0, 100), st.integers(0, 10**6), st.integers(0, 10**6),
+       st.integers(0, 10**6))
+def test_a_skipped_fetch_never_moves_times_back_nor_the_follower(offset, leader_end, caught_up, last_fetch, at):
+    state = FollowerState(2, offset, caught_up, leader_end, last_fetch)
+    after = caught_up_while_quiet(state, at)
+    assert after.log_end_offset == offset and after.replica_id == 2
+    assert after.last_caught_up_time_ms >= caught_up and after.last_fetch_time_ms >= last_fetch
+    assert after == state or (offset == leader_end and at > last_fetch and after.last_caught_up_time_ms == max(caught_up, at))

@@ -8,6 +8,7 @@ import pytest
 from brokers.protocol import codec
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
+from brokers.model import TopicPartition
 from brokers.protocol.record import iter_records
 from brokers.replication.fetch_session import FetchSessionCache
 from brokers.server.handlers.fetch import handle_fetch
@@ -34,8 +35,9 @@ def request(partitions, session_id, epoch, forgotten=(), max_wait=0, min_bytes=1
                 topics=[dict(topic=name, partitions=parts) for name, parts in topics.items()])
 
 
-async def fetch(world, partitions, session_id, epoch, version=12, **kwargs):
-    body = codec.build(codec.request_class(FETCH, version), **request(partitions, session_id, epoch, **kwargs))
+async def fetch(world, partitions, session_id, epoch, version=12, replica_id=-1, **kwargs):
+    fields = dict(request(partitions, session_id, epoch, **kwargs), replica_id=replica_id)
+    body = codec.build(codec.request_class(FETCH, version), **fields)
     segments = await handle_fetch(world.context, RequestHeader(FETCH, version, 7, "tests", 0), body)
     frame = b"".join(s if isinstance(s, (bytes, bytearray)) else s.read() for s in segments)
     return codec.decode_response(FETCH, version, frame[4:])[1]
@@ -129,3 +131,107 @@ def test_the_partitions_answered_are_read_last_next_time(world):
     run(produce(world, "u", 0, batch([3])))
     body = run(fetch(world, [("t", 0, 1)], session, 2))
     assert [(t.topic, [p.partition_index for p in t.partitions]) for t in body.responses] == [("u", [0]), ("t", [0])]
+
+
+# -- quiet partitions: an idle partition costs an incremental fetch nothing --------------------------
+
+
+def quiet_world(world):
+    """A session on t-0 and u-0 whose second (incremental) fetch found nothing: both quiet."""
+    session_id = run(fetch(world, [("t", 0, 0), ("u", 0, 0)], 0, 0)).session_id
+    assert run(fetch(world, [], session_id, 1)).responses == ()
+    session = world.context.fetch_sessions.sessions[session_id]
+    assert session.fetch_list() == [] and set(session.quiet) == {("t", 0), ("u", 0)}
+    return session_id, session
+
+
+def partition(world, topic, index=0):
+    return world.replica_manager.partitions[TopicPartition(topic, index)]
+
+
+def test_a_partition_with_nothing_to_answer_is_not_read_again_until_it_changes(world):
+    session_id, session = quiet_world(world)
+    assert run(fetch(world, [], session_id, 2)).responses == ()
+    run(produce(world, "u", 0, batch([1])))
+    assert list(session.awake) == [("u", 0)] and set(session.quiet) == {("t", 0)}
+    got = partitions_of(run(fetch(world, [], session_id, 3)))
+    assert list(got) == [("u", 0)] and offsets(got[("u", 0)]) == [0] and got[("u", 0)].high_watermark == 1
+    # named with its new offset, it is read and found at its end: quiet again
+    assert run(fetch(world, [("u", 0, 1)], session_id, 4)).responses == ()
+    assert set(session.quiet) == {("t", 0), ("u", 0)}
+
+
+def test_a_parked_incremental_fetch_wakes_when_a_quiet_partition_changes(world):
+    async def scenario():
+        session_id, _ = await asyncio.to_thread(quiet_world, world)
+        waiting = asyncio.ensure_future(fetch(world, [], session_id, 2, max_wait=30_000))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        await produce(world, "u", 0, batch([1, 2]))
+        return await asyncio.wait_for(waiting, timeout=5)
+
+    got = partitions_of(run(scenario()))
+    assert list(got) == [("u", 0)] and offsets(got[("u", 0)]) == [0, 1]
+
+
+def lead_with_follower_in_isr(world, now_ms):
+    """t-0 led by this broker (1) with follower 2 in the ISR, so appends wait for it to reach the HW."""
+    led = partition(world, "t")
+    led.make_leader(led.leader_epoch + 1, (1, 2), (1, 2), led.zk_version, led.controller_epoch, now_ms)
+    return led
+
+
+def test_a_consumer_quiet_partition_wakes_at_the_high_watermark_not_at_the_append(world):
+    led = lead_with_follower_in_isr(world, world.replica_manager.clock())
+    session_id = run(fetch(world, [("t", 0, 0)], 0, 0)).session_id
+    assert run(fetch(world, [], session_id, 1)).responses == ()
+    session = world.context.fetch_sessions.sessions[session_id]
+    run(produce(world, "t", 0, batch([1])))  # acks=1: written, not yet on follower 2
+    assert (led.log.log_end_offset, led.log.high_watermark) == (1, 0) and ("t", 0) in session.quiet
+    run(fetch(world, [("t", 0, 1)], 0, -1, replica_id=2))  # follower 2 has it: the HW moves
+    assert led.log.high_watermark == 1 and list(session.awake) == [("t", 0)]
+    got = partitions_of(run(fetch(world, [], session_id, 2)))
+    assert offsets(got[("t", 0)]) == [0]
+
+
+@pytest.mark.parametrize("fetched_at_50_s", [True, False])
+def test_a_quiet_follower_is_caught_up_as_of_the_sessions_last_read(world, fetched_at_50_s):
+    """Skipped fetches are recorded when the partition changes: a follower that kept fetching stays in
+    sync after an append into a long-idle partition; one that stopped at 2 s is out of sync (lag 30 s)."""
+    clock = [1_000]
+    world.replica_manager.clock = lambda: clock[0]
+    led = lead_with_follower_in_isr(world, 1_000)
+    session_id = run(fetch(world, [("t", 0, 0)], 0, 0, replica_id=2)).session_id
+    clock[0] = 2_000
+    assert run(fetch(world, [], session_id, 1, replica_id=2)).responses == ()
+    assert ("t", 0) in world.context.fetch_sessions.sessions[session_id].quiet
+    if fetched_at_50_s:
+        clock[0] = 50_000
+        assert run(fetch(world, [], session_id, 2, replica_id=2)).responses == ()  # t-0 not read
+    clock[0] = 60_000
+    run(produce(world, "t", 0, batch([1])))
+    assert led.followers[2].last_caught_up_time_ms == (50_000 if fetched_at_50_s else 2_000)
+    assert led.isr_to_shrink(60_000) == (None if fetched_at_50_s else (1,))
+
+
+def test_sessions_that_forget_a_quiet_partition_or_close_leave_it(world):
+    session_id, _ = quiet_world(world)
+    t0, u0 = partition(world, "t"), partition(world, "u")
+    assert (t0.quiet_sessions(), u0.quiet_sessions()) == (1, 1)
+    assert run(fetch(world, [], session_id, 2, forgotten=[("u", [0])])).responses == ()
+    assert (t0.quiet_sessions(), u0.quiet_sessions()) == (1, 0)
+    run(fetch(world, [("t", 0, 0)], session_id, 0))  # a full request naming the session closes it
+    assert (t0.quiet_sessions(), u0.quiet_sessions()) == (0, 0)
+
+
+def test_a_quiet_partition_is_answered_when_retention_moves_its_log_start(world):
+    session_id, session = quiet_world(world)
+    u0 = partition(world, "u")
+    run(produce(world, "u", 0, batch([1])))
+    run(produce(world, "u", 0, batch([2])))
+    assert run(fetch(world, [("u", 0, 2)], session_id, 2)).responses != ()  # answered the new offsets
+    assert run(fetch(world, [], session_id, 3)).responses == () and ("u", 0) in session.quiet
+    u0.log.increment_log_start_offset(1)
+    u0.notify_log_start_moved()  # what the replica manager does when the log manager's retention says so
+    got = partitions_of(run(fetch(world, [], session_id, 4)))
+    assert got[("u", 0)].log_start_offset == 1 and got[("u", 0)].records in (None, b"")

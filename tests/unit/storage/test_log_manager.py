@@ -180,8 +180,11 @@ def test_a_topic_config_change_reaches_every_local_log_of_the_topic_and_retentio
     assert manager.update_topic_config("a", config) == 2
     assert a0.config is config and a1.config is config and b0.config == LogConfig(segment_bytes=500)
     assert manager.config_for("a") is config
+    moved = []
+    manager.log_start_listener = moved.append  # what the replica manager hears (quiet fetch sessions)
     assert manager.cleanup_logs() > 0
     assert a0.log_start_offset > 0 and a1.log_start_offset > 0 and b0.log_start_offset == 0
+    assert sorted(moved, key=str) == [TopicPartition("a", 0), TopicPartition("a", 1)]
     manager.shutdown()
 
 
