@@ -17,7 +17,7 @@ An incremental answer omits the partitions with nothing new: the caller leaves t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any, Hashable, Iterable
 
 from brokers.protocol.errors import ErrorCode
 from brokers.replication.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
@@ -40,13 +40,20 @@ class FetchSessionHandler:
     epoch: int = INITIAL_EPOCH  # the next request's epoch; 0: full
     sent: dict[Hashable, Any] = field(default_factory=dict)  # the session's partitions as the leader has them
 
-    def build(self, wanted: dict[Hashable, Any]) -> FetchSessionRequest:
-        """The request for this round's partitions (``wanted``: key -> fetch fields)."""
+    def build(self, wanted: dict[Hashable, Any], changed: Iterable[Hashable] | None = None) -> FetchSessionRequest:
+        """The request for this round's partitions (``wanted``: key -> fetch fields). ``changed``: the only
+        keys whose fields or presence may differ from the last request's (the caller's promise; an idle
+        partition then costs nothing here); None compares every key."""
         if self.epoch == INITIAL_EPOCH:
             return FetchSessionRequest(self.session_id, INITIAL_EPOCH, dict(wanted), (), True)
-        changed = {key: fields for key, fields in wanted.items() if self.sent.get(key) != fields}
-        forgotten = tuple(key for key in self.sent if key not in wanted)
-        return FetchSessionRequest(self.session_id, self.epoch, changed, forgotten, False)
+        sent = self.sent
+        if changed is None:
+            named = {key: fields for key, fields in wanted.items() if sent.get(key) != fields}
+            forgotten = tuple(key for key in sent if key not in wanted)
+        else:
+            named = {key: wanted[key] for key in changed if key in wanted and sent.get(key) != wanted[key]}
+            forgotten = tuple(key for key in changed if key in sent and key not in wanted)
+        return FetchSessionRequest(self.session_id, self.epoch, named, forgotten, False)
 
     def handle_response(self, request: FetchSessionRequest, error_code: int, session_id: int) -> bool:
         """Update the session after the answer to ``request``; False when the answer is a session error

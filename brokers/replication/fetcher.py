@@ -107,7 +107,6 @@ class PartitionFetchState:
     partition: Partition
     leader_epoch: int
     truncating: bool = True  # to the high watermark first: a log without leader epochs
-    delayed_until: float = 0.0
     quick_retries: int = 0
     in_sync: bool = False  # caught up with the leader's HW at the last fetch (Kafka's isReplicaInSync)
 
@@ -125,6 +124,12 @@ class ReplicaFetcher:
         self._session = FetchSessionHandler()  # KIP-227: one session per connection to the leader
         self.stats = SessionStats()
         self._stopped = False
+        # the next Fetch's fields per partition, kept between rounds: only the partitions in ``_changed``
+        # (added, removed, answered, backed off, truncated) are looked at again, so an idle one costs nothing
+        self._fields: dict[TopicPartition, tuple] = {}
+        self._requested: dict[TopicPartition, PartitionFetchState] = {}  # the state each field tuple is of
+        self._changed: set[TopicPartition] = set()
+        self._delayed: dict[TopicPartition, float] = {}  # backed off until (time.monotonic())
 
     def add(self, partition: Partition) -> None:
         """Kafka 2.8's partitionFetchState with truncation on fetch: a log with epochs fetches from its end
@@ -132,12 +137,19 @@ class ReplicaFetcher:
         truncating = partition.log.leader_epoch_cache.latest_epoch < 0
         self.partitions[partition.topic_partition] = PartitionFetchState(partition, partition.leader_epoch,
                                                                           truncating)
+        self.changed(partition.topic_partition)
         self._wakeup.set()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{self.source}")
 
     def remove(self, tp: TopicPartition) -> None:
-        self.partitions.pop(tp, None)
+        if self.partitions.pop(tp, None) is not None:
+            self._delayed.pop(tp, None)
+            self._changed.add(tp)
+
+    def changed(self, tp: TopicPartition) -> None:
+        """``tp``'s fetch fields may have changed (its log start moved, say): the next round looks again."""
+        self._changed.add(tp)
 
     async def stop(self) -> None:
         self._stopped = True  # a cancel that asyncio.wait_for swallows (bpo-42130) must still end the loop
@@ -168,21 +180,44 @@ class ReplicaFetcher:
     async def _round(self) -> None:
         connection = await self._connect()
         now = time.monotonic()
-        ready = {tp: s for tp, s in self.partitions.items() if s.delayed_until <= now}
-        if not ready:
-            await asyncio.sleep(min(s.delayed_until for s in self.partitions.values()) - now)
+        changed = self._refresh(now)
+        wanted: dict[TopicPartition, tuple] = self._fields
+        if not wanted:  # every partition backed off
+            self._changed |= changed
+            await asyncio.sleep(max(0.0, min(self._delayed.values(), default=now) - now))
             return
-        for state in ready.values():
-            if state.truncating:
-                self._truncate_to_high_watermark(state)
-        allowed = ready
-        if self.quota.enabled:
+        compare: set[TopicPartition] | None = changed
+        if self.quota.enabled:  # which partitions are over the follower throttle changes round to round
             now_ms = int(time.time() * 1000)
-            allowed = {tp: s for tp, s in ready.items() if not self._throttled(tp, s, now_ms)}
-        if not allowed:  # every partition is over the follower throttle: wait for the rate to drop
+            wanted = {tp: f for tp, f in wanted.items() if not self._throttled(tp, self._requested[tp], now_ms)}
+            compare = None
+        if not wanted:  # every partition is over the follower throttle: wait for the rate to drop
+            self._changed |= changed
             await asyncio.sleep(THROTTLED_BACKOFF_S)
             return
-        await self._fetch(connection, allowed)
+        await self._fetch(connection, wanted, compare)
+
+    def _refresh(self, now: float) -> set[TopicPartition]:
+        """Bring ``_fields`` up to date for the partitions that changed (and those whose back-off ended);
+        a new follower without leader epochs truncates to its HW first. Returns the keys looked at."""
+        for tp, until in list(self._delayed.items()):
+            if until <= now:
+                del self._delayed[tp]
+                self._changed.add(tp)
+        changed, self._changed = self._changed, set()
+        for tp in changed:
+            state = self.partitions.get(tp)
+            if state is None or tp in self._delayed:
+                self._fields.pop(tp, None)
+                self._requested.pop(tp, None)
+                continue
+            if state.truncating:
+                self._truncate_to_high_watermark(state)
+            log_ = state.partition.log
+            self._fields[tp] = (state.leader_epoch, log_.log_end_offset, log_.leader_epoch_cache.latest_epoch,
+                                log_.log_start_offset, self.config.max_bytes)
+            self._requested[tp] = state
+        return changed
 
     def _throttled(self, tp: TopicPartition, state: PartitionFetchState, now_ms: int) -> bool:
         """Kafka's shouldFollowerThrottle: a replica not caught up, named throttled, over the follower rate."""
@@ -211,7 +246,10 @@ class ReplicaFetcher:
         if code in LEADER_NOT_READY:
             delay_ms = min(delay_ms, QUICK_RETRY_MS << min(state.quick_retries, 10))
             state.quick_retries += 1
-        state.delayed_until = time.monotonic() + delay_ms / 1000
+        tp = state.partition.topic_partition
+        if self._current(tp, state):
+            self._delayed[tp] = time.monotonic() + delay_ms / 1000
+            self._changed.add(tp)
 
     # -- truncation ----------------------------------------------------------------------------
     def _truncate_on_divergence(self, state: PartitionFetchState, epoch: int, end_offset: int) -> None:
@@ -237,11 +275,10 @@ class ReplicaFetcher:
         state.truncating = False
 
     # -- fetching ------------------------------------------------------------------------------
-    async def _fetch(self, connection: KafkaConnection, states: dict[TopicPartition, PartitionFetchState]) -> None:
+    async def _fetch(self, connection: KafkaConnection, wanted: dict[TopicPartition, tuple],
+                     changed: set[TopicPartition] | None) -> None:
         c = self.config
-        wanted = {tp: (s.leader_epoch, s.partition.log.log_end_offset, s.partition.log.leader_epoch_cache.latest_epoch,
-                       s.partition.log.log_start_offset, c.max_bytes) for tp, s in states.items()}
-        session = self._session.build(wanted)
+        session = self._session.build(wanted, changed)
         body = codec.build(
             codec.request_class(FETCH, FETCH_VERSION), replica_id=c.broker_id, max_wait=c.wait_max_ms,
             min_bytes=c.min_bytes, max_bytes=c.response_max_bytes, isolation_level=0, session_id=session.session_id,
@@ -249,7 +286,6 @@ class ReplicaFetcher:
                 partition=tp.partition, current_leader_epoch=fields[0], fetch_offset=fields[1],
                 last_fetched_epoch=fields[2], log_start_offset=fields[3], partition_max_bytes=fields[4])),
             forgotten_topics_data=_forgotten(session.forgotten))
-        asked = {tp: fields[1] for tp, fields in wanted.items()}
         self.stats.record_request(len(session.partitions), len(session.forgotten), session.full)
         try:
             response = await connection.request(FETCH, FETCH_VERSION, body,
@@ -266,8 +302,10 @@ class ReplicaFetcher:
         for topic in response.responses:
             for data in topic.partitions:
                 tp = TopicPartition(topic.topic, data.partition_index)
-                state = states.get(tp)
-                if state is None or not self._current(tp, state) or state.partition.log.log_end_offset != asked[tp]:
+                self._changed.add(tp)  # answered: its log end, epoch or log start may move now
+                state, fields = self._requested.get(tp), wanted.get(tp)
+                if (state is None or fields is None or not self._current(tp, state)
+                        or state.partition.log.log_end_offset != fields[1]):
                     # a LeaderAndIsr or a truncation happened while the fetch was out; the leader's session
                     # counts this answer (its high watermark) as received: the next request is full
                     self._session.reset()
@@ -371,6 +409,12 @@ class ReplicaFetcherManager:
     def remove_partition(self, tp: TopicPartition) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove(tp)
+
+    def log_start_moved(self, tp: TopicPartition) -> None:
+        """Retention moved a followed partition's log start: its next Fetch names it with the new one."""
+        for fetcher in self.fetchers.values():
+            if tp in fetcher.partitions:
+                fetcher.changed(tp)
 
     async def shutdown(self) -> None:
         await asyncio.gather(*(f.stop() for f in self.fetchers.values()))

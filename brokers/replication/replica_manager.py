@@ -399,8 +399,10 @@ class ReplicaManager:
 
     def _log_start_moved(self, tp: TopicPartition) -> None:
         partition = self.partitions.get(tp)
-        if partition is not None:
+        if partition is not None and partition.is_leader:
             partition.notify_log_start_moved()
+        elif partition is not None:
+            self.fetchers.log_start_moved(tp)
 
     async def _every(self, interval_ms: float, fn: Callable[[], object]) -> None:
         while True:

@@ -173,6 +173,27 @@ def test_follower_copies_the_leader_byte_for_byte_and_the_hw_follows(tmp_path):
     run(scenario, tmp_path)
 
 
+def test_an_idle_partition_is_named_and_read_by_no_fetch_and_stays_in_sync(tmp_path):
+    """Quiet partitions (fetch_session): once the follower is at the end, its fetcher names the partition
+    in no request and the leader's session skips it; idle for longer than replica.lag.time.max.ms, the
+    next acks=all produce replicates without the follower leaving the ISR."""
+    async def scenario(leader, follower, store):
+        await leader.apply(1, 0, [1, 2], [1, 2], [leader, follower])
+        await follower.apply(1, 0, [1, 2], [1, 2], [leader, follower])
+        assert await produce(leader, batch(b"a", b"b"), acks=-1) == (0, 0)
+        (session,) = leader.sessions.sessions.values()
+        await wait_until(lambda: (TOPIC, 0) in session.quiet, "the partition to go quiet in the follower's session")
+        stats = follower.replica_manager.fetchers.fetchers[1].stats
+        named, requests, isr_writes = stats.partitions_sent, stats.requests, store.versions.get(TP, 0)
+        await wait_until(lambda: stats.requests >= requests + 10, "ten idle fetches (over a second, > 400 ms lag)")
+        assert stats.partitions_sent == named and (TOPIC, 0) in session.quiet and session.fetch_list() == []
+        assert await produce(leader, batch(b"c"), acks=-1) == (0, 2)
+        await wait_until(lambda: follower.log.high_watermark == 3, "the follower to copy it and follow the HW")
+        assert leader.partition.isr == (1, 2) and store.versions.get(TP, 0) == isr_writes
+
+    run(scenario, tmp_path)
+
+
 def test_acks_all_waits_for_the_follower_and_consumers_see_only_below_the_hw(tmp_path):
     async def scenario(leader, follower, store):
         await leader.apply(1, 0, [1, 2], [1, 2], [leader, follower])

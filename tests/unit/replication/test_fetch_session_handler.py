@@ -74,3 +74,19 @@ def test_reset_after_a_lost_answer_closes_the_session():
     handler.reset()
     request = handler.build({A: (1, 1)})
     assert (request.full, request.session_id, request.partitions) == (True, 42, {A: (1, 1)})
+
+
+def test_with_the_changed_keys_only_those_are_compared():
+    handler = established({A: (1, 0), B: (1, 5)})
+    wanted = {A: (1, 3), B: (1, 6), C: (1, 0)}  # B changed too, but the caller did not say so
+    request = handler.build(wanted, changed={A, C})
+    assert request.partitions == {A: (1, 3), C: (1, 0)} and request.forgotten == ()
+    handler.handle_response(request, ErrorCode.NONE, 42)
+    # a changed key no longer wanted is forgotten; an unchanged one is neither named nor forgotten
+    request = handler.build({B: (1, 6), C: (1, 0)}, changed={A, C})
+    assert request.partitions == {} and request.forgotten == (A,)
+    # a key named as changed but equal to what the leader has is not named
+    assert handler.build(wanted, changed={C}).partitions == {}
+    # a full request names everything wanted, whatever changed says
+    handler.reset()
+    assert handler.build(wanted, changed=()).partitions == wanted
