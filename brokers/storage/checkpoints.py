@@ -73,6 +73,10 @@ def _format_offset(item: tuple[TopicPartition, int]) -> str:
     return f"{tp.topic} {tp.partition} {offset}"
 
 
+def _by_topic_partition(item: tuple[TopicPartition, int]) -> tuple[str, int]:
+    return item[0].topic, item[0].partition
+
+
 def _parse_offset(fields: list[str]) -> tuple[TopicPartition, int]:
     if len(fields) != 3:
         raise ValueError(f"expected 3 fields, got {len(fields)}")
@@ -80,14 +84,20 @@ def _parse_offset(fields: list[str]) -> tuple[TopicPartition, int]:
 
 
 class OffsetCheckpointFile:
-    """``<topic> <partition> <offset>`` per line; a dict in memory."""
+    """``<topic> <partition> <offset>`` per line, sorted; a dict in memory. A write of what this object
+    last wrote is skipped: the file already says it, durably (an idle broker's periodic checkpoints of
+    thousands of partitions cost no rewrite and no fsync)."""
 
     def __init__(self, path: Path):
         self._file = CheckpointFile(path, _format_offset, _parse_offset)
         self.path = self._file.path
+        self._written: dict[TopicPartition, int] | None = None
 
     def write(self, offsets: dict[TopicPartition, int]) -> None:
-        self._file.write(sorted(offsets.items()))
+        if offsets == self._written:
+            return
+        self._file.write(sorted(offsets.items(), key=_by_topic_partition))
+        self._written = dict(offsets)
 
     def read(self) -> dict[TopicPartition, int]:
         return dict(self._file.read())

@@ -29,6 +29,17 @@ def test_offset_checkpoint_writes_kafkas_exact_text(tmp_path):
     assert path.read_bytes() == b"0\n2\ntopic 0 10\ntopic 1 20\n"
 
 
+def test_an_offset_checkpoint_is_rewritten_only_when_an_offset_changed(tmp_path):
+    path = tmp_path / "replication-offset-checkpoint"
+    checkpoint = OffsetCheckpointFile(path)
+    checkpoint.write({tp("a", 0): 1, tp("b", 10): 2, tp("b", 9): 3})
+    inode = path.stat().st_ino  # atomic_write renames a new file in: a rewrite is a new inode
+    checkpoint.write({tp("b", 9): 3, tp("a", 0): 1, tp("b", 10): 2})  # the same offsets
+    assert path.stat().st_ino == inode
+    checkpoint.write({tp("a", 0): 1, tp("b", 10): 2, tp("b", 9): 4})
+    assert path.stat().st_ino != inode and path.read_bytes() == b"0\n3\na 0 1\nb 9 4\nb 10 2\n"
+
+
 def test_offset_checkpoint_reads_kafkas_exact_text(tmp_path):
     path = tmp_path / "replication-offset-checkpoint"
     path.write_text("0\n2\ntopic 0 10\ntopic 1 20\n")
