@@ -77,6 +77,9 @@ class IsrStore(Protocol):
     async def notify_isr_changes(self, partitions: list[TopicPartition]) -> None: ...
 
 
+SUMMARY_LINE_PARTITIONS = 100  # a LeaderAndIsr this big gets a timing line
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -150,12 +153,18 @@ class ReplicaManager:
         for broker in request.live_leaders:
             self._remember_endpoint(broker)
         errors = []
+        started = time.monotonic()
         created = await self._create_logs(request.partition_states)
+        logs_created = time.monotonic()
         for state in request.partition_states:
             error = await self._apply_state(state, created)
             errors.append((state.topic, state.partition, int(error)))
             if error == ErrorCode.NONE:
                 self._tell_listeners(TopicPartition(state.topic, state.partition), state.leader == self.broker_id)
+        if len(request.partition_states) >= SUMMARY_LINE_PARTITIONS:  # one line per big event, none per partition
+            led = sum(1 for state in request.partition_states if state.leader == self.broker_id)
+            log.info("LeaderAndIsr from controller %d: %d partitions (%d to lead) applied in %.3f s (logs in %.3f s)",
+                     request.controller_id, len(errors), led, time.monotonic() - started, logs_created - started)
         return LeaderAndIsrResponse(int(ErrorCode.NONE), tuple(errors))
 
     def add_listener(self, callback: Callable[[TopicPartition, bool], None]) -> None:

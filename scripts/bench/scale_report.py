@@ -59,16 +59,22 @@ def times_table(result: dict) -> list[str]:
 
 
 def latency_table(result: dict) -> list[str]:
-    sizes = [s for s in result["sizes"] if s.get("latency")]
+    sizes = [s for s in result["sizes"] if s.get("latency") or s.get("l1")]
     if not sizes:
         return []
-    lines = ["| partitions | Metadata (all topics) p50 / p99 ms | Produce (acks=all) + Fetch round trip p50 / p99 ms |",
-             "|---|---|---|"]
+    lines = ["| partitions | Metadata (all topics) p50 / p99 ms | Produce (acks=all) + Fetch round trip p50 / p99 ms "
+             "| L1 beside them (10k/s, RF 3, acks=all): end-to-end p50 / p99 ms |", "|---|---|---|---|"]
     for s in sizes:
-        m, r = s["latency"]["metadata"], s["latency"]["produce_fetch"]
-        lines.append(f"| {s['partitions']:,} | {m['p50_ms']:.1f} / {m['p99_ms']:.1f} | "
-                     f"{r['p50_ms']:.2f} / {r['p99_ms']:.2f} |")
+        m, r = (s.get("latency") or {}).get("metadata"), (s.get("latency") or {}).get("produce_fetch")
+        e2e = (s.get("l1") or {}).get("end_to_end")
+        lines.append(f"| {s['partitions']:,} | {_p50_p99(m, 1)} | {_p50_p99(r, 2)} | {_p50_p99(e2e, 2)} |")
     return lines
+
+
+def _p50_p99(summary: dict | None, digits: int) -> str:
+    if not summary or summary.get("p50_ms") is None:
+        return "-"
+    return f"{summary['p50_ms']:.{digits}f} / {summary['p99_ms']:.{digits}f}"
 
 
 def idle_rows(size: dict, replicas: int) -> list[str]:

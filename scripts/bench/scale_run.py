@@ -40,7 +40,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.bench import scale
-from scripts.bench.common import bench_base, machine
+from scripts.bench.common import bench_base, create_topic, machine
+from scripts.bench.latency import run_latency
 from scripts.bench.procstat import Sample, cpu_between
 from scripts.local.cluster import Cluster, ClusterSpec
 
@@ -214,6 +215,16 @@ class Run:
             metadata.append(time.perf_counter() - start)
         return {"metadata": scale.p50_p99_ms(metadata), "produce_fetch": _round_trips(self.cluster, 200)}
 
+    def l1(self) -> dict:
+        """The suite's L1 (10k records/s of 100 B, RF 3, acks=all, linger 0) on one new partition beside the
+        idle bench partitions: ack and end-to-end latency."""
+        bootstrap = self.cluster.bootstrap_servers
+        create_topic(bootstrap, scale.L1_TOPIC, 1, min(3, self.options.brokers), config={"min.insync.replicas": "2"})
+        result = run_latency(bootstrap, scale.L1_TOPIC, scale.L1_RATE, scale.L1_SECONDS, scale.L1_RECORD_BYTES,
+                             **{"acks": "all", "linger.ms": 0, "max.in.flight.requests.per.connection": 5})
+        return {"achieved_per_s": result["sent"] / scale.L1_SECONDS, "ack": result["ack"],
+                "end_to_end": result["end_to_end"], "failed": result["failed"]}
+
     def close(self) -> None:
         self.pool.shutdown()
 
@@ -324,6 +335,8 @@ def _steps(run: Run, options: ScaleOptions, baseline: dict | None, result: dict)
                 steps["create"] = run.create()
             elif step == "latency":
                 result["latency"] = run.latency()
+            elif step == "l1":
+                result["l1"] = run.l1()
             elif step == "idle":
                 result["idle"] = {"baseline": baseline, "loaded": idle_cost(run.cluster, options.idle_seconds)}
             elif step == "controlled_shutdown":

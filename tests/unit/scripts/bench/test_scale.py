@@ -7,7 +7,7 @@ import pytest
 
 from scripts.bench.scale import (STEPS, all_led, disagreement, full_and_agreeing, in_every_isr, leaders_moved, led_by,
                                  p50_p99_ms, parse_sizes, parse_steps, per_replica, slope_ms, status_kib, topic_layout)
-from scripts.bench.scale_report import cell, format_report, plot_svg, times_table
+from scripts.bench.scale_report import cell, format_report, latency_table, plot_svg, times_table
 from scripts.cli import main
 
 
@@ -110,6 +110,15 @@ def test_table_has_seconds_and_slopes_per_size_and_kafkas_column():
     assert cell(SIZE_1000, "uncontrolled") == "1.00 s (2.00)"
     assert cell(SIZE_5000, "uncontrolled") == "-"
     assert table[-1] == "| creation rate (partitions/s) | 100 | 100 | |"
+
+
+def test_latency_table_shows_l1_beside_the_idle_partitions_when_measured():
+    lat = {"metadata": {"p50_ms": 8.4, "p99_ms": 85.0}, "produce_fetch": {"p50_ms": 0.73, "p99_ms": 9.71}}
+    l1 = {"end_to_end": {"p50_ms": 1.5, "p99_ms": 4.25}, "ack": {}, "failed": 0, "achieved_per_s": 9999.0}
+    rows = latency_table(result({"partitions": 10000, "latency": lat, "l1": l1}, {"partitions": 1000, "latency": lat}))
+    assert "L1 beside them" in rows[0]
+    assert rows[2] == "| 10,000 | 8.4 / 85.0 | 0.73 / 9.71 | 1.50 / 4.25 |"
+    assert rows[3] == "| 1,000 | 8.4 / 85.0 | 0.73 / 9.71 | - |"
 
 
 def test_report_and_plot_render():
