@@ -192,21 +192,15 @@ class ReplicaManager:
             self._remember_endpoint(broker)
 
     async def _create_logs(self, states: tuple[PartitionState, ...]) -> dict[TopicPartition, Log | Exception]:
-        """The logs of the partitions ``states`` make new here, created in one thread hop (mkdir + fsync
-        each), with each topic's config read once: per partition the log or the error that refused it."""
+        """The logs of the partitions ``states`` make new here, created in one thread hop (one fsync of the
+        log dir after them), with each topic's config read once: per partition the log or the error that
+        refused it."""
         new = {TopicPartition(s.topic, s.partition): s.is_new for s in states if self.broker_id in s.replicas}
         new = {tp: is_new for tp, is_new in new.items() if tp not in self.partitions and tp not in self.offline_partitions}
         configs = {topic: await self._topic_config(topic) for topic in sorted({tp.topic for tp in new})}
 
-        def create_all() -> dict[TopicPartition, Log | Exception]:
-            logs: dict[TopicPartition, Log | Exception] = {}
-            for tp, is_new in new.items():
-                try:
-                    logs[tp] = self.log_manager.get_or_create_log(tp, configs[tp.topic], is_new)
-                except (OSError, KafkaStorageError) as exc:
-                    logs[tp] = exc
-            return logs
-        return await asyncio.to_thread(create_all) if new else {}
+        wanted = {tp: (configs[tp.topic], is_new) for tp, is_new in new.items()}
+        return await asyncio.to_thread(self.log_manager.get_or_create_logs, wanted) if new else {}
 
     async def _apply_state(self, state: PartitionState, created: dict[TopicPartition, Log | Exception]) -> ErrorCode:
         tp = TopicPartition(state.topic, state.partition)

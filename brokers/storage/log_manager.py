@@ -231,31 +231,68 @@ class LogManager:
         when a LeaderAndIsr arrives) becomes the topic's and is applied to an existing log too: a log
         reads its config on every append, roll, retention and cleaning pass. A log that is not ``is_new``
         is not created while a dir is offline (KafkaStorageError): it may live there."""
+        found = self.get_or_create_logs({tp: (config, is_new)})[tp]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def get_or_create_logs(self, wanted: dict[TopicPartition, tuple[LogConfig | None, bool]]
+                           ) -> dict[TopicPartition, Log | Exception]:
+        """``get_or_create_log`` for many partitions (a LeaderAndIsr's new ones): per partition its log or
+        the error (OSError, KafkaStorageError) that refused it. A new log goes to the online dir holding the
+        fewest; each dir that got new logs is fsynced once, after them (their directory entries are
+        durable before the caller goes on, as one at a time, for one fsync instead of one per log)."""
+        out: dict[TopicPartition, Log | Exception] = {}
         with self._lock:
+            counts = {id(d): 0 for d in self._dirs}
+            if len(self._dirs) > 1:
+                for _, owner in self._logs.values():
+                    if id(owner) in counts:
+                        counts[id(owner)] += 1
+            grown: dict[int, list[TopicPartition]] = {}
+            for tp, (config, is_new) in wanted.items():
+                try:
+                    out[tp] = self._get_or_create(tp, config, is_new, counts, grown)
+                except (OSError, KafkaStorageError) as exc:
+                    out[tp] = exc
+            for log_dir in self._dirs:
+                made = grown.get(id(log_dir))
+                if made:
+                    try:
+                        self.failure_channel.call(log_dir.path, f"syncing {len(made)} new logs", lambda: fsync_dir(log_dir.path))
+                    except KafkaStorageError as exc:
+                        out.update((tp, exc) for tp in made)
+        return out
+
+    def _get_or_create(self, tp: TopicPartition, config: LogConfig | None, is_new: bool, counts: dict[int, int],
+                       grown: dict[int, list[TopicPartition]]) -> Log:
+        if config is not None:
+            self.topic_configs[tp.topic] = config
+        entry = self._logs.get(tp)
+        if entry:
             if config is not None:
-                self.topic_configs[tp.topic] = config
-            entry = self._logs.get(tp)
-            if entry:
-                if config is not None:
-                    entry[0].config = config
-                return entry[0]
-            offline = self.failure_channel.offline_dirs()
-            if not is_new and offline:
-                raise KafkaStorageError(f"cannot create the log of {tp}: log dirs {[str(d) for d in offline]} "
-                                        "are offline")
-            if not self._dirs:
-                raise KafkaStorageError(f"cannot create the log of {tp}: no log dir is online")
-            log_dir = min(self._dirs, key=lambda d: sum(1 for _, owner in self._logs.values() if owner is d))
-
-            def create() -> Log:
-                made = Log(log_dir.path / tp.dir_name, self.config_for(tp.topic), scheduler=self._scheduler,
-                           clock=self._clock, failure_channel=self.failure_channel)
-                fsync_dir(log_dir.path)
-                return made
-
-            created = self.failure_channel.call(log_dir.path, f"creating the log of {tp}", create)
-            self._logs[tp] = (created, log_dir)
-            return created
+                entry[0].config = config
+            return entry[0]
+        offline = self.failure_channel.offline_dirs()
+        if not is_new and offline:
+            raise KafkaStorageError(f"cannot create the log of {tp}: log dirs {[str(d) for d in offline]} "
+                                    "are offline")
+        online = [d for d in self._dirs if id(d) in counts]
+        if not online:
+            raise KafkaStorageError(f"cannot create the log of {tp}: no log dir is online")
+        log_dir = min(online, key=lambda d: counts[id(d)])
+        try:
+            created = self.failure_channel.call(
+                log_dir.path, f"creating the log of {tp}",
+                lambda: Log(log_dir.path / tp.dir_name, self.config_for(tp.topic), scheduler=self._scheduler,
+                            clock=self._clock, failure_channel=self.failure_channel))
+        except KafkaStorageError:
+            del counts[id(log_dir)]  # the dir just went offline: the next new logs go elsewhere
+            raise
+        self._logs[tp] = (created, log_dir)
+        counts[id(log_dir)] += 1
+        grown.setdefault(id(log_dir), []).append(tp)
+        return created
 
     def update_topic_config(self, topic: str, config: LogConfig) -> int:
         """A topic's config changed (``/config/changes``): every local log of the topic takes it at once.

@@ -90,6 +90,25 @@ def test_new_logs_go_to_the_least_loaded_dir_and_are_found_after_restart(tmp_pat
     again.shutdown()
 
 
+def test_many_new_logs_spread_over_the_dirs_with_one_fsync_per_dir(tmp_path, monkeypatch):
+    import brokers.storage.log_manager as log_manager
+    synced = []
+    monkeypatch.setattr(log_manager, "fsync_dir", synced.append)
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs)
+    manager.startup()
+    manager.get_or_create_log(TopicPartition("t", 0))  # one alone: its own fsync, in dir a
+    synced.clear()
+    made = manager.get_or_create_logs({TopicPartition("u", p): (None, True) for p in range(5)})
+    assert all(made[TopicPartition("u", p)] is manager.get_log(TopicPartition("u", p)) for p in range(5))
+    assert len(list(dirs[0].glob("*-*"))) == 3 and len(list(dirs[1].glob("*-*"))) == 3
+    assert sorted(synced) == sorted(dirs)  # each dir once, after its new logs
+    synced.clear()
+    assert manager.get_or_create_logs({TopicPartition("u", 0): (None, True)})[TopicPartition("u", 0)] is made[
+        TopicPartition("u", 0)] and synced == []  # nothing new: nothing to sync
+    manager.shutdown()
+
+
 def test_delete_log_removes_the_directory(tmp_path):
     manager = LogManager([tmp_path])
     manager.startup()
