@@ -57,6 +57,9 @@ def _outcome(result: Any) -> Any:
         return exc
 
 
+FENCED_GROUPS_PER_MULTI = 100  # controller write groups per ZooKeeper multi (a partition state is ~150 bytes)
+
+
 class BatchCalls:
     """The batch calls of ``ZkGateway`` (mixed into it): what it must provide is listed below."""
 
@@ -160,9 +163,33 @@ class BatchCalls:
         """Controller writes: each group is a ``fenced_multi`` (the ``/controller_epoch`` version check
         first), pipelined. Raises ControllerMovedError if any group failed its check (another controller
         was elected: nothing of that group was applied, and the caller resigns). Per group: its results
-        without the check's, or the MultiOpError (index within the group) or ZkError it met."""
+        without the check's, or the MultiOpError (index within the group) or ZkError it met.
+
+        Up to ``FENCED_GROUPS_PER_MULTI`` groups share one multi: one ZooKeeper transaction (one write to
+        its log) instead of one per group, which is what bounds a controller writing thousands of
+        partition states. A shared multi that fails on a group's op applied nothing: its groups go again
+        one multi each, so every group's outcome is its own, as if it had been alone."""
+        chunks = [list(groups[i:i + FENCED_GROUPS_PER_MULTI]) for i in range(0, len(groups), FENCED_GROUPS_PER_MULTI)]
+        merged = await self._fenced_multis(epoch_zk_version, [[op for group in chunk for op in group] for chunk in chunks])
+        alone = [group for chunk, outcome in zip(chunks, merged) if len(chunk) > 1 and isinstance(outcome, MultiOpError)
+                 for group in chunk]
+        retried = iter(await self._fenced_multis(epoch_zk_version, alone))
+        out: list[list[Any] | ZkError] = []
+        for chunk, outcome in zip(chunks, merged):
+            if len(chunk) > 1 and isinstance(outcome, MultiOpError):
+                out.extend(next(retried) for _ in chunk)
+            elif isinstance(outcome, ZkError):
+                out.extend(outcome for _ in chunk)
+            else:
+                start = 0
+                for group in chunk:
+                    out.append(outcome[start:start + len(group)])
+                    start += len(group)
+        return out
+
+    async def _fenced_multis(self, epoch_zk_version: int, multis: Sequence[list]) -> list[list[Any] | ZkError]:
         check = self._check_op(ControllerEpochZNode.PATH, epoch_zk_version)
-        outcomes = await self.multi_many([[check, *ops] for ops in groups])
+        outcomes = await self.multi_many([[check, *ops] for ops in multis])
         fenced: list[list[Any] | ZkError] = []
         for outcome in outcomes:
             if isinstance(outcome, MultiOpError):

@@ -107,6 +107,38 @@ def test_fenced_multis_are_per_group_and_fenced_by_the_controller_epoch(zookeepe
     run(main())
 
 
+def test_fenced_groups_share_multis_and_a_failed_one_is_tried_again_alone(zookeeper):
+    """250 groups go out as 3 multis (each one ZooKeeper transaction: one zxid); the multi holding a
+    conflicting group applied nothing and its groups go again one by one: each outcome is its own."""
+    async def main():
+        zk = await gateway(zookeeper, "/batch-chunks", window=50)
+        try:
+            await zk.create("/controller_epoch", b"1")
+            epoch_version = (await zk.get("/controller_epoch"))[1].version
+            await zk.create("/c", makepath=True)
+            await zk.create("/c/taken", b"old")
+            first = (await zk.create_many([CreateOp("/c/mark-0")]))[0]
+            zxid_before = (await zk.exists(first)).czxid
+            groups = [[CreateOp(f"/c/{i}", b"v")] for i in range(250)]
+            outcomes = await zk.fenced_multi_many(epoch_version, groups)
+            assert all(outcome == [f"/c/{i}"] for i, outcome in enumerate(outcomes))
+            after = (await zk.create_many([CreateOp("/c/mark-1")]))[0]
+            # 3 multis (a zxid each) and the marker; a few more if another client's session ended meanwhile
+            assert 4 <= (await zk.exists(after)).czxid - zxid_before < 20  # not 250 + 1
+            groups = [[SetDataOp(f"/c/{i}", b"w", 0)] for i in range(250)]
+            groups[7], groups[180] = [CreateOp("/c/taken", b"x")], [SetDataOp("/c/180", b"w", 3)]
+            outcomes = await zk.fenced_multi_many(epoch_version, groups)
+            assert isinstance(outcomes[7], MultiOpError) and isinstance(outcomes[7].cause, NodeExistsError)
+            assert isinstance(outcomes[180], MultiOpError) and isinstance(outcomes[180].cause, BadVersionError)
+            assert all(outcomes[i][0].version == 1 for i in range(250) if i not in (7, 180))
+            data = await zk.get_many([f"/c/{i}" for i in range(250)] + ["/c/taken"])
+            assert [d for d, _ in data] == [b"v" if i in (7, 180) else b"w" for i in range(250)] + [b"old"]
+        finally:
+            await zk.close()
+
+    run(main())
+
+
 def test_partition_states_in_batches_are_fenced_and_version_checked(zookeeper):
     from brokers.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
     from brokers.zk.client import KafkaZkClient
