@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -130,6 +131,7 @@ class ReplicaFetcher:
         self._requested: dict[TopicPartition, PartitionFetchState] = {}  # the state each field tuple is of
         self._changed: set[TopicPartition] = set()
         self._delayed: dict[TopicPartition, float] = {}  # backed off until (time.monotonic())
+        self._not_ready: Counter[str] = Counter()  # partition errors of this answer that mean "not yet"
 
     def add(self, partition: Partition) -> None:
         """Kafka 2.8's partitionFetchState with truncation on fetch: a log with epochs fetches from its end
@@ -240,8 +242,13 @@ class ReplicaFetcher:
         """Retry this partition after ``replica.fetch.backoff.ms``. Errors that mean "the leader has not
         applied the LeaderAndIsr we already have" (it will within milliseconds) are retried sooner:
         50 ms, doubling up to the backoff. That takes most of a second off every failover."""
-        log.info("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source,
-                 state.partition.topic_partition, reason)
+        if code in LEADER_NOT_READY:  # expected while leaderships move: one summary line per answer
+            log.debug("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source,
+                      state.partition.topic_partition, reason)
+            self._not_ready[ErrorCode(code).name] += 1
+        else:
+            log.info("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source,
+                     state.partition.topic_partition, reason)
         delay_ms = self.config.backoff_ms
         if code in LEADER_NOT_READY:
             delay_ms = min(delay_ms, QUICK_RETRY_MS << min(state.quick_retries, 10))
@@ -311,6 +318,11 @@ class ReplicaFetcher:
                     self._session.reset()
                     continue
                 await self._handle_partition(connection, state, data)
+        if self._not_ready:
+            log.info("replica fetcher %d->%d: %s at the leader (it has not applied our LeaderAndIsr yet); "
+                     "retrying those partitions soon", c.broker_id, self.source,
+                     ", ".join(f"{count} partitions {name}" for name, count in sorted(self._not_ready.items())))
+            self._not_ready.clear()
 
     async def _handle_partition(self, connection: KafkaConnection, state: PartitionFetchState, data) -> None:
         code = data.error_code.value

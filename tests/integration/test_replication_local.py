@@ -9,6 +9,7 @@ real listener with ``KafkaConnection``, the same client the fetchers use.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
@@ -190,6 +191,25 @@ def test_an_idle_partition_is_named_and_read_by_no_fetch_and_stays_in_sync(tmp_p
         assert await produce(leader, batch(b"c"), acks=-1) == (0, 2)
         await wait_until(lambda: follower.log.high_watermark == 3, "the follower to copy it and follow the HW")
         assert leader.partition.isr == (1, 2) and store.versions.get(TP, 0) == isr_writes
+
+    run(scenario, tmp_path)
+
+
+def test_a_leader_not_ready_yet_is_a_summary_line_per_answer_not_a_line_per_partition(tmp_path, caplog):
+    """The issue's "no per-partition INFO logging on cluster-wide events": a follower that heard of its new
+    leader before the leader did gets UNKNOWN_TOPIC_OR_PARTITION and retries soon, saying so once per answer."""
+    async def scenario(leader, follower, store):
+        caplog.set_level(logging.INFO, logger="brokers.replication.fetcher")
+        await follower.apply(1, 0, [1, 2], [1, 2], [leader, follower])  # the leader has not heard of it yet
+
+        def summaries():
+            return [r.getMessage() for r in caplog.records if "has not applied our LeaderAndIsr" in r.getMessage()]
+        await wait_until(lambda: summaries(), "the fetcher's summary line")
+        assert "1 partitions UNKNOWN_TOPIC_OR_PARTITION" in summaries()[0]
+        await leader.apply(1, 0, [1, 2], [1, 2], [leader, follower])
+        assert await produce(leader, batch(b"a"), acks=-1) == (0, 0)  # replicated once the leader knows
+        assert not [r for r in caplog.records if r.name == "brokers.replication.fetcher" and r.levelno >= logging.INFO
+                    and f"{TOPIC}-0" in r.getMessage()]
 
     run(scenario, tmp_path)
 
