@@ -71,16 +71,42 @@ log = logging.getLogger(__name__)
 
 
 class ZkIsrStore:
-    """The replica manager's IsrStore over KafkaZkClient (BADVERSION becomes IsrConflictError)."""
+    """The replica manager's IsrStore over KafkaZkClient (BADVERSION becomes IsrConflictError).
+
+    ISR writes asked for in the same turn of the event loop (a leader admitting thousands of followers back
+    after a restart, from one Fetch) go out as one pipelined batch, each still its own compare-and-set on
+    the state znode's version, instead of one thread hop per partition."""
 
     def __init__(self, kzc: KafkaZkClient):
         self.kzc = kzc
+        self._pending: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch, asyncio.Future]] = []
+        self._flushes: set[asyncio.Task] = set()
 
     async def update_isr(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> int:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._pending.append((tp, state, future))
+        if len(self._pending) == 1:  # the first of this turn: the batch goes once the others joined it
+            task = loop.create_task(self._flush())
+            self._flushes.add(task)
+            task.add_done_callback(self._flushes.discard)
+        return await future
+
+    async def _flush(self) -> None:
+        batch, self._pending = self._pending, []
         try:
-            return await self.kzc.update_isr_by_leader(tp, state)
-        except BadVersionError as exc:
-            raise IsrConflictError(str(exc)) from None
+            outcomes = await self.kzc.update_isrs_by_leader([(tp, state) for tp, state, _ in batch])
+        except Exception as exc:  # noqa: BLE001 - every write of the batch meets it
+            outcomes = [exc] * len(batch)
+        for (_, _, future), outcome in zip(batch, outcomes):
+            if future.done():
+                continue
+            if isinstance(outcome, BadVersionError):
+                future.set_exception(IsrConflictError(str(outcome)))
+            elif isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
 
     async def read_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
         return await self.kzc.get_partition_state(tp)

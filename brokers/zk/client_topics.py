@@ -256,6 +256,14 @@ class TopicsZkMixin(ZkClientBase):
                                  state.leader_and_isr.zk_version)
         return stat.version
 
+    async def update_isrs_by_leader(self, items: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]]
+                                    ) -> list[int | ZkError]:
+        """``update_isr_by_leader`` for many partitions, pipelined: per item the new version, or the
+        ZkError its compare-and-set met (BadVersionError: someone wrote since)."""
+        stats = await self.zk.set_many([SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state),
+                                                  state.leader_and_isr.zk_version) for tp, state in items])
+        return [stat if isinstance(stat, ZkError) else stat.version for stat in stats]
+
     async def create_isr_change_notification(self, partitions: list[TopicPartition]) -> None:
         """One ``/isr_change_notification/isr_change_<seq>`` for a batch of partitions whose ISR changed."""
         await self.zk.create(f"{IsrChangeNotificationZNode.PATH}/{IsrChangeNotificationZNode.PREFIX}",

@@ -199,3 +199,41 @@ def test_topic_deletion_removes_every_znode_found_in_one_batch(zookeeper):
             await kzc.zk.close()
 
     run(main())
+
+
+def test_a_leaders_isr_writes_of_one_turn_go_as_one_batch_each_version_checked(zookeeper):
+    """ZkIsrStore: writes asked for together are one pipelined batch; each still compare-and-sets its own
+    state znode's version (a stale one is IsrConflictError, the others are written)."""
+    from brokers.app.broker_server import ZkIsrStore
+    from brokers.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+    from brokers.replication.replica_manager import IsrConflictError
+    from brokers.zk.client import KafkaZkClient
+
+    async def main():
+        kzc = KafkaZkClient(await gateway(zookeeper, "/batch-isr", window=10))
+        try:
+            await kzc.create_persistent_roots()
+            won = await kzc.try_elect_controller(1)
+            tps = [TopicPartition("isr", p) for p in range(40)]
+            await kzc.create_topic("isr", {tp.partition: [1, 2] for tp in tps}, {})
+            await kzc.create_partition_states(won.epoch_zk_version, {
+                tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1,), 0), won.epoch) for tp in tps})
+            store, batches = ZkIsrStore(kzc), []
+            real = kzc.update_isrs_by_leader
+
+            async def counted(items):
+                batches.append(len(items))
+                return await real(items)
+            kzc.update_isrs_by_leader = counted
+            writes = [store.update_isr(tp, LeaderIsrAndControllerEpoch(
+                LeaderAndIsr(1, 0, (1, 2), 5 if tp.partition == 13 else 0), won.epoch)) for tp in tps]
+            outcomes = await asyncio.gather(*writes, return_exceptions=True)
+            assert batches == [40]
+            assert isinstance(outcomes[13], IsrConflictError)
+            assert [o for i, o in enumerate(outcomes) if i != 13] == [1] * 39
+            states = await kzc.get_partition_states(tps)
+            assert [states[tp].leader_and_isr.isr for tp in tps] == [(1,) if tp.partition == 13 else (1, 2) for tp in tps]
+        finally:
+            await kzc.zk.close()
+
+    run(main())
