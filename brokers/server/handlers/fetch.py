@@ -284,15 +284,18 @@ def _session_context(context: ServerContext, version: int, request: Any, from_fo
 
 
 def _at_end(resolved: list, from_follower: bool, replica_id: int) -> dict[tuple[str, int], Partition]:
-    """The read partitions whose fetcher is at the end (``fetch_session``'s quiet candidates): a follower
-    in the ISR at the log end with no ISR write in flight, a consumer at or past the high watermark."""
+    """The read partitions whose fetcher is at the end (``fetch_session``'s quiet candidates): a consumer at
+    or past the high watermark; a follower in the ISR at the log end, with no ISR write in flight and the
+    HW at the log end. Below it the HW can still move without an append (a replica out of the ISR stops
+    counting once replica.lag.time.max.ms has passed), and only a follower's fetch looks again."""
     out = {}
     for topic, wanted, partition in resolved:
         if not isinstance(partition, Partition):
             continue
         log = partition.log
-        if (wanted.fetch_offset == log.log_end_offset and replica_id in partition.isr and partition.pending_isr is None
-                if from_follower else wanted.fetch_offset >= log.high_watermark):
+        end = log.log_end_offset
+        if (wanted.fetch_offset == end and log.high_watermark == end and replica_id in partition.isr
+                and partition.pending_isr is None if from_follower else wanted.fetch_offset >= log.high_watermark):
             out[topic, wanted.partition] = partition
     return out
 

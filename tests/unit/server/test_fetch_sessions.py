@@ -228,3 +228,21 @@ def test_a_quiet_partition_is_answered_when_retention_moves_its_log_start(world)
     u0.notify_log_start_moved()  # what the replica manager does when the log manager's retention says so
     got = partitions_of(run(fetch(world, [], session_id, 4)))
     assert got[("u", 0)].log_start_offset == 1 and got[("u", 0)].records in (None, b"")
+
+
+def test_a_follower_partition_with_its_hw_below_the_end_is_still_read_so_time_can_move_the_hw(world):
+    """Follower 3 is out of the ISR but was caught up within replica.lag.time.max.ms: it holds the HW (Kafka's
+    rule). Once the lag time passes the HW moves without any append, when a follower's fetch is recorded: so
+    follower 2's session keeps reading the partition while HW < LEO, though 2 is at the end."""
+    clock = [1_000]
+    world.replica_manager.clock = lambda: clock[0]
+    led = partition(world, "t")
+    led.make_leader(led.leader_epoch + 1, (1, 2), (1, 2, 3), led.zk_version, led.controller_epoch, 1_000)
+    run(produce(world, "t", 0, batch([1])))
+    session_id = run(fetch(world, [("t", 0, 0)], 0, 0, replica_id=2)).session_id
+    answered = partitions_of(run(fetch(world, [("t", 0, 1)], session_id, 1, replica_id=2)))
+    assert led.log.high_watermark == 0 and answered == {}  # follower 2 at the end; 3 holds the HW
+    assert ("t", 0) not in world.context.fetch_sessions.sessions[session_id].quiet
+    clock[0] = 40_000  # follower 3 has not been caught up for 39 s (lag 30 s): it no longer counts
+    got = partitions_of(run(fetch(world, [], session_id, 2, replica_id=2)))
+    assert led.log.high_watermark == 1 and got[("t", 0)].high_watermark == 1
