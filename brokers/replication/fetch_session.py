@@ -16,8 +16,8 @@ A Fetch v7+ carries ``session_id`` and ``session_epoch``:
   The session's epoch moves on once per incremental request.
 
 **Quiet partitions** (where zkafka parts from Kafka, which reads every session partition per fetch): a
-partition not answered while its fetcher is at its end (a follower at the log end and in the ISR, a
-consumer at the high watermark) is skipped by the next fetches until its Partition says it changed (an
+partition not answered while its fetcher is at its end (a follower in the ISR at the log end, with the
+high watermark there too; a consumer at the high watermark) is skipped by the next fetches until its Partition says it changed (an
 append for a follower's session, an HW advance, a role change, a log start move), so an idle partition
 costs an incremental fetch nothing. The answers are Kafka's: a skipped partition has nothing to say.
 The skipped fetches of a follower are recorded when the partition changes (``isr.caught_up_while_quiet``).
