@@ -242,18 +242,14 @@ class ReplicaFetcher:
         """Retry this partition after ``replica.fetch.backoff.ms``. Errors that mean "the leader has not
         applied the LeaderAndIsr we already have" (it will within milliseconds) are retried sooner:
         50 ms, doubling up to the backoff. That takes most of a second off every failover."""
+        tp, delay_ms = state.partition.topic_partition, self.config.backoff_ms
         if code in LEADER_NOT_READY:  # expected while leaderships move: one summary line per answer
-            log.debug("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source,
-                      state.partition.topic_partition, reason)
+            log.debug("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source, tp, reason)
             self._not_ready[ErrorCode(code).name] += 1
-        else:
-            log.info("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source,
-                     state.partition.topic_partition, reason)
-        delay_ms = self.config.backoff_ms
-        if code in LEADER_NOT_READY:
             delay_ms = min(delay_ms, QUICK_RETRY_MS << min(state.quick_retries, 10))
             state.quick_retries += 1
-        tp = state.partition.topic_partition
+        else:
+            log.info("replica fetcher %d->%d: %s: %s", self.config.broker_id, self.source, tp, reason)
         if self._current(tp, state):
             self._delayed[tp] = time.monotonic() + delay_ms / 1000
             self._changed.add(tp)
