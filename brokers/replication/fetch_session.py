@@ -120,16 +120,14 @@ class FetchSession:
     last_used_ms: int
     epoch: int = 1  # the full request that made it was epoch 0
     replica_id: int = -1
-    awake: dict[tuple[str, int], None] = field(default_factory=dict)
-    quiet: dict[tuple[str, int], Any] = field(default_factory=dict)
-    parked: Any = None  # the future a parked fetch of this session waits on
-    last_read_ms: int = 0
-
-    _next_position: int = 0
+    awake: dict[tuple[str, int], None] = field(init=False)
+    quiet: dict[tuple[str, int], Any] = field(init=False, default_factory=dict)
+    parked: Any = field(init=False, default=None)  # the future a parked fetch of this session waits on
+    last_read_ms: int = field(init=False, default=0)
+    _next_position: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
-        if not self.awake:
-            self.awake = dict.fromkeys(self.partitions)
+        self.awake = dict.fromkeys(self.partitions)
         for cached in self.partitions.values():
             self.to_the_end(cached)
 
@@ -164,9 +162,7 @@ class FetchSession:
             for index in indexes:
                 key = (topic, index)
                 if cached.pop(key, None) is not None:
-                    partition = self.quiet.pop(key, None)
-                    if partition is not None:
-                        partition.unwatch_quietly(self)
+                    self._unquiet(key)
                     self.awake.pop(key, None)
 
     def fetch_list(self) -> list[tuple[str, CachedPartition]]:
@@ -192,10 +188,13 @@ class FetchSession:
         return True
 
     def _wake(self, key: tuple[str, int]) -> None:
+        self._unquiet(key)
+        self.awake[key] = None
+
+    def _unquiet(self, key: tuple[str, int]) -> None:
         partition = self.quiet.pop(key, None)
         if partition is not None:
             partition.unwatch_quietly(self)
-        self.awake[key] = None
 
     def close(self) -> None:
         """Out of the cache: no Partition keeps it."""
