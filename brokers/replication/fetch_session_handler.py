@@ -47,12 +47,9 @@ class FetchSessionHandler:
         if self.epoch == INITIAL_EPOCH:
             return FetchSessionRequest(self.session_id, INITIAL_EPOCH, dict(wanted), (), True)
         sent = self.sent
-        if changed is None:
-            named = {key: fields for key, fields in wanted.items() if sent.get(key) != fields}
-            forgotten = tuple(key for key in sent if key not in wanted)
-        else:
-            named = {key: wanted[key] for key in changed if key in wanted and sent.get(key) != wanted[key]}
-            forgotten = tuple(key for key in changed if key in sent and key not in wanted)
+        keys = [*wanted, *(key for key in sent if key not in wanted)] if changed is None else changed
+        named = {key: wanted[key] for key in keys if key in wanted and sent.get(key) != wanted[key]}
+        forgotten = tuple(key for key in keys if key in sent and key not in wanted)
         return FetchSessionRequest(self.session_id, self.epoch, named, forgotten, False)
 
     def handle_response(self, request: FetchSessionRequest, error_code: int, session_id: int) -> bool:
