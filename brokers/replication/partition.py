@@ -93,6 +93,19 @@ class Partition:
         ``session.touch(key)`` puts it back among the partitions it reads, once."""
         (self._quiet_followers if follower else self._quiet_consumers).add(session)
 
+    def fetcher_at_end(self, replica_id: int, fetch_offset: int) -> bool:
+        """Whether a fetch session may skip this partition for this fetcher until it changes (its quiet
+        candidates): a consumer (``replica_id`` < 0) at or past the high watermark; a follower in the ISR at
+        the log end, no ISR write in flight, and the HW at the log end too. Below it the HW can still move
+        without an append (a replica out of the ISR stops counting once replica.lag.time.max.ms passed),
+        and only a follower's recorded fetch looks again."""
+        log = self.log
+        if replica_id < 0:
+            return fetch_offset >= log.high_watermark
+        end = log.log_end_offset
+        return (fetch_offset == end and log.high_watermark == end and replica_id in self.isr
+                and self.pending_isr is None)
+
     def quiet_sessions(self) -> int:
         """How many fetch sessions skip this partition now."""
         return len(self._quiet_followers) + len(self._quiet_consumers)

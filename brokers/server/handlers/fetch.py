@@ -283,21 +283,11 @@ def _session_context(context: ServerContext, version: int, request: Any, from_fo
     return cache.new_context(session_id, epoch, topics, forgotten, from_follower, _now_ms()), topics
 
 
-def _at_end(resolved: list, from_follower: bool, replica_id: int) -> dict[tuple[str, int], Partition]:
-    """The read partitions whose fetcher is at the end (``fetch_session``'s quiet candidates): a consumer at
-    or past the high watermark; a follower in the ISR at the log end, with no ISR write in flight and the
-    HW at the log end. Below it the HW can still move without an append (a replica out of the ISR stops
-    counting once replica.lag.time.max.ms has passed), and only a follower's fetch looks again."""
-    out = {}
-    for topic, wanted, partition in resolved:
-        if not isinstance(partition, Partition):
-            continue
-        log = partition.log
-        end = log.log_end_offset
-        if (wanted.fetch_offset == end and log.high_watermark == end and replica_id in partition.isr
-                and partition.pending_isr is None if from_follower else wanted.fetch_offset >= log.high_watermark):
-            out[topic, wanted.partition] = partition
-    return out
+def _at_end(resolved: list, replica_id: int) -> dict[tuple[str, int], Partition]:
+    """The read partitions whose fetcher is at the end (``Partition.fetcher_at_end``): the session's quiet
+    candidates."""
+    return {(topic, wanted.partition): partition for topic, wanted, partition in resolved
+            if isinstance(partition, Partition) and partition.fetcher_at_end(replica_id, wanted.fetch_offset)}
 
 
 def _fetch_list(session: FetchContext, request_topics: list) -> list[tuple[str, Any]]:
@@ -348,7 +338,7 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
                 throttle.commit()
             if legacy.is_legacy(version):
                 return encode_legacy_fetch_response(version, correlation_id, topics)
-            at_end = _at_end(resolved, from_follower, replica_id) if parked_on is not None else None
+            at_end = _at_end(resolved, replica_id) if parked_on is not None else None
             return _respond(context, session, version, correlation_id, request_topics, topics, request, at_end)
         context.stats.fetches_parked += 1
         timer = loop.call_later(remaining, _wake, wakeup)
