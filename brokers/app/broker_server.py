@@ -218,7 +218,7 @@ class BrokerServer:
     def _watch_log_dir_failures(self) -> None:
         """KIP-112: a dir that goes offline (on any thread) is handled on the event loop by the replica
         manager; dirs already offline at start-up too (their partitions answer LeaderAndIsr with
-        KAFKA_STORAGE_ERROR)."""
+        KAFKA_STORAGE_ERROR). The log manager's log-start moves hop onto the loop the same way."""
         loop = asyncio.get_running_loop()
         channel = self.log_manager.failure_channel
 
@@ -228,6 +228,9 @@ class BrokerServer:
         channel.add_listener(on_failure)
         for log_dir in channel.offline_dirs():
             self.spawn(self.replica_manager.handle_log_dir_failure(log_dir, notify=False))
+        # retention (the scheduler's thread) moving a log start: quiet fetch sessions answer it again
+        moved = self.replica_manager.log_start_moved
+        self.log_manager.log_start_listener = lambda tp: loop.call_soon_threadsafe(moved, tp)
 
     def _start_replica_manager(self) -> None:
         self.fetcher_config = self._fetcher_config()

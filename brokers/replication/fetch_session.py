@@ -16,9 +16,10 @@ A Fetch v7+ carries ``session_id`` and ``session_epoch``:
   The session's epoch moves on once per incremental request.
 
 **Quiet partitions** (where zkafka parts from Kafka, which reads every session partition per fetch): a
-partition not answered while its fetcher is at its end (a follower in the ISR at the log end, with the
-high watermark there too; a consumer at the high watermark) is skipped by the next fetches until its Partition says it changed (an
-append for a follower's session, an HW advance, a role change, a log start move), so an idle partition
+partition not answered while its fetcher is at its end (``Partition.fetcher_at_end``: a follower in the
+ISR at the log end, with the high watermark there too; a consumer at the high watermark) is skipped by
+the next fetches until its Partition says it changed (an append for a follower's session, an HW
+advance, a role change, a log start move), so an idle partition
 costs an incremental fetch nothing. The answers are Kafka's: a skipped partition has nothing to say.
 The skipped fetches of a follower are recorded when the partition changes (``isr.caught_up_while_quiet``).
 
@@ -57,8 +58,9 @@ def next_epoch(epoch: int) -> int:
 class CachedPartition:
     """One session partition: the last request's fetch fields and the last response's offsets."""
 
-    __slots__ = ("position", "partition", "fetch_offset", "partition_max_bytes", "log_start_offset", "current_leader_epoch",
-                 "last_fetched_epoch", "high_watermark", "last_stable_offset", "local_log_start_offset")
+    __slots__ = ("position", "partition", "fetch_offset", "partition_max_bytes", "log_start_offset",
+                 "current_leader_epoch", "last_fetched_epoch", "high_watermark", "last_stable_offset",
+                 "local_log_start_offset")
 
     def __init__(self, wanted: Any):
         self.partition = wanted.partition

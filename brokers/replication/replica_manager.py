@@ -84,14 +84,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _call_soon_threadsafe(loop: asyncio.AbstractEventLoop, fn: Callable, *args) -> None:
-    """From another thread (the log scheduler's): run ``fn`` on ``loop``; nothing once it is closed."""
-    try:
-        loop.call_soon_threadsafe(fn, *args)
-    except RuntimeError:  # the loop is closed: the broker is stopping
-        pass
-
-
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, topic_config: TopicConfigProvider,
                  broker_epoch: Callable[[], int], *, isr_store: IsrStore | None = None,
@@ -395,12 +387,12 @@ class ReplicaManager:
 
     # -- background work -------------------------------------------------------------------------
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self.log_manager.log_start_listener = lambda tp: _call_soon_threadsafe(loop, self._log_start_moved, tp)
         self._spawn(self._every(self.replica_lag_time_max_ms / 2, self.maybe_shrink_isr))
         self._spawn(self._every(ISR_CHANGE_CHECK_MS, self.maybe_propagate_isr_changes))
 
-    def _log_start_moved(self, tp: TopicPartition) -> None:
+    def log_start_moved(self, tp: TopicPartition) -> None:
+        """Retention moved ``tp``'s log start (on the loop): sessions skipping it as leader answer it again,
+        a follower's next Fetch names the new one."""
         partition = self.partitions.get(tp)
         if partition is not None and partition.is_leader:
             partition.notify_log_start_moved()
