@@ -248,18 +248,12 @@ class TopicsZkMixin(ZkClientBase):
         outcomes = await self.zk.fenced_multi_many(epoch_zk_version, groups)
         return {tp: o if isinstance(o, ZkError) else o[0].version for tp, o in zip(tps, outcomes)}
 
-    async def update_isr_by_leader(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> int:
-        """A partition leader's ISR change (ZK mode, reference §3.3): a compare-and-set on the state
-        znode's version (``state.leader_and_isr.zk_version``), not fenced by the controller epoch (the
-        leader is not the controller). Returns the new version; BadVersionError if anyone wrote since."""
-        stat = await self.zk.set(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state),
-                                 state.leader_and_isr.zk_version)
-        return stat.version
-
     async def update_isrs_by_leader(self, items: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]]
                                     ) -> list[int | ZkError]:
-        """``update_isr_by_leader`` for many partitions, pipelined: per item the new version, or the
-        ZkError its compare-and-set met (BadVersionError: someone wrote since)."""
+        """Partition leaders' ISR changes (ZK mode, reference §3.3), pipelined: each a compare-and-set on its
+        state znode's version (``state.leader_and_isr.zk_version``), not fenced by the controller epoch (the
+        leader is not the controller). Per item the new version, or the ZkError its set met
+        (BadVersionError: someone wrote since)."""
         stats = await self.zk.set_many([SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state),
                                                   state.leader_and_isr.zk_version) for tp, state in items])
         return [stat if isinstance(stat, ZkError) else stat.version for stat in stats]
