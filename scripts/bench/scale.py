@@ -18,7 +18,7 @@ from scripts.bench.stats import percentile
 STEPS = ("create", "latency", "l1", "idle", "controlled_shutdown", "restart", "uncontrolled", "failover")
 TOPIC_PREFIX = "scale-"
 L1_TOPIC = "l1-beside-idle"  # not a bench partition: the steps' "every partition led" counts leave it out
-L1_RATE, L1_SECONDS, L1_RECORD_BYTES = 10_000, 10.0, 100  # the suite's L1-10k-rf3-l0
+L1_SCENARIO, L1_SECONDS = "L1-10k-rf3-l0", 10.0  # the suite's scenario, run beside the idle partitions
 
 LABELS = {
     "create": "topic creation until every partition has a leader in every broker's metadata",

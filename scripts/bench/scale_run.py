@@ -41,7 +41,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.bench import scale
 from scripts.bench.common import bench_base, create_topic, machine
-from scripts.bench.latency import run_latency
+from scripts.bench.suite.runner import MIN_INSYNC, latency_run
+from scripts.bench.suite.scenarios import BY_ID
 from scripts.bench.procstat import Sample, cpu_between
 from scripts.local.cluster import Cluster, ClusterSpec
 
@@ -216,12 +217,11 @@ class Run:
         return {"metadata": scale.p50_p99_ms(metadata), "produce_fetch": _round_trips(self.cluster, 200)}
 
     def l1(self) -> dict:
-        """The suite's L1 (10k records/s of 100 B, RF 3, acks=all, linger 0) on one new partition beside the
-        idle bench partitions: ack and end-to-end latency."""
-        bootstrap = self.cluster.bootstrap_servers
-        create_topic(bootstrap, scale.L1_TOPIC, 1, min(3, self.options.brokers), config={"min.insync.replicas": "2"})
-        result = run_latency(bootstrap, scale.L1_TOPIC, scale.L1_RATE, scale.L1_SECONDS, scale.L1_RECORD_BYTES,
-                             **{"acks": "all", "linger.ms": 0, "max.in.flight.requests.per.connection": 5})
+        """The suite's L1 at 10k records/s, RF 3, acks=all (``scale.L1_SCENARIO``) on one new partition beside
+        the idle bench partitions: ack and end-to-end latency."""
+        bootstrap, s = self.cluster.bootstrap_servers, BY_ID[scale.L1_SCENARIO]
+        create_topic(bootstrap, scale.L1_TOPIC, 1, min(s.replication_factor, self.options.brokers), config=MIN_INSYNC)
+        result = latency_run(bootstrap, scale.L1_TOPIC, s, scale.L1_SECONDS)
         return {"achieved_per_s": result["sent"] / scale.L1_SECONDS, "ack": result["ack"],
                 "end_to_end": result["end_to_end"], "failed": result["failed"]}
 

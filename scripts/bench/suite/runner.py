@@ -89,12 +89,17 @@ def consume(target: Target, s: Scenario) -> dict:
                                    "broker_cpu_s", "cpu_s_per_gb", "us_per_record", "peak_rss_mb", "idle_share")}
 
 
+def latency_run(bootstrap: str, topic: str, s: Scenario, duration_s: float) -> dict:
+    """One fixed-rate run of latency scenario ``s`` on partition 0 of ``topic`` (``run_latency``'s result)."""
+    settings = {"acks": s.acks, "linger.ms": s.linger_ms, "max.in.flight.requests.per.connection": 5}
+    return run_latency(bootstrap, topic, s.rate, duration_s, s.record_bytes, **settings)
+
+
 def latency(target: Target, s: Scenario, duration_s: float) -> dict:
     topic = fresh_topic(target, s)
-    settings = {"acks": s.acks, "linger.ms": s.linger_ms, "max.in.flight.requests.per.connection": 5}
     records = int(s.rate * duration_s)
-    result = costed(target, lambda: run_latency(target.bootstrap, topic, s.rate, duration_s, s.record_bytes,
-                                                **settings), records, records * s.record_bytes)
+    result = costed(target, lambda: latency_run(target.bootstrap, topic, s, duration_s), records,
+                    records * s.record_bytes)
     return {"achieved_per_s": result["sent"] / duration_s, "max_send_late_ms": result["max_send_late_ms"],
             "ack": result["ack"], "end_to_end": result["end_to_end"], "failed": result["failed"],
             "broker_cpu_s": result["broker_cpu_s"], "us_per_record": result["us_per_record"],
