@@ -37,7 +37,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 async def run(config: BrokerConfig) -> None:
     from brokers.app import BrokerServer
+    from brokers.app.long_lived_heap import HEAP
 
+    HEAP.install()  # full collections skip what survived a slow one (brokers/app/long_lived_heap.py)
     server = BrokerServer(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

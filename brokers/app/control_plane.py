@@ -25,6 +25,7 @@ from brokers.control import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from brokers.app.long_lived_heap import HEAP
 from brokers.http.client import post_control
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
@@ -57,7 +58,11 @@ class ControlPlane:
         return UpdateMetadataResponse(int(error))
 
     async def stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
-        return await self.broker.replica_manager.stop_replicas(request)
+        response = await self.broker.replica_manager.stop_replicas(request)
+        deleted = sum(1 for p in request.partitions if p.delete)
+        if deleted:
+            HEAP.release(f"StopReplica deleted {deleted} partitions")
+        return response
 
     async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
         controller = self.broker.controller

@@ -11,6 +11,8 @@ space-separated entry lines. Written to ``<name>.tmp``, fsynced, renamed over th
 """
 from __future__ import annotations
 
+from itertools import compress
+from operator import ne
 from pathlib import Path
 from typing import Callable, Generic, Iterable, TypeVar
 
@@ -40,9 +42,11 @@ class CheckpointFile(Generic[T]):
         self._parse = parse_entry
 
     def write(self, entries: Iterable[T], durable: bool = True) -> None:
-        lines = [self._format(entry) for entry in entries]
-        text = f"{self.VERSION}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
-        atomic_write(self.path, text.encode(), durable)
+        self.write_lines([self._format(entry) + "\n" for entry in entries], durable)
+
+    def write_lines(self, lines: list[str], durable: bool = True) -> None:
+        """The entry lines already formatted, each ending in a newline."""
+        atomic_write(self.path, f"{self.VERSION}\n{len(lines)}\n{''.join(lines)}".encode(), durable)
 
     def read(self) -> list[T]:
         """Entries in file order; a missing file is empty; a malformed one raises CorruptCheckpointError."""
@@ -84,23 +88,47 @@ def _parse_offset(fields: list[str]) -> tuple[TopicPartition, int]:
 
 
 class OffsetCheckpointFile:
-    """``<topic> <partition> <offset>`` per line, sorted; a dict in memory. A write of what this object
-    last wrote is skipped: the file already says it, durably (an idle broker's periodic checkpoints of
-    thousands of partitions cost no rewrite and no fsync)."""
+    """``<topic> <partition> <offset>`` per line, sorted. A write of what this object last wrote is skipped:
+    the file already says it, durably (an idle broker's periodic checkpoints of thousands of partitions cost
+    no rewrite and no fsync).
+
+    ``write_ordered`` is the broker's periodic path: the entries come already in file order, as a list of
+    partitions that is the *same object* while the set of partitions is unchanged, and their offsets. Then
+    only the lines whose offset moved are formatted again (C-level comparisons find them), so a checkpoint of
+    10,000 partitions of which one moved costs well under a millisecond of Python instead of ~15 ms: that
+    work holds the GIL on the scheduler's thread, and every millisecond of it delays the event loop."""
 
     def __init__(self, path: Path):
         self._file = CheckpointFile(path, _format_offset, _parse_offset)
         self.path = self._file.path
-        self._written: dict[TopicPartition, int] | None = None
+        self._partitions: list[TopicPartition] | None = None  # as last written
+        self._offsets: list[int] = []
+        self._lines: list[str] = []
 
     def write(self, offsets: dict[TopicPartition, int]) -> None:
-        if offsets == self._written:
+        ordered = sorted(offsets.items(), key=_by_topic_partition)
+        self.write_ordered([tp for tp, _ in ordered], [offset for _, offset in ordered])
+
+    def write_ordered(self, partitions: list[TopicPartition], offsets: list[int]) -> None:
+        """Write ``offsets[i]`` for ``partitions[i]``; ``partitions`` sorted by (topic, partition)."""
+        same_partitions = partitions is self._partitions or partitions == self._partitions
+        if same_partitions and offsets == self._offsets:
             return
-        self._file.write(sorted(offsets.items(), key=_by_topic_partition))
-        self._written = dict(offsets)
+        if same_partitions:
+            lines = list(self._lines)
+            for i in compress(range(len(offsets)), map(ne, offsets, self._offsets)):
+                lines[i] = _offset_line(partitions[i], offsets[i])
+        else:
+            lines = [_offset_line(tp, offset) for tp, offset in zip(partitions, offsets)]
+        self._file.write_lines(lines)
+        self._partitions, self._offsets, self._lines = partitions, list(offsets), lines
 
     def read(self) -> dict[TopicPartition, int]:
         return dict(self._file.read())
+
+
+def _offset_line(tp: TopicPartition, offset: int) -> str:
+    return f"{tp.topic} {tp.partition} {offset}\n"
 
 
 def _parse_epoch(fields: list[str]) -> tuple[int, int]:

@@ -40,6 +40,30 @@ def test_an_offset_checkpoint_is_rewritten_only_when_an_offset_changed(tmp_path)
     assert path.stat().st_ino != inode and path.read_bytes() == b"0\n3\na 0 1\nb 9 4\nb 10 2\n"
 
 
+def test_an_ordered_write_formats_again_only_what_moved_and_matches_a_whole_write(tmp_path, monkeypatch):
+    from brokers.storage import checkpoints
+
+    path = tmp_path / "replication-offset-checkpoint"
+    checkpoint = OffsetCheckpointFile(path)
+    partitions = [tp("a", 0), tp("a", 1), tp("b", 0)]
+    checkpoint.write_ordered(partitions, [5, 6, 7])
+    assert path.read_bytes() == b"0\n3\na 0 5\na 1 6\nb 0 7\n"
+    formatted = []
+    real_line = checkpoints._offset_line
+    monkeypatch.setattr(checkpoints, "_offset_line", lambda p, o: formatted.append(p) or real_line(p, o))
+    inode = path.stat().st_ino
+    checkpoint.write_ordered(partitions, [5, 6, 7])  # the same list and offsets: no write at all
+    assert path.stat().st_ino == inode and formatted == []
+    checkpoint.write_ordered(partitions, [5, 9, 7])  # one offset moved: one line formatted again
+    assert formatted == [tp("a", 1)] and path.read_bytes() == b"0\n3\na 0 5\na 1 9\nb 0 7\n"
+    grown = [tp("a", 0), tp("a", 1), tp("a", 2), tp("b", 0)]  # another list: every line formatted
+    checkpoint.write_ordered(grown, [5, 9, 1, 7])
+    assert formatted[1:] == grown
+    assert checkpoint.read() == {tp("a", 0): 5, tp("a", 1): 9, tp("a", 2): 1, tp("b", 0): 7}
+    OffsetCheckpointFile(tmp_path / "whole").write(checkpoint.read())
+    assert (tmp_path / "whole").read_bytes() == path.read_bytes()
+
+
 def test_offset_checkpoint_reads_kafkas_exact_text(tmp_path):
     path = tmp_path / "replication-offset-checkpoint"
     path.write_text("0\n2\ntopic 0 10\ntopic 1 20\n")

@@ -157,14 +157,14 @@ def test_a_checkpoint_write_that_fails_takes_only_its_dir_offline(tmp_path, monk
     manager.get_or_create_log(TopicPartition("t", 1))
     from brokers.storage import checkpoints
 
-    real_write = checkpoints.OffsetCheckpointFile.write
+    real_write = checkpoints.OffsetCheckpointFile.write_ordered
 
-    def write(self, offsets):
+    def write(self, partitions, offsets):
         if self.path.parent == b:
             enospc()
-        return real_write(self, offsets)
+        return real_write(self, partitions, offsets)
 
-    monkeypatch.setattr(checkpoints.OffsetCheckpointFile, "write", write)
+    monkeypatch.setattr(checkpoints.OffsetCheckpointFile, "write_ordered", write)
     manager.checkpoint_recovery_points()
     assert manager.offline_log_dirs() == [b]
     manager.handle_log_dir_failure(b)

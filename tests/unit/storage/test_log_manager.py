@@ -280,3 +280,41 @@ def test_a_clean_shutdown_syncs_the_filesystem_once_instead_of_each_log(tmp_path
     assert all(loaded[p].log_end_offset == 1 and loaded[p].leader_epoch_cache.latest_epoch == 3 for p in range(20))
     assert all(not log.load_result.recovered_segments for log in loaded.values())
     again.shutdown()
+
+
+def test_the_flusher_pass_flushes_logs_with_a_flush_ms_and_never_asks_the_others(tmp_path, monkeypatch):
+    now = [1000.0]
+    manager = LogManager([tmp_path], LogConfig(), topic_configs={"timed": LogConfig(flush_ms=500)},
+                         clock=lambda: now[0])
+    manager.startup()
+    timed = manager.get_or_create_log(TopicPartition("timed", 0))
+    untimed = [manager.get_or_create_log(TopicPartition("default", p)) for p in range(3)]
+    for log in [timed, *untimed]:
+        log.append_as_leader(batch([b"v"]), leader_epoch=0)
+    asked = []
+    for log in untimed:
+        monkeypatch.setattr(log, "flush_if_due", lambda now_ms, log=log: asked.append(log) or False)
+    now[0] += 1.0  # past the timed log's flush.ms
+    assert manager.flush_dirty_logs() == 1
+    assert timed.recovery_point == timed.log_end_offset == 1
+    assert asked == [] and all(log.recovery_point == 0 for log in untimed)  # default flush.ms: never due
+    manager.shutdown()
+
+
+def test_checkpoints_follow_logs_added_and_deleted_between_them(tmp_path):
+    manager = LogManager([tmp_path], LogConfig())
+    manager.startup()
+    first = manager.get_or_create_log(TopicPartition("b", 0))
+    first.append_as_leader(batch([b"v"]), leader_epoch=0)
+    first.high_watermark = 1
+    manager.checkpoint_high_watermarks()
+    hw_file = tmp_path / "replication-offset-checkpoint"
+    assert hw_file.read_text() == "0\n1\nb 0 1\n"
+    manager.get_or_create_log(TopicPartition("a", 10))
+    manager.get_or_create_log(TopicPartition("a", 9))
+    manager.checkpoint_high_watermarks()
+    assert hw_file.read_text() == "0\n3\na 9 0\na 10 0\nb 0 1\n"
+    manager.delete_log(TopicPartition("a", 10))
+    manager.checkpoint_high_watermarks()
+    assert hw_file.read_text() == "0\n2\na 9 0\nb 0 1\n"
+    manager.shutdown()
