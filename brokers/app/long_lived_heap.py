@@ -3,8 +3,8 @@
 A broker's heap is mostly long-lived: per partition replica its ``Partition``, ``Log``, segments, indexes,
 leader-epoch cache, metadata and fetch-session entries (about 80 tracked objects each; 800,000 on a broker
 holding 10,000 replicas). CPython's full (generation 2) collection walks every tracked object, holding the GIL:
-at that size it takes 300-500 ms, during which the event loop answers nothing. That was the L1 benchmark's
-p99 beside 10,000 idle partitions (200-400 ms against 12 ms with the collector kept off the long-lived heap;
+at that size it takes 300-550 ms, during which the event loop answers nothing. That was the L1 benchmark's
+p99 beside 10,000 idle partitions (206-440 ms, against 5-8 ms with the collector kept off the long-lived heap;
 BENCHMARKS.md "The collector and the long-lived heap"). Kafka's JVM has the same problem and answers it with
 generational collectors that leave the old generation alone; CPython's answer is ``gc.freeze()``: every object
 tracked at that moment moves to a permanent generation that later collections skip.
