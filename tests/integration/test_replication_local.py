@@ -12,8 +12,6 @@ import asyncio
 import logging
 import time
 
-import pytest
-
 from brokers.client.connection import KafkaConnection
 from brokers.config import BrokerConfig
 from brokers.control import LeaderAndIsrRequest, PartitionState, UpdateMetadataRequest
