@@ -73,11 +73,12 @@ class CheckpointFile(Generic[T]):
 
 
 def _format_offset(item: tuple[TopicPartition, int]) -> str:
-    tp, offset = item
-    return f"{tp.topic} {tp.partition} {offset}"
+    return _offset_line(*item)[:-1]
 
 
-def _by_topic_partition(item: tuple[TopicPartition, int]) -> tuple[str, int]:
+def by_topic_partition(item: tuple[TopicPartition, object]) -> tuple[str, int]:
+    """The checkpoints' order of ``(partition, anything)`` pairs: topic, then partition number (tuples compare in C;
+    the dataclass's own ``__lt__`` is Python)."""
     return item[0].topic, item[0].partition
 
 
@@ -106,7 +107,7 @@ class OffsetCheckpointFile:
         self._lines: list[str] = []
 
     def write(self, offsets: dict[TopicPartition, int]) -> None:
-        ordered = sorted(offsets.items(), key=_by_topic_partition)
+        ordered = sorted(offsets.items(), key=by_topic_partition)
         self.write_ordered([tp for tp, _ in ordered], [offset for _, offset in ordered])
 
     def write_ordered(self, partitions: list[TopicPartition], offsets: list[int]) -> None:

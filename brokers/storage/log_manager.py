@@ -38,6 +38,7 @@ from brokers.storage.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     CorruptCheckpointError,
     OffsetCheckpointFile,
+    by_topic_partition,
 )
 from brokers.storage.cleaner import CleanerStats, LogCleaner
 from brokers.storage.files import fsync_dir, sync_filesystem
@@ -323,7 +324,7 @@ class LogManager:
         """StopReplica(delete): rename the directory to ``<name>.<uuid>-delete`` style and remove it."""
         with self._lock:
             entry = self._logs.pop(tp, None)
-            self._layout += 1
+            self._layout += entry is not None
         if entry is None:
             return False
         doomed, log_dir = entry
@@ -436,7 +437,7 @@ class LogManager:
             layout = self._layout
             if log_dir.checkpoint_order is None or log_dir.checkpoint_order[0] != layout:
                 pairs = sorted(((tp, entry) for tp, (entry, owner) in self._logs.items() if owner is log_dir),
-                               key=lambda pair: (pair[0].topic, pair[0].partition))
+                               key=by_topic_partition)
                 log_dir.checkpoint_order = (layout, [tp for tp, _ in pairs], [entry for _, entry in pairs])
             return log_dir.checkpoint_order[1], log_dir.checkpoint_order[2]
 
