@@ -67,10 +67,11 @@ integration: $(STAMP)
 	$(BIN)/pytest -q tests/integration
 
 # The container tier's engine and images (tests/containers): Debian's docker.io started if no engine answers,
-# images built offline (debootstrap base, the project's wheels). Outside CI a machine that cannot run Docker
-# (no root, no apt) still runs the rest: the tier then skips and says how to enable it.
+# `zkafka images build --offline` (debootstrap base, the project's wheels; zkafka:<version> and
+# zkafka-zookeeper:<version>). Outside CI a machine that cannot run Docker (no root, no apt) still runs the
+# rest: the tier then skips and says how to enable it.
 images: $(STAMP)
-	@bash compose/ensure-docker.sh && bash compose/build-images.sh --offline || { \
+	@bash compose/ensure-docker.sh && $(BIN)/zkafka images build --offline || { \
 	  if [ "$$CI" = true ]; then echo "container images could not be built: CI needs them" >&2; exit 1; fi; \
 	  echo "WARNING: no Docker engine or images here: the container tests will be skipped"; }
 

@@ -8,7 +8,8 @@ Every subcommand lives in its room's command module, which exposes ``add_parser(
   scripts/bench/commands/;
 * ``zookeeper start|stop|status``, ``cluster up|status|down``: scripts/local/commands/;
 * ``demo groups|spark|cluster|transactions`` (``make demo``): scripts/demo/commands/;
-* ``soak`` (a containerized cluster under random faults, its history checked): scripts/soak/command.py.
+* ``soak`` (a containerized cluster under random faults, its history checked): scripts/soak/command.py;
+* ``images build`` (the images of ``zkafka.testing`` and compose): scripts/images/command.py.
 
 Command modules import their implementation inside ``run``, so that ``zkafka --help`` stays fast. ``run`` finds
 in ``args`` the raw arguments (``args.argv``, echoed in reports) and ``zkafka``'s own parser (``args.parser``).
@@ -22,6 +23,7 @@ from typing import NamedTuple
 
 from scripts.bench import commands as bench
 from scripts.demo import commands as demo
+from scripts.images import command as images
 from scripts.local import commands as local
 from scripts.soak import command as soak
 from scripts.tools import dump_log
@@ -42,6 +44,7 @@ ROOMS = (
     Room(None, None, None, local.COMMANDS),
     Room("demo", "demonstrations with real clients on a live cluster", "demo_command", demo.COMMANDS),
     Room(None, None, None, (soak,)),
+    Room("images", "the zkafka container images", "images_command", (images,)),
 )
 
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from scripts.containers.defaults import DATA_LOG_DIR, SMALL_LOG_DIR
+from zkafka.testing.defaults import DATA_LOG_DIR, SMALL_LOG_DIR
 
 KEY = re.compile(r"^([A-Za-z0-9._-]+)/(\d+)$")
 

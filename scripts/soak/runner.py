@@ -31,15 +31,16 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-# testcontainers settings that work on this kind of machine (as tests/containers/conftest.py): no Ryuk, the
+# testcontainers settings that work on this kind of machine (as tests/conftest.py): no Ryuk, the
 # local socket, loopback addresses for published ports.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("DOCKER_HOST", "unix:///var/run/docker.sock")
 os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 os.environ.setdefault("TC_HOST", "127.0.0.1")
 
-from scripts.containers.cluster import BROKER_IMAGE, ZOOKEEPER_IMAGE, ContainerCluster, docker_problem  # noqa: E402
-from scripts.containers.conditions import wait_for  # noqa: E402
+from zkafka.images import broker_image, docker_problem, zookeeper_image  # noqa: E402
+from zkafka.testing.cluster import ZkafkaCluster  # noqa: E402
+from zkafka.testing.conditions import wait_for  # noqa: E402
 from scripts.soak import history  # noqa: E402
 from scripts.soak.checker import Availability, CheckConfig, CheckResult, check  # noqa: E402
 from scripts.soak.checker.model import client_fault_windows  # noqa: E402
@@ -52,8 +53,8 @@ from scripts.soak.topics import Watermarks, create_topics, led_keys, plan_keys, 
 from scripts.soak.workloads.common import clean_stop  # noqa: E402
 from scripts.soak.workloads.launcher import WorkloadPlan, start_workloads, stop_all, supervise  # noqa: E402
 
-HOW_TO_GET_DOCKER = ("run compose/ensure-docker.sh (a Docker engine) and compose/build-images.sh --offline "
-                     f"(the images {BROKER_IMAGE} and {ZOOKEEPER_IMAGE})")
+HOW_TO_GET_DOCKER = ("run compose/ensure-docker.sh (a Docker engine) and zkafka images build --offline "
+                     f"(the images {broker_image()} and {zookeeper_image()})")
 
 SAFE_PROPERTIES = {
     "min.insync.replicas": "2", "default.replication.factor": "3", "unclean.leader.election.enable": "false",
@@ -143,7 +144,7 @@ def run_soak(options: SoakOptions) -> SoakOutcome:
     plan = effective_plan(options.plan, options.unsafe)
     kinds = list(options.kinds or KINDS)
     schedule = make_schedule(seed, options.minutes, kinds, options.mean_interval_s)
-    cluster = ContainerCluster(options.brokers, broker_properties(options.unsafe), small_log_dir=options.brokers)
+    cluster = ZkafkaCluster(options.brokers, broker_properties(options.unsafe), small_log_dir=options.brokers)
     print(f"soak: {len(schedule)} faults over {options.minutes:g} min on {options.brokers} brokers; "
           f"writing to {out_dir}", flush=True)
     try:
@@ -167,7 +168,7 @@ def run_soak(options: SoakOptions) -> SoakOutcome:
 class _Run:
     """One soak against a started cluster: workloads, nemesis, heal, drain, check, report."""
 
-    def __init__(self, cluster: ContainerCluster, options: SoakOptions, plan: WorkloadPlan, seed: int,
+    def __init__(self, cluster: ZkafkaCluster, options: SoakOptions, plan: WorkloadPlan, seed: int,
                  out_dir: Path, schedule: list):
         self.cluster, self.options, self.plan, self.seed = cluster, options, plan, seed
         self.out_dir, self.schedule = out_dir, schedule

@@ -9,8 +9,8 @@ from __future__ import annotations
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.containers.cluster import ContainerCluster
-from scripts.containers.conditions import wait_for
+from zkafka.testing.cluster import ZkafkaCluster
+from zkafka.testing.conditions import wait_for
 from scripts.soak.history import key_of, split_key
 
 REPLICATION_FACTOR = 3
@@ -34,7 +34,7 @@ def health_name(key: str) -> str:
     return f"{topic}-{partition}"
 
 
-def create_topics(cluster: ContainerCluster, topics: dict[str, int], timeout_s: float = 60) -> None:
+def create_topics(cluster: ZkafkaCluster, topics: dict[str, int], timeout_s: float = 60) -> None:
     """Creates ``topics`` with RF 3 and waits until every live broker's metadata shows each partition led, with
     all replicas in its ISR."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
@@ -47,7 +47,7 @@ def create_topics(cluster: ContainerCluster, topics: dict[str, int], timeout_s: 
              f"topics {sorted(topics)}: every partition led, with a full ISR", interval=0.5)
 
 
-def views(cluster: ContainerCluster) -> dict[int, dict | None]:
+def views(cluster: ZkafkaCluster) -> dict[int, dict | None]:
     """Each broker's ``/healthz`` (None: it does not answer: down, paused, cut off)."""
     return {b: cluster.health(b) for b in cluster.broker_ids}
 

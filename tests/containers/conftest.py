@@ -1,6 +1,7 @@
-"""The container tier: real Docker containers from our images (``compose/build-images.sh``).
+"""The container tier: real Docker containers from our images (``zkafka images build``), through the public
+API (``zkafka.testing``: ``ZkafkaCluster``, and the plugin's fixtures).
 
-In CI (``CI=true``) a missing engine or image is a failure: ``.ci/run`` starts the engine and builds the
+In CI (``CI=true``) a missing engine or image is a failure: ``make test`` starts the engine and builds the
 images first. Elsewhere the tier is skipped with a message that says how to enable it.
 """
 from __future__ import annotations
@@ -16,10 +17,11 @@ os.environ.setdefault("DOCKER_HOST", "unix:///var/run/docker.sock")
 os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 os.environ.setdefault("TC_HOST", "127.0.0.1")
 
-from scripts.containers.cluster import BROKER_IMAGE, ZOOKEEPER_IMAGE, ContainerCluster, docker_problem  # noqa: E402
+from zkafka.images import broker_image, docker_problem, zookeeper_image  # noqa: E402
+from zkafka.testing import ZkafkaCluster  # noqa: E402
 
-HOW_TO_ENABLE = ("run compose/ensure-docker.sh (Docker engine) and compose/build-images.sh --offline "
-                 f"(images {BROKER_IMAGE} and {ZOOKEEPER_IMAGE}), as .ci/run does")
+HOW_TO_ENABLE = ("run compose/ensure-docker.sh (Docker engine) and zkafka images build --offline "
+                 f"(images {broker_image()} and {zookeeper_image()}), as make test does")
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
@@ -48,10 +50,10 @@ def docker_ready():
 
 @pytest.fixture
 def make_container_cluster(docker_ready, request):
-    made: list[ContainerCluster] = []
+    made: list[ZkafkaCluster] = []
 
-    def make(**settings) -> ContainerCluster:
-        cluster = ContainerCluster(**settings)
+    def make(**settings) -> ZkafkaCluster:
+        cluster = ZkafkaCluster(**settings)
         made.append(cluster)
         return cluster.start()
 

@@ -10,7 +10,7 @@ import time
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.containers.cluster import SESSION_TIMEOUT_MS, ContainerCluster
+from zkafka.testing.cluster import SESSION_TIMEOUT_MS, ZkafkaCluster
 from tests.integration.conditions import wait_for
 
 PROPERTIES = {"min.insync.replicas": "2", "default.replication.factor": "3", "offsets.topic.replication.factor": "3",
@@ -21,7 +21,7 @@ PROPERTIES = {"min.insync.replicas": "2", "default.replication.factor": "3", "of
 class LoadProducer(threading.Thread):
     """Values 0, 1, 2, ... round-robin over the partitions at ``rate``/s; keeps what was acknowledged."""
 
-    def __init__(self, cluster: ContainerCluster, topic: str, partitions: int, rate: int = 400):
+    def __init__(self, cluster: ZkafkaCluster, topic: str, partitions: int, rate: int = 400):
         super().__init__(daemon=True)
         self.topic, self.partitions, self.rate = topic, partitions, rate
         self.acked: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
@@ -56,14 +56,14 @@ class LoadProducer(threading.Thread):
         assert self.producer.flush(120) == 0, "records still undelivered two minutes after the fault"
 
 
-def create_topic(cluster: ContainerCluster, topic: str, partitions: int) -> None:
+def create_topic(cluster: ZkafkaCluster, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(60)
     wait_for(lambda: all(in_sync(cluster, topic, p, cluster.broker_ids) for p in range(partitions)), 60,
              f"{topic}: every partition with a full ISR")
 
 
-def metadata_state(cluster: ContainerCluster, topic: str, partition: int, brokers: list[int] | None = None):
+def metadata_state(cluster: ZkafkaCluster, topic: str, partition: int, brokers: list[int] | None = None):
     for b in brokers or cluster.broker_ids:
         h = cluster.health(b)
         state = h and h["metadata"]["partitions"].get(f"{topic}-{partition}")
@@ -72,14 +72,14 @@ def metadata_state(cluster: ContainerCluster, topic: str, partition: int, broker
     return None
 
 
-def in_sync(cluster: ContainerCluster, topic: str, partition: int, replicas: list[int]) -> bool:
+def in_sync(cluster: ZkafkaCluster, topic: str, partition: int, replicas: list[int]) -> bool:
     """Every live broker's metadata shows exactly ``replicas`` in the ISR."""
     states = [(h or {}).get("metadata", {}).get("partitions", {}).get(f"{topic}-{partition}")
               for h in (cluster.health(b) for b in cluster.broker_ids) if h]
     return bool(states) and all(s and sorted(s["isr"]) == sorted(replicas) and s["leader"] >= 0 for s in states)
 
 
-def read_all(cluster: ContainerCluster, topic: str, partitions: int) -> dict[int, list[tuple[int, int]]]:
+def read_all(cluster: ZkafkaCluster, topic: str, partitions: int) -> dict[int, list[tuple[int, int]]]:
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"verify-{topic}",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     try:
@@ -112,7 +112,7 @@ def assert_nothing_acknowledged_lost_and_in_order(load: LoadProducer, read: dict
         assert values == sorted(values) and len(set(values)) == len(values), f"partition {p} out of order"
 
 
-def leader_of(cluster: ContainerCluster, topic: str, partition: int, brokers: list[int] | None = None) -> int:
+def leader_of(cluster: ZkafkaCluster, topic: str, partition: int, brokers: list[int] | None = None) -> int:
     state = metadata_state(cluster, topic, partition, brokers)
     return state["leader"] if state else -1
 
@@ -177,7 +177,7 @@ def test_partitioned_broker_leaves_the_isr_and_catches_up_after_healing(make_con
     assert_nothing_acknowledged_lost_and_in_order(load, read_all(cluster, "partitioned", 3))
 
 
-def caught_up(cluster: ContainerCluster, topic: str, partition: int) -> bool:
+def caught_up(cluster: ZkafkaCluster, topic: str, partition: int) -> bool:
     ends = {(cluster.partition_view(b, topic, partition) or {}).get("log_end_offset") for b in cluster.broker_ids}
     return len(ends) == 1 and None not in ends
 
@@ -207,7 +207,7 @@ def test_zookeeper_leader_killed_brokers_keep_their_sessions(make_container_clus
 
 
 class GroupMember(threading.Thread):
-    def __init__(self, cluster: ContainerCluster, topic: str, group: str):
+    def __init__(self, cluster: ZkafkaCluster, topic: str, group: str):
         super().__init__(daemon=True)
         self.values: list[int] = []
         self.assignment: set[int] = set()

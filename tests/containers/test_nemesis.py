@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from scripts.containers.cluster import SESSION_TIMEOUT_MS, ContainerCluster
-from scripts.containers.conditions import wait_for
+from zkafka.testing.cluster import SESSION_TIMEOUT_MS, ZkafkaCluster
+from zkafka.testing.conditions import wait_for
 from scripts.soak.nemesis.faults import Applied, Faults
 from scripts.soak.nemesis.nemesis import Nemesis
 from scripts.soak.nemesis.schedule import FaultSpec
@@ -26,7 +26,7 @@ SMALL = 3
 
 @pytest.fixture(scope="module")
 def cluster(docker_ready):
-    cluster = ContainerCluster(properties=PROPERTIES, small_log_dir=SMALL)
+    cluster = ZkafkaCluster(properties=PROPERTIES, small_log_dir=SMALL)
     failed = True
     try:
         cluster.start()
@@ -49,13 +49,13 @@ def dump_logs_on_failure(request, cluster):
         print(f"\n===== container logs ({cluster.name}) =====\n{cluster.logs()}")
 
 
-def hot_isr(cluster: ContainerCluster, brokers: list[int] | None = None) -> list[int] | None:
+def hot_isr(cluster: ZkafkaCluster, brokers: list[int] | None = None) -> list[int] | None:
     states = [h["metadata"]["partitions"].get(f"{TOPIC}-0") for h in
               (cluster.health(b) for b in brokers or cluster.broker_ids) if h]
     return sorted(max(states, key=lambda s: s["leader_epoch"])["isr"]) if states and all(states) else None
 
 
-def produce_acks_all(cluster: ContainerCluster) -> None:
+def produce_acks_all(cluster: ZkafkaCluster) -> None:
     delivered = []
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True,
                          "message.timeout.ms": 60000})
@@ -65,7 +65,7 @@ def produce_acks_all(cluster: ContainerCluster) -> None:
     assert delivered == [None, None, None], delivered
 
 
-def run(cluster: ContainerCluster, kind: str, target: str, during=None) -> Applied:
+def run(cluster: ZkafkaCluster, kind: str, target: str, during=None) -> Applied:
     """Start the fault, check its effect, heal it; then the cluster serves acks=all produces again."""
     applied = Faults(cluster, HOT_KEY).start(FaultSpec(0.0, kind, 0.0, target))
     try:
@@ -79,19 +79,19 @@ def run(cluster: ContainerCluster, kind: str, target: str, during=None) -> Appli
     return applied
 
 
-def reaches(cluster: ContainerCluster, node: str, host: str, port: int) -> bool:
+def reaches(cluster: ZkafkaCluster, node: str, host: str, port: int) -> bool:
     script = (f"python3 -c \"import socket; socket.create_connection(('{host}', {port}), 1.5).close()\" 2>/dev/null"
               if node.startswith("broker") else f"nc -z -w 2 {host} {port}")
     return cluster.container(node).exec_run(["sh", "-c", script], user="root")[0] == 0
 
 
-def session_expired(cluster: ContainerCluster, broker: int) -> bool:
+def session_expired(cluster: ZkafkaCluster, broker: int) -> bool:
     """The other brokers' metadata no longer lists ``broker``: its ZooKeeper session is gone."""
     views = [h["metadata"]["live_brokers"] for h in (cluster.health(b) for b in cluster.broker_ids if b != broker) if h]
     return bool(views) and all(broker not in live for live in views)
 
 
-def ephemerals(cluster: ContainerCluster) -> int | None:
+def ephemerals(cluster: ZkafkaCluster) -> int | None:
     out = cluster.exec_root(f"zk{cluster.zk_leader() or 1}", "echo mntr | nc -q 1 127.0.0.1 2181", check=False)
     return next((int(line.split()[1]) for line in out.splitlines() if line.startswith("zk_ephemerals_count")), None)
 

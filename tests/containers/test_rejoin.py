@@ -5,7 +5,7 @@ of a broker again (the soak's seeds 11, 12013 and 1544237110). Each scenario end
 metadata naming the one controller, listing every broker as live and knowing every partition."""
 from __future__ import annotations
 
-from scripts.containers.cluster import SESSION_TIMEOUT_MS, ContainerCluster, controller_view
+from zkafka.testing.cluster import SESSION_TIMEOUT_MS, ZkafkaCluster, controller_view
 from tests.containers.test_faults import PROPERTIES, create_topic
 from tests.integration.conditions import wait_for
 
@@ -13,7 +13,7 @@ TOPIC, PARTITIONS = "rejoin", 3
 SESSION_S = SESSION_TIMEOUT_MS / 1000
 
 
-def agreed(cluster: ContainerCluster) -> int | None:
+def agreed(cluster: ZkafkaCluster) -> int | None:
     """The one controller every broker names (its own role, its metadata) with every broker live and every
     partition of TOPIC known with a leader; None while they disagree."""
     brokers = sorted(cluster.broker_ids)
@@ -37,7 +37,7 @@ def test_a_broker_restarted_after_zookeeper_restarts_gets_metadata(make_containe
     cluster = make_container_cluster(properties=PROPERTIES)
     create_topic(cluster, TOPIC, PARTITIONS)
     controller = wait_for(lambda: agreed(cluster), 60, "one agreed controller")
-    for z in sorted(cluster.zookeepers):  # a rolling restart: every broker's connection drops, no session ends
+    for z in cluster.zookeeper_ids:  # a rolling restart: every broker's connection drops, no session ends
         cluster.kill_zookeeper(z)
         cluster.start_zookeeper(z)
         wait_for(lambda: cluster.zk_mode(z) in ("leader", "follower"), 60, f"zk{z} back in the ensemble")

@@ -8,7 +8,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from scripts.containers.cluster import SESSION_TIMEOUT_MS, ContainerCluster
+from zkafka.testing.cluster import SESSION_TIMEOUT_MS, ZkafkaCluster
 from tests.containers.test_faults import PROPERTIES, create_topic, leader_of
 from tests.integration.conditions import wait_for
 
@@ -22,7 +22,7 @@ class Copier(threading.Thread):
     """Copies ``source`` to ``sink`` in transactions of at most PER_TRANSACTION records, committing the consumer's
     offsets inside each one; a transaction that fails is aborted and the consumer rewound to the committed offsets."""
 
-    def __init__(self, cluster: ContainerCluster, source: str, sink: str):
+    def __init__(self, cluster: ZkafkaCluster, source: str, sink: str):
         super().__init__(daemon=True)
         self.source, self.sink = source, sink
         self.consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "copier",
@@ -79,7 +79,7 @@ class Copier(threading.Thread):
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
 
 
-def end_offset(cluster: ContainerCluster, topic: str, isolation_level: str) -> int:
+def end_offset(cluster: ZkafkaCluster, topic: str, isolation_level: str) -> int:
     """Partition 0's end for ``isolation_level``: the last stable offset (read_committed) or the high watermark."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"ends-{topic}",
                          "isolation.level": isolation_level})
@@ -89,7 +89,7 @@ def end_offset(cluster: ContainerCluster, topic: str, isolation_level: str) -> i
         consumer.close()
 
 
-def read_committed(cluster: ContainerCluster, topic: str) -> list[int]:
+def read_committed(cluster: ZkafkaCluster, topic: str) -> list[int]:
     """Every committed value of partition 0, once no transaction is open on it (the last commit's marker lands after
     commit_transaction returns: the coordinator answers EndTxn once PrepareCommit is written)."""
     end = wait_for(lambda: (lso := end_offset(cluster, topic, "read_committed")) == end_offset(

@@ -1,5 +1,5 @@
 """Waiting on a condition with a deadline: how the integration tests wait (never sleep-and-hope). One
 implementation, in the product's container room (the soak waits the same way)."""
-from scripts.containers.conditions import wait_for
+from zkafka.testing.conditions import wait_for
 
 __all__ = ["wait_for"]

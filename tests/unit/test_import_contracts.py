@@ -37,6 +37,7 @@ VIOLATIONS = {
     "soak-checker-pure": ("scripts.soak.checker.core", "confluent_kafka"),
     "product-never-imports-scripts": ("consumer_group.spark.source", "scripts.local.cluster"),
     "scripts-rooms": ("scripts.tools.kafka_acls", "scripts.bench.stats"),
+    "public-api-stands-alone": ("zkafka.testing.cluster", "scripts.local.cluster"),
     "tools-independent": ("scripts.tools.kafka_acls", "scripts.tools.kafka_leader_election"),
     "configs-syntax": ("scripts.tools.kafka_configs.syntax", "scripts.tools.kafka_configs.command"),
     "no-cycles": ("brokers.protocol.record_batch", "brokers.protocol.record"),

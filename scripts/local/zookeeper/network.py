@@ -4,8 +4,8 @@ from __future__ import annotations
 import random
 import re
 import socket
-from pathlib import Path
 
+from zkafka.testing.ports import ephemeral_low, port_free
 from scripts.local.zookeeper.config import FIRST_PORT, SERVING_MODES, ZooKeeperError, ensemble_ports
 
 def parse_srvr(text: str) -> dict:
@@ -59,31 +59,18 @@ def find_free_base_port(size: int = 1, attempts: int = 200) -> int:
     the kernel's ephemeral range: a port found free inside it (binding port 0) can be taken by any outgoing
     connection before the server that was meant to get it binds (a broker's ``address already
     in use`` seconds after its port was chosen)."""
-    low, high = FIRST_PORT, _ephemeral_low() - 1
+    low, high = FIRST_PORT, ephemeral_low() - 1
     for _ in range(attempts):
         base = random.randint(low, high)
         try:
             wanted = [p for ports in ensemble_ports(base, size) for p in ports]
         except ValueError:
             continue
-        if max(wanted) <= high and all(_port_free(p) for p in set(wanted)):
+        if max(wanted) <= high and all(port_free(p) for p in set(wanted)):
             return base
     raise ZooKeeperError(f"no free block of ports for a {size}-node ensemble after {attempts} attempts")
 
 
-def _ephemeral_low() -> int:
-    """The first port of the kernel's ephemeral range (Linux's default 32768 where it cannot be read)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 

@@ -1,4 +1,4 @@
-"""How each fault kind starts and heals on a ``ContainerCluster``.
+"""How each fault kind starts and heals on a ``ZkafkaCluster``.
 
 ``Faults(cluster, hot_key).start(spec)`` resolves the spec's role to nodes now, applies the fault and returns
 an ``Applied``: the nodes hit (``brokers``: their broker ids), a detail line and ``heal()``. A fault that
@@ -11,10 +11,10 @@ still claims it), ``random`` (a running broker), ``zk-leader``, ``random-zk`` (a
 
 Mechanisms: kill = SIGKILL (``docker kill``), heal = start; term = SIGTERM with 30 s to finish the controlled
 shutdown, heal = start; pause = the cgroup freezer, heal = unpause; partitions = iptables in every node
-involved, in the nemesis' own chain (``scripts.containers.network``), heal = flush it; the ring orders the
+involved, in the nemesis' own chain (``zkafka.testing.network``), heal = flush it; the ring orders the
 nodes zk1, zk2, zk3, broker1.. so the ZooKeepers keep a quorum through zk2 while broker2 (in the middle of the
 brokers) is cut from ZooKeeper; degrade = netem (or tbf) on every node, heal = delete the qdisc; disk faults
-act on the small log dir (``scripts.containers.disk``), heal = undo and restart the broker (an offline log
+act on the small log dir (``zkafka.testing.disk``), heal = undo and restart the broker (an offline log
 dir comes back only with a restart); reassign = the project's ``kafka-reassign-partitions`` moves the hot
 partition to another replica order (or swaps a follower for a broker outside its replicas when there is one),
 heal = wait (bounded) until ``--verify`` says completed; preferred-election = ``kafka-leader-election
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from scripts.containers.cluster import ContainerCluster
-from scripts.containers import network as net
+from zkafka.testing.cluster import ZkafkaCluster
+from zkafka.testing import network as net
 from scripts.soak.history import split_key
 from scripts.soak.nemesis.schedule import FaultSpec
 
@@ -58,7 +58,7 @@ class Applied:
 
 
 class Faults:
-    def __init__(self, cluster: ContainerCluster, hot_key: str):
+    def __init__(self, cluster: ZkafkaCluster, hot_key: str):
         self.cluster = cluster
         self.hot_key = hot_key
         self.topic, self.partition = split_key(hot_key)
@@ -332,7 +332,7 @@ STARTERS: dict[str, Callable[[Faults, FaultSpec], Applied]] = {
 }
 
 
-def heal_everything(cluster: ContainerCluster) -> list[str]:
+def heal_everything(cluster: ZkafkaCluster) -> list[str]:
     """Undo any fault, whatever started it: unpause, start stopped ZooKeepers then brokers, flush the
     nemesis chain and delete the qdisc on every node, restore the small log dir (restarting its broker if
     it was faulty). Idempotent; returns what it did."""

@@ -1,4 +1,4 @@
-"""The nemesis thread: runs a fault schedule against a ``ContainerCluster`` and logs what it did.
+"""The nemesis thread: runs a fault schedule against a ``ZkafkaCluster`` and logs what it did.
 
 ``Nemesis(cluster, schedule, log_path, hot_key)``: ``start()`` takes the time origin (monotonic) and starts
 the thread; at each spec's ``at_s`` it starts the fault, at ``at_s + duration_s`` it heals it (heals before
@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from scripts.containers.cluster import ContainerCluster
+from zkafka.testing.cluster import ZkafkaCluster
 from scripts.soak.nemesis.faults import Applied, Faults, heal_everything
 from scripts.soak.nemesis.schedule import FaultSpec
 
@@ -42,7 +42,7 @@ def timeline(schedule: list[FaultSpec]) -> list[tuple[float, str, int]]:
 
 
 class Nemesis:
-    def __init__(self, cluster: ContainerCluster, schedule: list[FaultSpec], log_path: Path | str, hot_key: str):
+    def __init__(self, cluster: ZkafkaCluster, schedule: list[FaultSpec], log_path: Path | str, hot_key: str):
         self.cluster = cluster
         self.schedule = list(schedule)
         self.log_path = Path(log_path)

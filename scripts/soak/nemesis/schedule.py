@@ -35,7 +35,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from scripts.containers.defaults import SESSION_TIMEOUT_MS
+from zkafka.testing.defaults import SESSION_TIMEOUT_MS
 
 SESSION_S = SESSION_TIMEOUT_MS / 1000
 

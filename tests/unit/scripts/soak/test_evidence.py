@@ -7,7 +7,7 @@ from scripts.soak.evidence import dump_script, keep_evidence, named_partitions
 
 
 class RecordingCluster:
-    """The two calls evidence makes of a ContainerCluster, answered from memory (broker 2 cannot be read)."""
+    """The two calls evidence makes of a ZkafkaCluster, answered from memory (broker 2 cannot be read)."""
 
     broker_ids = [1, 2]
     zookeepers = {1: None}

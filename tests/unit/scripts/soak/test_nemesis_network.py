@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.containers import network as net
+from zkafka.testing import network as net
 from scripts.soak.nemesis.faults import new_replicas
 
 NODES = ["zk1", "zk2", "zk3", "broker1", "broker2", "broker3"]

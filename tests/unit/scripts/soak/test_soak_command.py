@@ -84,7 +84,7 @@ def test_a_harness_failure_says_how_to_fix_it_and_exits_3(monkeypatch, capsys, t
     out = capsys.readouterr().out
     assert out.startswith("soak seed: 7\n")
     assert "Docker is not ready (DockerException: no engine)" in out
-    assert "compose/ensure-docker.sh" in out and "compose/build-images.sh --offline" in out
+    assert "compose/ensure-docker.sh" in out and "zkafka images build --offline" in out
 
 
 @pytest.mark.parametrize("failure", [SoakHarnessError("the cluster did not start: boom"), RuntimeError("docker gone")])

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from scripts.containers.conditions import wait_for
+from zkafka.testing.conditions import wait_for
 from scripts.soak.workloads import launcher
 from scripts.soak.workloads.common import EXIT_CLOSE_TIMEOUT, BoundedCall, clean_stop, exit_name
 from scripts.soak.workloads.launcher import WorkloadProcess, stop_all, supervise

@@ -3,6 +3,6 @@ the brokers' ZooKeeper session timeout) without importing Docker's client."""
 from __future__ import annotations
 
 SESSION_TIMEOUT_MS = 6000
-DATA_LOG_DIR = "/var/lib/zkafka/data"  # the image's log.dirs (compose/Dockerfile's KAFKA_LOG_DIRS)
+DATA_LOG_DIR = "/var/lib/zkafka/data"  # the image's log.dirs (the image's KAFKA_LOG_DIRS)
 SMALL_LOG_DIR = "/var/lib/zkafka/small"
 SMALL_LOG_DIR_MIB = 64

@@ -3,7 +3,7 @@
 # debootstrap bookworm (minbase) with python3, venv, Java 17, ZooKeeper and network tools, then
 # `docker import` the root filesystem without apt caches, docs, man pages and locales.
 #
-#   compose/offline-base.sh [--force] [--tag IMAGE]
+#   offline-base.sh [--force] [--tag IMAGE]
 #
 # Skips everything when the image already exists (unless --force). Uses the Debian mirror apt already
 # uses on this machine (first http(s) URI of the main archive in /etc/apt/sources.list{,.d}), override

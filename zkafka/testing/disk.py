@@ -10,7 +10,7 @@ owns it runs as ``RUN_AS_UID`` (not root), so taking the directory's permissions
 """
 from __future__ import annotations
 
-from scripts.containers.defaults import SMALL_LOG_DIR
+from zkafka.testing.defaults import SMALL_LOG_DIR
 
 RUN_AS_UID = 65534  # nobody, in both images
 HOLDER_MOUNT = "/held"  # where the sidecar mounts the volume: the faults act there, whatever the broker's state
@@ -21,7 +21,7 @@ FILLER = ".nemesis-filler"
 # broker stays PID 1 and gets docker's SIGTERM).
 RUN_AS_SCRIPT = (f"chown -R {RUN_AS_UID}:{RUN_AS_UID} /etc/zkafka /var/lib/zkafka && "
                  f"exec setpriv --reuid={RUN_AS_UID} --regid={RUN_AS_UID} --clear-groups "
-                 f"/usr/local/bin/broker-entrypoint.sh")
+                 f"/usr/local/bin/zkafka-entrypoint")
 
 
 def fill_script(directory: str = HOLDER_MOUNT) -> str:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zkafka broker entrypoint: writes server.properties from KAFKA_* environment variables the way
+# The zkafka image's entrypoint: writes server.properties from KAFKA_* environment variables the way
 # Confluent's images do, then execs the broker (PID 1 gets SIGTERM -> controlled shutdown).
 #
 #   KAFKA_BROKER_ID=1                      -> broker.id=1
@@ -13,10 +13,19 @@
 # broker's log level. A mounted /etc/zkafka/server.properties is used as is when ZKAFKA_CONFIG_FROM_ENV=false.
 #
 # Arguments: none or options (--override k=v, --log-level ...) -> passed to kafka-server-start;
-# anything else (e.g. `zkafka demo groups ...`, `bash`) is exec'd instead of the broker.
+# `standalone [options]` -> ZooKeeper in the background (zookeeper-server, standalone, its data in
+# /var/lib/zkafka/zookeeper, its output prefixed `zookeeper| `) and the broker connected to it at
+# 127.0.0.1:2181 (unless KAFKA_ZOOKEEPER_CONNECT says otherwise): one container, one cluster (ZkafkaContainer);
+# anything else (e.g. `zookeeper-server`, `zkafka demo groups ...`, `bash`) is exec'd instead of the broker.
 set -euo pipefail
 
-if [ "$#" -gt 0 ] && [ "${1#-}" = "$1" ]; then
+if [ "${1:-}" = standalone ]; then
+  shift
+  export ZOO_CONF_DIR=/var/lib/zkafka/zookeeper/conf ZOO_DATA_DIR=/var/lib/zkafka/zookeeper/data \
+    ZOO_DATA_LOG_DIR=/var/lib/zkafka/zookeeper/datalog
+  (unset ZOO_SERVERS; exec zookeeper-server 2>&1 | sed -u 's/^/zookeeper| /') &
+  export KAFKA_ZOOKEEPER_CONNECT=${KAFKA_ZOOKEEPER_CONNECT:-127.0.0.1:2181}
+elif [ "$#" -gt 0 ] && [ "${1#-}" = "$1" ]; then
   exec "$@"
 fi
 
@@ -33,7 +42,7 @@ if [ "${ZKAFKA_CONFIG_FROM_ENV:-true}" = true ]; then
   mkdir -p "$(dirname "$CONFIG")"
   tmp=$CONFIG.tmp
   {
-    echo "# written by broker-entrypoint.sh from KAFKA_* environment variables"
+    echo "# written by zkafka-entrypoint from KAFKA_* environment variables"
     env | LC_ALL=C sort | while IFS='=' read -r name value; do
       case "$name" in
         KAFKA_*) ;;
@@ -52,7 +61,7 @@ if [ "${ZKAFKA_CONFIG_FROM_ENV:-true}" = true ]; then
 fi
 
 for dir in $(sed -n 's/^log\.dirs=//p' "$CONFIG" | tr ',' ' '); do mkdir -p "$dir"; done
-echo "broker-entrypoint: $CONFIG:" >&2
+echo "zkafka-entrypoint: $CONFIG:" >&2
 sed 's/^/  /' "$CONFIG" >&2
 
 exec kafka-server-start "$CONFIG" --log-level "${ZKAFKA_LOG_LEVEL:-INFO}" "$@"

@@ -1,0 +1,1 @@
+"""``zkafka images ...``: the zkafka container images (the implementation is ``zkafka.images``)."""
