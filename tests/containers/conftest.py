@@ -42,8 +42,9 @@ def require(problem: str | None) -> None:
     pytest.skip(f"{problem}: {HOW_TO_ENABLE}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def docker_ready():
+    """Every test of the tier, the ones written as a user would (no fixture of ours named) included."""
     problem = docker_problem()
     require(f"Docker is not ready ({problem})" if problem is not None else None)
 

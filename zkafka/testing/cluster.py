@@ -33,12 +33,11 @@ from testcontainers.core.network import Network
 from zkafka.images import broker_image, require_image, zookeeper_image
 from zkafka.testing import disk, network as net
 from zkafka.testing.conditions import wait_for
-from zkafka.testing.defaults import DATA_LOG_DIR, SESSION_TIMEOUT_MS, SMALL_LOG_DIR, SMALL_LOG_DIR_MIB
+from zkafka.testing.defaults import DATA_LOG_DIR, LABELS, SESSION_TIMEOUT_MS, SMALL_LOG_DIR, SMALL_LOG_DIR_MIB
 from zkafka.testing.logs import container_logs
 from zkafka.testing.ports import free_ports
 from zkafka.testing.properties import property_env
 
-LABELS = {"zkafka.testing": "true"}
 HTTP_PORT = 8080
 ENSEMBLE_SIZES = (1, 3)
 __all__ = ["SESSION_TIMEOUT_MS", "ZkafkaCluster", "controller_view"]
@@ -277,8 +276,8 @@ class ZkafkaCluster:
 
     def controller_id(self, timeout: float = 60) -> int:
         """The active controller: of the brokers that say they are, the one with the highest controller epoch
-        (a broker cut off from ZooKeeper cannot learn that its session ended and may still say so), once a
-        majority of the brokers' metadata names it (waits up to ``timeout`` s through an election)."""
+        (a broker cut off from ZooKeeper cannot learn that its session ended and may still say so), once most
+        of the brokers that answer name it in their metadata (waits up to ``timeout`` s through an election)."""
         def agreed() -> int | None:
             health = {b: self.health(b) for b in self.broker_ids}
             claims = {b: controller_view(h).get("epoch") or 0 for b, h in health.items()
@@ -286,9 +285,10 @@ class ZkafkaCluster:
             if not claims:
                 return None
             controller = max(claims, key=claims.get)
-            named = sum(1 for h in health.values() if h and h["metadata"].get("controller_id") == controller)
-            return controller if named > len(self.broker_ids) // 2 else None
-        return wait_for(agreed, timeout, "a controller that a majority of the brokers' metadata names", 0.1)
+            answering = [h for h in health.values() if h]
+            named = sum(1 for h in answering if h["metadata"].get("controller_id") == controller)
+            return controller if named > len(answering) // 2 else None
+        return wait_for(agreed, timeout, "a controller that most answering brokers' metadata names", 0.1)
 
     def partition_state(self, topic: str, partition: int) -> dict | None:
         """The partition's leader, leader epoch, replicas and ISR as the controller's broker has it in its

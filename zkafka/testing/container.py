@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from testcontainers.core.container import DockerContainer
 
 from zkafka.images import broker_image, require_image
+from zkafka.testing.defaults import LABELS
 from zkafka.testing.logs import container_logs
 from zkafka.testing.ports import free_ports
 from zkafka.testing.properties import property_env
@@ -54,6 +55,7 @@ class ZkafkaContainer(DockerContainer):
         self.properties: dict[str, object] = {**SINGLE_BROKER_PROPERTIES, **(properties or {})}
         self.ready_seconds: float | None = None
         self.with_command("standalone")
+        self.with_kwargs(labels=dict(LABELS))
 
     def with_property(self, key: str, value: object) -> "ZkafkaContainer":
         """Override one broker property (``server.properties`` name)."""
