@@ -61,7 +61,7 @@ def keep_evidence(cluster, out_dir: Path, result) -> Path | None:
         for topic, partition in sorted(partitions):
             (evidence / f"broker{b}-{topic}-{partition}.txt").write_text(
                 _read(lambda: cluster.exec_root(f"broker{b}", dump_script(topic, partition), check=False)))
-    for node in [*(f"broker{b}" for b in cluster.broker_ids), *(f"zk{z}" for z in cluster.zookeepers)]:
+    for node in [*(f"broker{b}" for b in cluster.broker_ids), *(f"zk{z}" for z in cluster.zookeeper_ids)]:
         (evidence / f"{node}.log").write_text(
             _read(lambda: cluster.container(node).logs().decode(errors="replace")))
     return evidence

@@ -22,7 +22,6 @@ Failures of the harness itself (no Docker, the cluster did not start, the worklo
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import threading
@@ -31,12 +30,9 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-# testcontainers settings that work on this kind of machine (as tests/conftest.py): no Ryuk, the
-# local socket, loopback addresses for published ports.
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-os.environ.setdefault("DOCKER_HOST", "unix:///var/run/docker.sock")
-os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
-os.environ.setdefault("TC_HOST", "127.0.0.1")
+from zkafka.testing.local_engine import use_local_engine
+
+use_local_engine()  # before testcontainers is imported
 
 from zkafka.images import broker_image, docker_problem, zookeeper_image  # noqa: E402
 from zkafka.testing.cluster import ZkafkaCluster  # noqa: E402

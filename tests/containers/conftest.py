@@ -10,12 +10,9 @@ import os
 
 import pytest
 
-# testcontainers settings that work on this kind of machine (platform-notes §3.1): no Ryuk (no registry to
-# pull it from; we clean up by label), the local socket, and loopback addresses for published ports.
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-os.environ.setdefault("DOCKER_HOST", "unix:///var/run/docker.sock")
-os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
-os.environ.setdefault("TC_HOST", "127.0.0.1")
+from zkafka.testing.local_engine import use_local_engine
+
+use_local_engine()  # this kind of machine (platform-notes §3.1): no registry for Ryuk, the local socket
 
 from zkafka.images import broker_image, docker_problem, zookeeper_image  # noqa: E402
 from zkafka.testing import ZkafkaCluster  # noqa: E402

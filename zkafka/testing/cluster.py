@@ -22,8 +22,6 @@ reaps them where it runs); ``stop`` removes them.
 """
 from __future__ import annotations
 
-import json
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
@@ -31,10 +29,13 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from zkafka.images import broker_image, require_image, zookeeper_image
-from zkafka.testing import disk, network as net
+from zkafka.testing import disk
 from zkafka.testing.conditions import wait_for
+from zkafka.testing.disk_faults import SmallLogDirFaults
 from zkafka.testing.defaults import DATA_LOG_DIR, LABELS, SESSION_TIMEOUT_MS, SMALL_LOG_DIR, SMALL_LOG_DIR_MIB
 from zkafka.testing.logs import container_logs
+from zkafka.testing.network_faults import NetworkFaults
+from zkafka.testing.observation import ClusterObservation, controller_view
 from zkafka.testing.ports import free_ports
 from zkafka.testing.properties import property_env
 
@@ -43,14 +44,8 @@ ENSEMBLE_SIZES = (1, 3)
 __all__ = ["SESSION_TIMEOUT_MS", "ZkafkaCluster", "controller_view"]
 
 
-def controller_view(health: dict | None) -> dict:
-    """A broker's ``/healthz`` controller section; empty while it is down, slow to answer (None) or starting (no
-    controller object yet: its HTTP port opens before the controller candidate does)."""
-    return (health or {}).get("controller") or {}
-
-
 @dataclass
-class ZkafkaCluster:
+class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
     """``brokers`` zkafka brokers and a ZooKeeper ensemble of ``zookeepers`` nodes (1 or 3), each in its own
     container. ``properties``: broker properties for every broker (Kafka's names). Use as a context manager
     or ``start()`` / ``stop()``; ``start()`` returns once every broker is registered, one controller is
@@ -237,86 +232,6 @@ class ZkafkaCluster:
         return container_logs({name: c.get_wrapped_container() for name, c in containers.items()
                                if c._container is not None}, tail)
 
-    # -- observation ---------------------------------------------------------------------------
-    def health(self, b: int, timeout: float = 1.0) -> dict | None:
-        try:
-            with urllib.request.urlopen(f"http://{self.host}:{self.http_ports[b]}/healthz", timeout=timeout) as r:
-                return json.loads(r.read())
-        except Exception:  # noqa: BLE001 - down, paused, partitioned
-            return None
-
-    def controllers(self, brokers: list[int] | None = None) -> set[int]:
-        """The brokers that consider themselves the active controller."""
-        return {b for b in brokers or self.broker_ids if controller_view(self.health(b)).get("is_controller")}
-
-    def wait_until_ready(self, brokers: list[int] | None = None, timeout: float = 90) -> None:
-        ids = brokers or self.broker_ids
-
-        def ready() -> bool:
-            health = {b: self.health(b) for b in ids}
-            if not all(h and h.get("broker_epoch", -1) > 0 for h in health.values()):
-                return False
-            active = self.controllers(ids)
-            return len(active) == 1 and all(
-                h["metadata"].get("controller_id") in active and set(ids) <= set(h["metadata"]["live_brokers"])
-                for h in health.values())
-        wait_for(ready, timeout, f"brokers {ids} registered, one controller, metadata everywhere")
-
-    def zk_mode(self, z: int) -> str | None:
-        """``leader`` / ``follower`` / ``standalone``, or None if the node does not serve (``srvr``, not ``ruok``)."""
-        try:
-            code, output = self.zookeeper_containers[z].get_wrapped_container().exec_run(
-                ["sh", "-c", "echo srvr | nc -q 1 127.0.0.1 2181 || echo srvr | nc 127.0.0.1 2181"])
-        except Exception:  # noqa: BLE001 - killed or paused
-            return None
-        for line in output.decode(errors="replace").splitlines():
-            if line.startswith("Mode:"):
-                return line.split(":", 1)[1].strip()
-        return None
-
-    def controller_id(self, timeout: float = 60) -> int:
-        """The active controller: of the brokers that say they are, the one with the highest controller epoch
-        (a broker cut off from ZooKeeper cannot learn that its session ended and may still say so), once most
-        of the brokers that answer name it in their metadata (waits up to ``timeout`` s through an election)."""
-        def agreed() -> int | None:
-            health = {b: self.health(b) for b in self.broker_ids}
-            claims = {b: controller_view(h).get("epoch") or 0 for b, h in health.items()
-                      if controller_view(h).get("is_controller")}
-            if not claims:
-                return None
-            controller = max(claims, key=claims.get)
-            answering = [h for h in health.values() if h]
-            named = sum(1 for h in answering if h["metadata"].get("controller_id") == controller)
-            return controller if named > len(answering) // 2 else None
-        return wait_for(agreed, timeout, "a controller that most answering brokers' metadata names", 0.1)
-
-    def partition_state(self, topic: str, partition: int) -> dict | None:
-        """The partition's leader, leader epoch, replicas and ISR as the controller's broker has it in its
-        metadata (the controller's UpdateMetadata reaches it like any broker); None if it has no such
-        partition."""
-        health = self.health(self.controller_id())
-        return (health or {}).get("metadata", {}).get("partitions", {}).get(f"{topic}-{partition}")
-
-    def leader_of(self, topic: str, partition: int) -> int:
-        """The partition's leader's broker id (-1: no leader, or the controller does not know the partition)."""
-        state = self.partition_state(topic, partition)
-        return state["leader"] if state else -1
-
-    def isr_of(self, topic: str, partition: int) -> list[int]:
-        state = self.partition_state(topic, partition)
-        return sorted(state["isr"]) if state else []
-
-    def wait_for_isr(self, topic: str, partition: int, size: int, timeout: float = 60) -> list[int]:
-        """Wait until the partition's ISR has ``size`` replicas (and a leader); returns it."""
-        def isr() -> list[int] | None:
-            state = self.partition_state(topic, partition)
-            return sorted(state["isr"]) if state and state["leader"] >= 0 and len(state["isr"]) == size else None
-        return wait_for(isr, timeout, f"{topic}-{partition}'s ISR to have {size} replicas", 0.1)
-
-    def partition_view(self, b: int, topic: str, partition: int) -> dict | None:
-        h = self.health(b)
-        return h["partitions"].get(f"{topic}-{partition}") if h else None
-
     # -- nodes -------------------------------------------------------------------------------------
     def container(self, node: str):
         """The docker-py container of a node (``zk2``, ``broker1``)."""
@@ -358,7 +273,7 @@ class ZkafkaCluster:
         attrs = docker.from_env().networks.get(self.network.name).attrs
         return attrs["IPAM"]["Config"][0]["Gateway"]
 
-    # -- faults: processes -------------------------------------------------------------------------
+    # -- faults: processes (the network's and the disk's are in the mixins) ------------------------------
     def wrapped(self, b: int):
         return self.broker_containers[b].get_wrapped_container()
 
@@ -409,104 +324,3 @@ class ZkafkaCluster:
         self.kill_zookeeper(leader)
         return leader
 
-    # -- faults: network ---------------------------------------------------------------------------
-    def partition(self, groups: list[set[str]]) -> dict[str, set[str]]:
-        """Cut the cluster into ``groups`` of node names: each node of a group drops traffic to and from
-        every node outside it. Returns who drops whom."""
-        grudge = net.grudge_from_groups(groups, self.nodes)
-        self.apply_grudge(grudge)
-        return grudge
-
-    def apply_grudge(self, grudge: dict[str, set[str]]) -> None:
-        """Each node drops traffic to and from the nodes it names (added to the rules in place)."""
-        for node, peers in grudge.items():
-            if peers:
-                self.exec_root(node, net.drop_script(self.node_ip(p) for p in sorted(peers)))
-
-    def cut_clients(self) -> None:
-        """Every broker drops the host's connections to its published Kafka port; its HTTP port, the
-        inter-broker traffic and ZooKeeper stay."""
-        gateway = self.gateway_ip()
-        for b in self.broker_ids:
-            self.exec_root(f"broker{b}", net.drop_script([gateway], port=self.kafka_ports[b]))
-
-    def heal_partitions(self, nodes: list[str] | None = None) -> list[str]:
-        """Flush the nemesis chain on every running node; returns the nodes that could not be reached."""
-        missed = []
-        for node in nodes or self.nodes:
-            try:
-                self.exec_root(node, net.flush_script())
-            except Exception:  # noqa: BLE001 - stopped or paused: its rules die with its network namespace
-                missed.append(node)
-        return missed
-
-    def degrade_network(self, nodes: list[str] | None = None, delay_ms: int = 100, rate: str = "3mbit") -> dict[str, str]:
-        """Delay and rate-limit each node's egress; returns the qdisc each node got (``netem``, or ``tbf``
-        where the kernel lacks netem: the rate only)."""
-        return {node: self.exec_root(node, net.netem_script(delay_ms, rate)).strip() for node in nodes or self.nodes}
-
-    def restore_network(self, nodes: list[str] | None = None) -> list[str]:
-        missed = []
-        for node in nodes or self.nodes:
-            try:
-                self.exec_root(node, net.clear_netem_script())
-            except Exception:  # noqa: BLE001
-                missed.append(node)
-        return missed
-
-    def isolate_broker(self, b: int) -> None:
-        """Drop all traffic between broker ``b`` and every other container (brokers and ZooKeeper), with
-        iptables inside its container; the host still reaches its published ports (they arrive from the
-        network's gateway)."""
-        self.apply_grudge({f"broker{b}": set(self.nodes) - {f"broker{b}"}})
-
-    def heal_broker(self, b: int) -> None:
-        self.exec_root(f"broker{b}", net.flush_script())
-
-    def heal(self) -> list[str]:
-        """Undo every network fault: partitions, isolations and client cuts (the nemesis chain flushed on
-        every running node) and netem; returns the nodes that could not be reached (stopped or paused: a
-        restarted container starts with no rules)."""
-        missed = self.heal_partitions()
-        self.restore_network([n for n in self.nodes if n not in missed])
-        return missed
-
-    # -- faults: the small log dir (acted on through the sidecar that holds it, whatever the broker's state)
-    def _holder(self):
-        if self.disk_holder is None:
-            raise RuntimeError("this cluster has no small log dir (ZkafkaCluster(small_log_dir=b))")
-        return self.disk_holder.get_wrapped_container()
-
-    def _holder_exec(self, script: str) -> str:
-        code, output = self._holder().exec_run(["sh", "-c", script], user="root")
-        text = output.decode(errors="replace")
-        if code != 0:
-            raise RuntimeError(f"disk holder: `{script}` exited {code}: {text.strip()}")
-        return text
-
-    def fill_small_dir(self) -> str:
-        """Fill the small log dir's file system; returns ``df``'s use% of it."""
-        self._holder_exec(disk.fill_script())
-        return self.small_dir_usage()
-
-    def small_dir_usage(self) -> str:
-        return self._holder_exec(disk.usage_script()).strip()
-
-    def small_dir_faulty(self) -> bool:
-        """A filler is in the small log dir or its permissions are taken away."""
-        code, _ = self._holder().exec_run(["sh", "-c", disk.faulty_script()], user="root")
-        return code == 0
-
-    def make_small_dir_unwritable(self) -> None:
-        self._holder_exec(disk.unwritable_script())
-
-    def small_dir_writable_by_broker(self) -> bool:
-        """Whether the broker's user can create a file in the small log dir (its container must run)."""
-        code, _ = self.wrapped(self.small_log_dir).exec_run(["sh", "-c", disk.probe_write_script()],
-                                                            user=str(disk.RUN_AS_UID))
-        return code == 0
-
-    def restore_small_dir(self) -> None:
-        """Remove the filler and give the directory back to the broker's user (the broker still needs a
-        restart to bring an offline log dir back)."""
-        self._holder_exec(f"{disk.unfill_script()} && {disk.writable_script()}")

@@ -6,6 +6,7 @@ by its ``run``.
 from __future__ import annotations
 
 from scripts.bench.commands import (clients, cluster, formats, group, http, reassign, replication, scale, security,
-                                    spark, storage, suite, txn)
+                                    spark, storage, suite, testcontainers, txn)
 
-COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign, formats, txn, scale)
+COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign, formats, txn, scale,
+            testcontainers)

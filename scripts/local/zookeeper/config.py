@@ -17,7 +17,7 @@ DEFAULT_PORT = 2181
 DEFAULT_DATA_DIR = Path(".zkafka/zookeeper")
 DEFAULT_TICK_TIME = 2000
 PORT_STRIDE = 10
-FIRST_PORT = 10000  # free ports for tests and benchmarks are drawn from here up to the ephemeral range
+from zkafka.testing.ports import FIRST_PORT  # noqa: E402,F401 - free ports are drawn from here up to the ephemeral range
 MAX_ENSEMBLE = PORT_STRIDE
 STATE_FILE = "zkafka-zookeeper.json"
 SERVING_MODES = frozenset({"standalone", "leader", "follower"})

@@ -10,7 +10,7 @@ class RecordingCluster:
     """The two calls evidence makes of a ZkafkaCluster, answered from memory (broker 2 cannot be read)."""
 
     broker_ids = [1, 2]
-    zookeepers = {1: None}
+    zookeeper_ids = [1]
 
     def __init__(self):
         self.scripts: list[tuple[str, str]] = []
