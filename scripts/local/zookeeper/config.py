@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from zkafka.testing import ports
+
 DEFAULT_PORT = 2181
 DEFAULT_DATA_DIR = Path(".zkafka/zookeeper")
 DEFAULT_TICK_TIME = 2000
 PORT_STRIDE = 10
-from zkafka.testing.ports import FIRST_PORT  # noqa: E402,F401 - free ports are drawn from here up to the ephemeral range
+FIRST_PORT = ports.FIRST_PORT  # free ports for tests and benchmarks are drawn from here up to the ephemeral range
 MAX_ENSEMBLE = PORT_STRIDE
 STATE_FILE = "zkafka-zookeeper.json"
 SERVING_MODES = frozenset({"standalone", "leader", "follower"})
