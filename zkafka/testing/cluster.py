@@ -23,6 +23,7 @@ reaps them where it runs); ``stop`` removes them.
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from testcontainers.core.container import DockerContainer
@@ -42,6 +43,14 @@ from zkafka.testing.properties import property_env
 HTTP_PORT = 8080
 ENSEMBLE_SIZES = (1, 3)
 __all__ = ["SESSION_TIMEOUT_MS", "ZkafkaCluster", "controller_view"]
+
+
+def _start_together(containers) -> None:
+    """Create and start containers concurrently (each a Docker API round trip of ~0.3 s); the first failure
+    is raised once all have been tried."""
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for future in [pool.submit(container.start) for container in containers]:
+            future.result()
 
 
 @dataclass
@@ -133,13 +142,16 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
         self.host = probe.get_container_host_ip()
         self.network = Network(docker_network_kw={"labels": LABELS})
         self.network.create()
-        for z in self.zookeeper_ids:
-            self.zookeeper_containers[z] = self._zookeeper(z).start()
-        wait_for(lambda: self.zk_leader() is not None, timeout, "the ZooKeeper ensemble to elect a leader")
+        self.zookeeper_containers = {z: self._zookeeper(z) for z in self.zookeeper_ids}
+        _start_together(self.zookeeper_containers.values())
         if self.small_log_dir is not None:
-            self.disk_holder = self._disk_holder().start()
-        for b in self.broker_ids:
-            self.broker_containers[b] = self._broker(b).start()
+            self.disk_holder = self._disk_holder()
+            self.disk_holder.start()
+        # The brokers start while the ensemble elects its leader: they retry the connection (at least once a
+        # second, for zookeeper.connection.timeout.ms) and are up by the time it serves.
+        self.broker_containers = {b: self._broker(b) for b in self.broker_ids}
+        _start_together(self.broker_containers.values())
+        wait_for(lambda: self.zk_leader() is not None, timeout, "the ZooKeeper ensemble to elect a leader")
         self.wait_until_ready(timeout=timeout)
         self.ready_seconds = wait_for_acknowledged_produce(self.bootstrap_servers, timeout, min(3, self.brokers))
         for name in self.nodes:
@@ -164,6 +176,7 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
             "broker.id": b,
             "zookeeper.connect": ",".join(f"zk{z}:2181" for z in self.zookeeper_ids),
             "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
+            "zookeeper.connection.timeout.ms": 120_000,  # the first connection waits out the ensemble's election
             "listeners": f"INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:{port}",
             "advertised.listeners": f"INTERNAL://broker{b}:9092,EXTERNAL://{self.host}:{port}",
             "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
