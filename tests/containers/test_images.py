@@ -1,7 +1,8 @@
 """``zkafka images build --online`` end to end, with stand-ins for the registry's images: this machine has no
 registry, so a Python 3.11 base (``zkafka-base:bookworm``) stands in for ``python:3.11-slim`` and an image
-laid out like the official ``zookeeper`` one (``/$DISTRO_NAME/lib``, a JRE at ``$JAVA_HOME``) for
-``zookeeper:3.8``. The images built must take ZooKeeper and Java from that layout and work as ZkafkaContainer's."""
+laid out like the official ``zookeeper`` one for ``zookeeper:3.8`` (as its Dockerfile makes it: ``DISTRO_NAME``
+a build ARG and the working directory, the jars in ``/$DISTRO_NAME/lib``, ``logback.xml`` moved to ``/conf``, a
+JRE at ``$JAVA_HOME``). The images built must take ZooKeeper and Java from that layout and work as ZkafkaContainer's."""
 from __future__ import annotations
 
 import os
@@ -18,8 +19,10 @@ from zkafka.images.build import OFFLINE_BASE
 from zkafka.testing import ZkafkaContainer
 
 OFFICIAL_LAYOUT = f"""FROM {OFFLINE_BASE}
-ENV DISTRO_NAME=apache-zookeeper-3.8.0-bin JAVA_HOME=/opt/java/openjdk
-RUN mkdir -p /$DISTRO_NAME/lib /opt/java \\
+ARG DISTRO_NAME=apache-zookeeper-3.8.0-bin
+ENV JAVA_HOME=/opt/java/openjdk
+WORKDIR /$DISTRO_NAME
+RUN mkdir -p /$DISTRO_NAME/lib /opt/java /conf && echo '<configuration/>' > /conf/logback.xml \\
  && cp -L /usr/share/java/*.jar /$DISTRO_NAME/lib/ && mv /$DISTRO_NAME/lib/zookeeper.jar /$DISTRO_NAME/lib/zookeeper-3.8.0.jar \\
  && {{ cp -aL /usr/lib/jvm/java-17-openjdk-amd64 $JAVA_HOME 2>/dev/null || true; }} && $JAVA_HOME/bin/java -version
 """  # (Debian's JRE dir holds a few dangling links: docs, an optional accessibility library)
@@ -54,7 +57,8 @@ def test_an_online_build_takes_zookeeper_and_java_from_the_official_layout(stand
     def run(image: str, *script: str) -> str:
         return subprocess.run(["docker", "run", "--rm", "--entrypoint", "sh", image, "-c", *script],
                               capture_output=True, text=True, check=True).stdout.strip()
-    assert run(images["zookeeper"], "zookeeper-server --classpath") == "/opt/zookeeper/lib/*"
+    assert run(images["zookeeper"], "zookeeper-server --classpath") == "/opt/zookeeper/conf:/opt/zookeeper/lib/*"
+    assert run(images["zookeeper"], "cat /opt/zookeeper/conf/logback.xml") == "<configuration/>"
     assert run(images["broker"], "command -v java") == "/opt/java/bin/java"
     assert docker.from_env().images.get(images["zookeeper"]).attrs["Config"]["Cmd"] == ["zookeeper-server"]
 

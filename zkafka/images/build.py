@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -89,8 +90,23 @@ def docker_dir() -> Path:
     return Path(str(files("zkafka.images") / "docker"))
 
 
+def wheel_problem() -> str | None:
+    """Why this interpreter cannot build the image's wheels, or None: they are installed with ``--no-index`` into
+    the image's CPython 3.11 on Linux, so compiled dependencies must be built or fetched for exactly that."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11) or not sys.platform.startswith("linux"):
+        return (f"the image runs CPython 3.11 on Linux and takes its wheels from this interpreter, which is "
+                f"{sys.implementation.name} {sys.version_info[0]}.{sys.version_info[1]} on {sys.platform}: run "
+                f"`zkafka images build` from a CPython 3.11 environment on Linux")
+    if importlib.util.find_spec("pip") is None:
+        return "this environment has no pip (needed for `pip wheel`): python -m ensurepip, or a venv made with pip"
+    return None
+
+
 def make_context(directory: Path) -> Path:
     """The build context: ``docker/``'s files and ``wheels/`` (zkafka and its core dependencies)."""
+    problem = wheel_problem()
+    if problem is not None:
+        raise BuildError(problem)
     context = directory / "context"
     shutil.copytree(docker_dir(), context)
     wheels = context / "wheels"
@@ -147,6 +163,6 @@ def build(mode: str = "auto", force_base: bool = False, base_image: str = ONLINE
             if result.returncode != 0:
                 raise BuildError(f"{' '.join(command)} failed:\n{result.stderr.strip()[-4000:]}")
     smoke_test(build_plan)
-    docker("image", "prune", "-f", "--filter", "dangling=true", check=False)
+    docker("image", "prune", "-f", "--filter", "dangling=true", "--filter", "label=org.zkafka.image=true", check=False)
     log(f"built {build_plan.broker_tag} and {build_plan.zookeeper_tag} in {time.monotonic() - started:.0f} s")
     return build_plan

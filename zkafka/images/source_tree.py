@@ -68,11 +68,22 @@ def pyproject(dist: Distribution, data: dict[str, list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def installed_packages() -> dict[str, Path]:
+    """Each top-level package's directory; they must sit side by side (a ``scripts`` or ``brokers`` of someone
+    else's, found first on ``sys.path``, is not zkafka's)."""
+    dirs = {name: package_dir(name) for name in PACKAGES}
+    parents = {d.parent for d in dirs.values()}
+    if len(parents) != 1:
+        raise RuntimeError("zkafka's packages are not side by side: " + ", ".join(f"{n} in {d}" for n, d in dirs.items())
+                           + " (another package of one of these names shadows zkafka's on sys.path?)")
+    return dirs
+
+
 def write_source_tree(destination: Path, dist: Distribution | None = None) -> Path:
     """Copy the installed packages to ``destination`` (created) with their pyproject.toml; returns it."""
     dist = dist or distribution("zkafka")
     destination.mkdir(parents=True, exist_ok=True)
-    for name in PACKAGES:
-        shutil.copytree(package_dir(name), destination / name, ignore=IGNORED)
+    for name, directory in installed_packages().items():
+        shutil.copytree(directory, destination / name, ignore=IGNORED)
     (destination / "pyproject.toml").write_text(pyproject(dist, package_data(destination)))
     return destination

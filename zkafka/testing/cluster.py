@@ -26,7 +26,9 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from testcontainers.core.container import DockerContainer
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer, Reaper
+from testcontainers.core.docker_client import DockerClient
 from testcontainers.core.network import Network
 
 from zkafka.images import broker_image, require_image, zookeeper_image
@@ -34,6 +36,7 @@ from zkafka.testing import disk
 from zkafka.testing.conditions import wait_for
 from zkafka.testing.disk_faults import SmallLogDirFaults
 from zkafka.testing.defaults import DATA_LOG_DIR, LABELS, SESSION_TIMEOUT_MS, SMALL_LOG_DIR, SMALL_LOG_DIR_MIB
+from zkafka.testing.local_engine import docker_host_address
 from zkafka.testing.logs import container_logs
 from zkafka.testing.network_faults import NetworkFaults
 from zkafka.testing.observation import ClusterObservation, controller_view
@@ -71,6 +74,7 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
     zookeeper_image: str = field(default_factory=zookeeper_image)
 
     def __post_init__(self) -> None:
+        self.properties = dict(self.properties or {})
         if self.zookeepers not in ENSEMBLE_SIZES:
             raise ValueError(f"zookeepers={self.zookeepers}: an ensemble of 1 or 3 nodes")
         if self.brokers < 1:
@@ -135,11 +139,15 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
     def _start(self, timeout: float) -> None:
         from zkafka.testing.readiness import wait_for_acknowledged_produce
 
-        probe = DockerContainer(self.image)
-        client = probe.get_docker_client().client
-        for image in {self.image, self.zookeeper_image}:
-            require_image(client, image)
-        self.host = probe.get_container_host_ip()
+        client = DockerClient()
+        try:
+            for image in {self.image, self.zookeeper_image}:
+                require_image(client.client, image)
+            self.host = docker_host_address(client)
+        finally:
+            client.client.close()
+        if not testcontainers_config.ryuk_disabled:
+            Reaper.get_instance()  # once, before the concurrent starts below (each would race to create it)
         self.network = Network(docker_network_kw={"labels": LABELS})
         self.network.create()
         self.zookeeper_containers = {z: self._zookeeper(z) for z in self.zookeeper_ids}
@@ -222,9 +230,10 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
         holder = [self.disk_holder] if self.disk_holder is not None else []
         for container in [*self.broker_containers.values(), *self.zookeeper_containers.values(), *holder]:
             try:
-                container.get_wrapped_container().remove(force=True, v=True)
+                container.stop()  # removes it with its volumes, closes its Docker client
             except Exception:  # noqa: BLE001 - already gone
                 pass
+            container._container = None
         if self.disk_holder is not None:
             try:
                 import docker

@@ -8,6 +8,7 @@ from testcontainers.core.container import DockerContainer
 
 from zkafka.images import broker_image, require_image
 from zkafka.testing.defaults import LABELS
+from zkafka.testing.local_engine import docker_host_address
 from zkafka.testing.logs import container_logs
 from zkafka.testing.ports import free_ports
 from zkafka.testing.properties import property_env
@@ -55,7 +56,6 @@ class ZkafkaContainer(DockerContainer):
         self.properties: dict[str, object] = {**SINGLE_BROKER_PROPERTIES, **(properties or {})}
         self.ready_seconds: float | None = None
         self.with_command("standalone")
-        self.with_kwargs(labels=dict(LABELS))
 
     def with_property(self, key: str, value: object) -> "ZkafkaContainer":
         """Override one broker property (``server.properties`` name)."""
@@ -66,24 +66,27 @@ class ZkafkaContainer(DockerContainer):
         """``host:port`` of the Kafka listener, for ``bootstrap.servers``."""
         if self.port is None:
             raise RuntimeError("the container is not started: no port yet")
-        return f"{self.get_container_host_ip()}:{self.port}"
+        return f"{docker_host_address(self.get_docker_client())}:{self.port}"
 
     def start(self, timeout: float = 60) -> "ZkafkaContainer":
-        require_image(self.get_docker_client().client, self.image)
+        client = self.get_docker_client()
+        require_image(client.client, self.image)
         self.port = self.port or free_ports(1)[0]
-        host = self.get_container_host_ip()
+        host = docker_host_address(client)
         env = {"KAFKA_LISTENERS": f"PLAINTEXT://0.0.0.0:{self.port}",
                "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{host}:{self.port}", **property_env(self.properties)}
         for name, value in env.items():
             self.env.setdefault(name, value)
+        self._kwargs["labels"] = {**self._kwargs.get("labels", {}), **LABELS}
         self.with_bind_ports(self.port, self.port)
-        super().start()
         try:
+            super().start()
             self.ready_seconds = wait_for_acknowledged_produce(self.get_bootstrap_server(), timeout)
         except Exception as exc:
-            logs = self.logs()
+            logs = self.logs() if self._container is not None else "(the container did not start)"
             self.stop()
-            raise ContainerNotReady(f"zkafka container not ready: {exc}\n{logs}") from None
+            self._container = None  # a context manager's __exit__ stops it again: nothing left to remove
+            raise ContainerNotReady(f"zkafka container not ready: {exc}\n{logs}") from exc
         return self
 
     def logs(self, tail: int = 200) -> str:

@@ -37,6 +37,18 @@ def pytest_configure(config) -> None:
         "markers", "zkafka_cluster(brokers=3, zookeepers=3, properties=None): the shape of this test's zkafka_cluster")
 
 
+def _testing(module: str):
+    """``zkafka.testing.<module>``, or an error saying which extra brings testcontainers."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"zkafka.testing.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name != "testcontainers" and not (exc.name or "").startswith("testcontainers."):
+            raise
+        raise pytest.UsageError("the zkafka fixtures need testcontainers: pip install 'zkafka[testing]'") from exc
+
+
 def _ini_int(config, name: str) -> int:
     value = config.getini(name)
     try:
@@ -48,9 +60,7 @@ def _ini_int(config, name: str) -> int:
 @pytest.fixture(scope="session")
 def zkafka(request):
     """A zkafka broker with its own ZooKeeper in one container, for the whole session."""
-    from zkafka.testing.container import ZkafkaContainer
-
-    container = ZkafkaContainer(properties=parse_properties(request.config.getini("zkafka_properties")))
+    container = _testing("container").ZkafkaContainer(properties=parse_properties(request.config.getini("zkafka_properties")))
     container.start()
     yield container
     container.stop()
@@ -59,8 +69,6 @@ def zkafka(request):
 @pytest.fixture
 def zkafka_cluster(request):
     """A ZooKeeper ensemble and brokers in containers, for one test."""
-    from zkafka.testing.cluster import ZkafkaCluster
-
     config = request.config
     marker = request.node.get_closest_marker("zkafka_cluster")
     shape = {"brokers": _ini_int(config, "zkafka_cluster_brokers"),
@@ -72,7 +80,7 @@ def zkafka_cluster(request):
             raise pytest.UsageError(f"zkafka_cluster marker: only brokers=, zookeepers=, properties= (got "
                                     f"{sorted(unknown) or list(marker.args)})")
         shape.update(marker.kwargs)
-    cluster = ZkafkaCluster(**shape)
+    cluster = _testing("cluster").ZkafkaCluster(**shape)
     cluster.start()
     yield cluster
     cluster.stop()

@@ -77,10 +77,12 @@ def test_the_dockerfile_stages_args_and_copies_are_consistent():
 
 
 def test_the_online_path_copies_the_official_layout_and_the_offline_path_copies_nothing():
-    """The zookeeper-dist stage reads the official image's DISTRO_NAME and JAVA_HOME; the entrypoint's classpath
-    prefers what it copied (/opt/zookeeper/lib) and falls back to Debian's package."""
+    """The zookeeper-dist stage finds the official image's distribution by its directory (its DISTRO_NAME is a
+    build ARG: a later FROM does not see it), its logback.xml and JAVA_HOME; the entrypoint's classpath prefers
+    what it copied (/opt/zookeeper/lib) and falls back to Debian's package."""
     text = dockerfile()
-    assert '/${DISTRO_NAME}/lib' in text and '"${JAVA_HOME}" /export/java' in text
+    assert "ls -d /apache-zookeeper-*-bin" in text and "${DISTRO_NAME" not in text
+    assert "/conf/logback.xml" in text and '"${JAVA_HOME}" /export/java' in text
     assert "COPY --from=zookeeper-dist /export/ /opt/" in text
     server = (docker_dir() / "zookeeper-server.sh").read_text()
     assert server.index("/opt/zookeeper/lib") < server.index("/usr/share/java/zookeeper.jar")

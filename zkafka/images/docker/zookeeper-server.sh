@@ -8,14 +8,15 @@
 # An existing $ZOO_CONF_DIR/zoo.cfg (e.g. mounted) is used as is.
 #   zookeeper-server               run it
 #   zookeeper-server --classpath   print the classpath it would use (exit 1 if no ZooKeeper is installed)
-# The jars: the official image's distribution copied to /opt/zookeeper/lib (the online build), else Debian's
+# The jars: the official image's distribution copied to /opt/zookeeper/lib (the online build; its logback.xml in
+# /opt/zookeeper/conf), else Debian's
 # zookeeper package (/usr/share/java/zookeeper.jar, whose manifest names its dependencies; slf4j-simple
 # gives slf4j a binding, otherwise every server log line is dropped).
 set -euo pipefail
 
 classpath() {
   if [ -d /opt/zookeeper/lib ] && ls /opt/zookeeper/lib/zookeeper-*.jar >/dev/null 2>&1; then
-    echo "/opt/zookeeper/lib/*"
+    echo "/opt/zookeeper/conf:/opt/zookeeper/lib/*"  # conf: the official image's logback.xml (INFO to the console)
   elif [ -f /usr/share/java/zookeeper.jar ]; then
     local cp=/usr/share/java/zookeeper.jar
     [ -f /usr/share/java/slf4j-simple.jar ] && cp=$cp:/usr/share/java/slf4j-simple.jar
