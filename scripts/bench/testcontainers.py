@@ -28,8 +28,7 @@ def one_round(make) -> dict:
     started = time.monotonic()
     target.start()
     start_s = time.monotonic() - started
-    bootstrap = target.get_bootstrap_server() if hasattr(target, "get_bootstrap_server") else target.bootstrap_servers
-    first_ack(bootstrap)
+    first_ack(target.get_bootstrap_server())
     first_ack_s = time.monotonic() - started
     stopping = time.monotonic()
     target.stop()

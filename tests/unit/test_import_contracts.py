@@ -27,6 +27,7 @@ VIOLATIONS = {
     "aiohttp": ("coordinator.topic_changes", "aiohttp"),
     "prometheus": ("brokers.server.apis", "prometheus_client"),
     "uvloop": ("brokers.app.broker_server", "uvloop"),
+    "docker": ("zkafka.testing.cluster", "docker"),
     "msgpack": ("brokers.server.apis", "msgpack"),
     "only-app-wires": ("brokers.admin.zk_admin", "coordinator.controller"),
     "pyspark": ("scripts.cli", "pyspark"),

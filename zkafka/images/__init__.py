@@ -31,13 +31,13 @@ class ImageNotFound(RuntimeError):
                          f"(add --offline on a machine without a container registry)")
 
 
-def require_image(client, image: str) -> None:
-    """Raise ``ImageNotFound`` unless the engine behind the docker-py ``client`` has ``image``."""
-    import docker.errors
+def require_image(image: str) -> None:
+    """Raise ``ImageNotFound`` unless the Docker engine has ``image``."""
+    from zkafka.engine import ImageNotFoundError, docker_api
 
     try:
-        client.images.get(image)
-    except docker.errors.ImageNotFound:
+        docker_api().images.get(image)
+    except ImageNotFoundError:
         raise ImageNotFound(image) from None
 
 
@@ -50,12 +50,11 @@ def docker_problem(images: tuple[str, ...] | None = None) -> str | None:
     if shutil.which("docker") is None:
         return "no docker client"
     try:
-        import docker
+        from zkafka.engine import docker_api
 
-        client = docker.from_env()
-        client.ping()
+        docker_api().ping()
         for image in images or (broker_image(), zookeeper_image()):
-            require_image(client, image)
+            require_image(image)
     except Exception as exc:  # noqa: BLE001 - any failure means: not here
         return f"{type(exc).__name__}: {exc}"
     return None

@@ -26,17 +26,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from testcontainers.core.config import testcontainers_config
-from testcontainers.core.container import DockerContainer, Reaper
-from testcontainers.core.docker_client import DockerClient
-from testcontainers.core.network import Network
-
+from zkafka.engine import DockerClient, DockerContainer, Network, docker_api, docker_host_address, ensure_reaper
 from zkafka.images import broker_image, require_image, zookeeper_image
 from zkafka.testing import disk
 from zkafka.testing.conditions import wait_for
 from zkafka.testing.disk_faults import SmallLogDirFaults
 from zkafka.testing.defaults import DATA_LOG_DIR, LABELS, SESSION_TIMEOUT_MS, SMALL_LOG_DIR, SMALL_LOG_DIR_MIB
-from zkafka.testing.local_engine import docker_host_address
 from zkafka.testing.logs import container_logs
 from zkafka.testing.network_faults import NetworkFaults
 from zkafka.testing.observation import ClusterObservation, controller_view
@@ -106,6 +101,10 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
         """Every broker's EXTERNAL listener, for ``bootstrap.servers``."""
         return ",".join(f"{self.host}:{self.kafka_ports[b]}" for b in self.broker_ids)
 
+    def get_bootstrap_server(self) -> str:
+        """``bootstrap_servers``, by the name ``ZkafkaContainer`` (and testcontainers' ``KafkaContainer``) use."""
+        return self.bootstrap_servers
+
     @property
     def nodes(self) -> list[str]:
         """Every node's name: the ZooKeepers, then the brokers."""
@@ -139,15 +138,14 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
     def _start(self, timeout: float) -> None:
         from zkafka.testing.readiness import wait_for_acknowledged_produce
 
+        for image in {self.image, self.zookeeper_image}:
+            require_image(image)
         client = DockerClient()
         try:
-            for image in {self.image, self.zookeeper_image}:
-                require_image(client.client, image)
             self.host = docker_host_address(client)
         finally:
             client.client.close()
-        if not testcontainers_config.ryuk_disabled:
-            Reaper.get_instance()  # once, before the concurrent starts below (each would race to create it)
+        ensure_reaper()  # once, before the concurrent starts below
         self.network = Network(docker_network_kw={"labels": LABELS})
         self.network.create()
         self.zookeeper_containers = {z: self._zookeeper(z) for z in self.zookeeper_ids}
@@ -217,8 +215,7 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
     def _disk_holder(self) -> DockerContainer:
         """A sidecar that keeps the small dir's tmpfs volume mounted while the broker restarts (the volume
         is unmounted, and its contents dropped, only when no container uses it)."""
-        import docker
-        docker.from_env().volumes.create(
+        docker_api().volumes.create(
             name=self._small_volume, driver="local", labels=LABELS,
             driver_opts={"type": "tmpfs", "device": "tmpfs",
                          "o": f"size={SMALL_LOG_DIR_MIB}m,uid={disk.RUN_AS_UID},gid={disk.RUN_AS_UID},mode=0755"})
@@ -236,8 +233,7 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
             container._container = None
         if self.disk_holder is not None:
             try:
-                import docker
-                docker.from_env().volumes.get(self._small_volume).remove(force=True)
+                docker_api().volumes.get(self._small_volume).remove(force=True)
             except Exception:  # noqa: BLE001
                 pass
         if self.network is not None:
@@ -291,8 +287,7 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
 
     def gateway_ip(self) -> str:
         """The network's gateway: the host's connections to published ports arrive from it."""
-        import docker
-        attrs = docker.from_env().networks.get(self.network.name).attrs
+        attrs = docker_api().networks.get(self.network.name).attrs
         return attrs["IPAM"]["Config"][0]["Gateway"]
 
     # -- faults: processes (the network's and the disk's are in the mixins) ------------------------------

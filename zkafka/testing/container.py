@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from testcontainers.core.container import DockerContainer
+from zkafka.engine import DockerContainer, docker_host_address
 
 from zkafka.images import broker_image, require_image
 from zkafka.testing.defaults import LABELS
-from zkafka.testing.local_engine import docker_host_address
 from zkafka.testing.logs import container_logs
 from zkafka.testing.ports import free_ports
 from zkafka.testing.properties import property_env
@@ -69,10 +68,9 @@ class ZkafkaContainer(DockerContainer):
         return f"{docker_host_address(self.get_docker_client())}:{self.port}"
 
     def start(self, timeout: float = 60) -> "ZkafkaContainer":
-        client = self.get_docker_client()
-        require_image(client.client, self.image)
+        require_image(self.image)
         self.port = self.port or free_ports(1)[0]
-        host = docker_host_address(client)
+        host = docker_host_address(self.get_docker_client())
         env = {"KAFKA_LISTENERS": f"PLAINTEXT://0.0.0.0:{self.port}",
                "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{host}:{self.port}", **property_env(self.properties)}
         for name, value in env.items():

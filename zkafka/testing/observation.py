@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Mapping
 
 from zkafka.testing.conditions import wait_for
 
@@ -12,6 +13,24 @@ def controller_view(health: dict | None) -> dict:
     """A broker's ``/healthz`` controller section; empty while it is down, slow to answer (None) or starting (no
     controller object yet: its HTTP port opens before the controller candidate does)."""
     return (health or {}).get("controller") or {}
+
+
+def claimants(health: Mapping[int, dict | None]) -> dict[int, int]:
+    """The brokers that say they are the active controller, with the controller epoch each holds."""
+    return {b: controller_view(h).get("epoch") or 0 for b, h in health.items() if controller_view(h).get("is_controller")}
+
+
+def newest_controller(health: Mapping[int, dict | None]) -> int | None:
+    """Of the claimants, the one with the highest epoch (a broker cut off from ZooKeeper cannot learn that its
+    session ended and may still claim)."""
+    claims = claimants(health)
+    return max(claims, key=claims.get) if claims else None
+
+
+def newest_partition_state(health: Mapping[int, dict | None], topic: str, partition: int) -> dict | None:
+    """A partition's state in the answering brokers' metadata: the one with the newest leader epoch."""
+    states = [s for h in health.values() if h for s in [h["metadata"]["partitions"].get(f"{topic}-{partition}")] if s]
+    return max(states, key=lambda s: s["leader_epoch"]) if states else None
 
 
 class ClusterObservation:
@@ -25,18 +44,22 @@ class ClusterObservation:
         except Exception:  # noqa: BLE001 - down, paused, partitioned
             return None
 
+    def healths(self, brokers: list[int] | None = None) -> dict[int, dict | None]:
+        """Each broker's ``/healthz`` (None where it does not answer), asked once."""
+        return {b: self.health(b) for b in brokers or self.broker_ids}
+
     def controllers(self, brokers: list[int] | None = None) -> set[int]:
         """The brokers that consider themselves the active controller."""
-        return {b for b in brokers or self.broker_ids if controller_view(self.health(b)).get("is_controller")}
+        return set(claimants(self.healths(brokers)))
 
     def wait_until_ready(self, brokers: list[int] | None = None, timeout: float = 90) -> None:
         ids = brokers or self.broker_ids
 
         def ready() -> bool:
-            health = {b: self.health(b) for b in ids}
+            health = self.healths(ids)
             if not all(h and h.get("broker_epoch", -1) > 0 for h in health.values()):
                 return False
-            active = self.controllers(ids)
+            active = set(claimants(health))
             return len(active) == 1 and all(
                 h["metadata"].get("controller_id") in active and set(ids) <= set(h["metadata"]["live_brokers"])
                 for h in health.values())
@@ -59,12 +82,10 @@ class ClusterObservation:
         (a broker cut off from ZooKeeper cannot learn that its session ended and may still say so), once most
         of the brokers that answer name it in their metadata (waits up to ``timeout`` s through an election)."""
         def agreed() -> int | None:
-            health = {b: self.health(b) for b in self.broker_ids}
-            claims = {b: controller_view(h).get("epoch") or 0 for b, h in health.items()
-                      if controller_view(h).get("is_controller")}
-            if not claims:
+            health = self.healths()
+            controller = newest_controller(health)
+            if controller is None:
                 return None
-            controller = max(claims, key=claims.get)
             answering = [h for h in health.values() if h]
             named = sum(1 for h in answering if h["metadata"].get("controller_id") == controller)
             return controller if named > len(answering) // 2 else None

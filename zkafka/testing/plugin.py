@@ -44,7 +44,7 @@ def _testing(module: str):
     try:
         return importlib.import_module(f"zkafka.testing.{module}")
     except ModuleNotFoundError as exc:
-        if exc.name != "testcontainers" and not (exc.name or "").startswith("testcontainers."):
+        if (exc.name or "").split(".")[0] not in ("testcontainers", "docker"):
             raise
         raise pytest.UsageError("the zkafka fixtures need testcontainers: pip install 'zkafka[testing]'") from exc
 

@@ -34,6 +34,7 @@ from typing import Callable
 
 from zkafka.testing.cluster import ZkafkaCluster
 from zkafka.testing import network as net
+from zkafka.testing.observation import newest_controller, newest_partition_state
 from scripts.soak.history import split_key
 from scripts.soak.nemesis.schedule import FaultSpec
 
@@ -90,15 +91,10 @@ class Faults:
 
     def hot_state(self) -> dict:
         """The hot partition's state in the metadata of the live brokers: the newest leader epoch."""
-        states = []
-        for b in self.cluster.broker_ids:
-            h = self.cluster.health(b)
-            state = h and h["metadata"]["partitions"].get(f"{self.topic}-{self.partition}")
-            if state:
-                states.append(state)
-        if not states:
+        state = newest_partition_state(self.cluster.healths(), self.topic, self.partition)
+        if state is None:
             raise FaultError(f"no broker knows {self.hot_key}")
-        return max(states, key=lambda s: s["leader_epoch"])
+        return state
 
     def leader(self) -> int:
         leader = self.hot_state()["leader"]
@@ -107,14 +103,10 @@ class Faults:
         return leader
 
     def controller(self) -> int:
-        epochs = {}
-        for b in self.cluster.broker_ids:
-            h = self.cluster.health(b)
-            if h and h.get("controller", {}).get("is_controller"):
-                epochs[b] = h["controller"].get("epoch", 0)
-        if not epochs:
+        controller = newest_controller(self.cluster.healths())
+        if controller is None:
             raise FaultError("no active controller")
-        return max(epochs, key=epochs.get)
+        return controller
 
     def zookeeper(self, role: str) -> int:
         if role == "zk-leader":

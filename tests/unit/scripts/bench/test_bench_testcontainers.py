@@ -6,7 +6,9 @@ class Target:
 
     def __init__(self, events):
         self.events = events
-        self.bootstrap_servers = "h:1"
+
+    def get_bootstrap_server(self):
+        return "h:1"
 
     def start(self):
         self.events.append("start")
