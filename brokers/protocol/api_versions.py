@@ -67,6 +67,7 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18, "ApiVersions", 0, 3, 3  # v3 is flexible (request header v2), response header always v0
     CREATE_TOPICS = 19, "CreateTopics", 0, 7, 5  # 1: validate_only, 5: the created configs, 7: topic ids
     DELETE_TOPICS = 20, "DeleteTopics", 0, 6, 4  # 5: error messages, 6: topic ids
+    DELETE_RECORDS = 21, "DeleteRecords", 0, 2, 2  # 1: throttling; the leaders' log start moves (kafka-delete-records)
     INIT_PRODUCER_ID = 22, "InitProducerId", 0, 4, 2  # 3: producer id/epoch of the caller (KIP-360)
     ADD_PARTITIONS_TO_TXN = 24, "AddPartitionsToTxn", 0, 3, 3  # producer -> transaction coordinator
     ADD_OFFSETS_TO_TXN = 25, "AddOffsetsToTxn", 0, 3, 3  # the group's __consumer_offsets partition joins the txn
@@ -91,6 +92,7 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47, "OffsetDelete", 0, 0, NEVER_FLEXIBLE
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0  # KIP-554
     ALTER_USER_SCRAM_CREDENTIALS = 51, "AlterUserScramCredentials", 0, 0, 0  # KIP-554
+    DESCRIBE_CLUSTER = 60, "DescribeCluster", 0, 0, 0  # KIP-700: Metadata's cluster part (kafka-cluster cluster-id)
     DESCRIBE_PRODUCERS = 61, "DescribeProducers", 0, 0, 0  # KIP-664: a partition leader's producer state
     # beyond 2.8 (KIP-664, Kafka 3.0): what kafka-transactions asks the transaction coordinators
     DESCRIBE_TRANSACTIONS = 65, "DescribeTransactions", 0, 0, 0

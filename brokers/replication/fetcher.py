@@ -335,6 +335,9 @@ class ReplicaFetcher:
             except KafkaError as exc:
                 self._back_off(state, f"cannot append fetched records: {exc}")
             state.in_sync = partition.log.log_end_offset >= data.high_watermark
+            if data.log_start_offset > partition.log.log_start_offset and partition.update_follower_log_start(
+                    data.log_start_offset):
+                self.changed(partition.topic_partition)  # the next Fetch tells the leader (DeleteRecords)
             if is_throttled(partition.log.config.follower_throttled_replicas, partition.topic_partition.partition,
                             self.config.broker_id):
                 self.quota.record(len(records), int(time.time() * 1000))

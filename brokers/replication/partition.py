@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.replication import delete_records as deletion
 from brokers.replication import isr as decide
 from brokers.replication.purgatory import FetchWatchers, ProducePurgatory
 from brokers.storage.log import Log, LogAppendInfo
@@ -56,6 +57,9 @@ class Partition:
     _hw_advanced: FetchWatchers = field(default_factory=FetchWatchers)
     _quiet_followers: set = field(default_factory=set)  # fetch sessions skipping this partition until it changes
     _quiet_consumers: set = field(default_factory=set)
+    follower_log_starts: dict[int, int] = field(default_factory=dict)  # as leader: from followers' Fetch requests
+    _delete_waiters: deletion.LowWatermarkWaiters = field(default_factory=deletion.LowWatermarkWaiters)
+    _live_brokers: frozenset = frozenset()  # as the latest DeleteRecords saw them
 
     # -- waking parked fetches -----------------------------------------------------------------
     def watch_appends(self, future: asyncio.Future) -> None:
@@ -188,7 +192,9 @@ class Partition:
 
     def _drop_leader_state(self) -> None:
         self.followers, self.leader_epoch_start_offset, self.pending_isr = {}, -1, None
+        self.follower_log_starts = {}
         self.purgatory.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._delete_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.notify_high_watermark()  # parked fetches re-resolve and see the new role
 
     # -- leader: produce -----------------------------------------------------------------------
@@ -236,13 +242,18 @@ class Partition:
         return ErrorCode.NONE if error is None else error
 
     # -- leader: followers, HW and ISR -----------------------------------------------------------
-    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> tuple[int, ...] | None:
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int,
+                              log_start_offset: int = deletion.UNKNOWN_LOG_START) -> tuple[int, ...] | None:
         """Record a follower's Fetch (§3.3); return the expanded ISR to write, or None."""
         state = self.followers.get(replica_id)
         if state is None:
             return None
         self.followers[replica_id] = decide.update_follower_fetch(state, fetch_offset, now_ms,
                                                                   self.log.log_end_offset)
+        if log_start_offset >= 0:
+            self.follower_log_starts[replica_id] = log_start_offset
+            if len(self._delete_waiters):
+                self._delete_waiters.complete(self.low_watermark(self._live_brokers))
         self.maybe_increment_high_watermark(now_ms)
         if (replica_id in self.isr or self.pending_isr is not None
                 or not decide.should_expand_isr(fetch_offset, self.log.high_watermark,
@@ -291,7 +302,30 @@ class Partition:
         if len(self.purgatory) and self.log.high_watermark >= 0:
             self.purgatory.complete(self.log.high_watermark, self._acks_outcome())
 
+    # -- leader: DeleteRecords (brokers.replication.delete_records) -------------------------------
+    def low_watermark(self, live_brokers) -> int:
+        return deletion.low_watermark(self.log.log_start_offset, self.follower_log_starts, self.replicas,
+                                      self.broker_id, live_brokers)
+
+    def delete_records(self, offset: int, live_brokers) -> asyncio.Future:
+        """Move the log start to ``offset`` (validated by ``deletion.delete_offset``); a future of the low
+        watermark once it reaches ``offset``, or of NOT_LEADER_OR_FOLLOWER if leadership goes first."""
+        self.log.increment_log_start_offset(offset)
+        self.notify_log_start_moved()
+        self._appended.wake()  # followers' parked Fetches answer now, with the new log start
+        self._live_brokers = frozenset(live_brokers)
+        return self._delete_waiters.wait(offset, self.low_watermark(self._live_brokers))
+
     # -- follower ------------------------------------------------------------------------------
+    def update_follower_log_start(self, leader_log_start: int) -> bool:
+        """A Fetch answer carried the leader's log start: move ours (DeleteRecords). True if it moved."""
+        log = self.log
+        new = deletion.follower_log_start(leader_log_start, log.high_watermark, log.log_start_offset)
+        if new <= log.log_start_offset:
+            return False
+        log.increment_log_start_offset(new)
+        return True
+
     def append_as_follower(self, buf, leader_high_watermark: int) -> LogAppendInfo | None:
         info = self.log.append_as_follower(buf) if buf else None
         self.update_follower_high_watermark(leader_high_watermark)

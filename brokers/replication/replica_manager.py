@@ -306,10 +306,11 @@ class ReplicaManager:
                 delay = min(delay * 2, 5.0)
 
     # -- leader side: followers and the ISR -----------------------------------------------------
-    def record_follower_fetch(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
-        """A follower fetched at ``fetch_offset`` (its LEO): track it, maybe advance the HW, maybe
-        add it to the ISR."""
-        expanded = partition.update_follower_fetch(replica_id, fetch_offset, self.clock())
+    def record_follower_fetch(self, partition: Partition, replica_id: int, fetch_offset: int,
+                              log_start_offset: int = -1) -> None:
+        """A follower fetched at ``fetch_offset`` (its LEO; ``log_start_offset`` its log start, Fetch v5+):
+        track it, maybe advance the HW, maybe add it to the ISR."""
+        expanded = partition.update_follower_fetch(replica_id, fetch_offset, self.clock(), log_start_offset)
         if expanded is not None:
             self._spawn(self._write_isr(partition, expanded, f"follower {replica_id} caught up"))
 

@@ -25,6 +25,7 @@ from brokers.server.handlers import (
     acls,
     alter_configs,
     create_partitions,
+    delete_records,
     describe_configs,
     describe_log_dirs,
     describe_producers,
@@ -55,6 +56,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_HANDSHAKE: sasl.handle_illegal_state,  # SASL connections still authenticating: brokers.server.sasl
     ApiKey.CREATE_TOPICS: topics.handle_create_topics,
     ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
+    ApiKey.DELETE_RECORDS: delete_records.handle_delete_records,
+    ApiKey.DESCRIBE_CLUSTER: metadata.handle_describe_cluster,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_leader_epoch.handle_offsets_for_leader_epoch,
     ApiKey.WRITE_TXN_MARKERS: write_txn_markers.handle_write_txn_markers,
     ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,

@@ -252,7 +252,8 @@ def _record_follower_fetch(context: ServerContext, replica_id: int, resolved: li
     manager = context.replica_manager
     for _, wanted, partition in resolved:
         if isinstance(partition, Partition):
-            manager.record_follower_fetch(partition, replica_id, wanted.fetch_offset)
+            manager.record_follower_fetch(partition, replica_id, wanted.fetch_offset,
+                                          getattr(wanted, "log_start_offset", -1))
 
 
 def _size(records) -> int:

@@ -45,6 +45,7 @@ from brokers.protocol.framing import RequestHeader
 from brokers.protocol.metadata_response import TOPIC_IDS_VERSION, encode_metadata_response, encode_topic, topic_tail
 from brokers.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
 from brokers.server.context import ServerContext
+from brokers.server.handlers import response
 
 log = logging.getLogger(__name__)
 NO_LEADER = -1
@@ -196,3 +197,17 @@ async def handle_metadata(context: ServerContext, header: RequestHeader, request
     return [encode_metadata_response(version, header.correlation_id, brokers, context.cluster_id(),
                                      NO_LEADER if controller is None else controller, topics,
                                      _cluster_operations(context, request))]
+
+
+async def handle_describe_cluster(context: ServerContext, header: RequestHeader, request: Any) -> Any:
+    """DescribeCluster (api 60, v0, flexible; KIP-700): Metadata's cluster part alone -- the live brokers with
+    an endpoint on this listener, the cluster id, the controller (-1 when none is known) and, when asked, the
+    cluster's authorized operations (0 without Describe on the cluster), as Kafka 2.8's handleDescribeCluster."""
+    brokers, _ = _brokers(context)
+    controller = context.metadata_cache.controller_id
+    return response(header, error_code=ErrorCode.NONE, error_message=None, cluster_id=context.cluster_id(),
+                    controller_id=NO_LEADER if controller is None else controller,
+                    brokers=[dict(broker_id=b["node_id"], host=b["host"], port=b["port"], rack=b["rack"])
+                             for b in brokers],
+                    cluster_authorized_operations=_cluster_operations(context, request))
+

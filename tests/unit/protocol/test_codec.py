@@ -91,6 +91,9 @@ REQUESTS = {
              group_instance_id=None, topics=[dict(name="t", partitions=[dict(
                  partition_index=0, committed_offset=42, committed_leader_epoch=-1, committed_metadata="")])]),
     61: dict(topics=[dict(name="t", partition_indexes=[0])]),
+    21: dict(topics=[dict(name="t", partitions=[dict(partition_index=0, offset=42), dict(partition_index=1, offset=-1)])],
+             timeout=30000),
+    60: dict(include_cluster_authorized_operations=True),
     65: dict(transactional_ids=["txn"]),
     66: dict(state_filters=["Ongoing"], producer_id_filters=[7]),
     50: dict(users=[dict(name="alice")]),
