@@ -79,6 +79,11 @@ class ClusterAdmin:
                 errors.append(f"{host}:{port}: {exc}")
         raise ClusterAdminError(f"no broker answered API key {api_key} ({'; '.join(errors)})")
 
+    async def request_endpoint(self, host: str, port: int, api_key: int, version: int, body: Any) -> Any:
+        """``body`` to the broker at ``host:port`` (one a Metadata answer named)."""
+        connection = await self._connection(host, port)
+        return await connection.request(api_key, version, body, self.timeout)
+
     async def metadata(self, topics: list[str] | None) -> Any:
         """Metadata v4 for ``topics`` (None: every topic, internal ones included)."""
         body = codec.build(codec.request_class(METADATA, 4),
@@ -91,8 +96,7 @@ class ClusterAdmin:
         broker = next((b for b in (await self.metadata([])).brokers if b.node_id == broker_id), None)
         if broker is None:
             raise ClusterAdminError(f"no broker with id {broker_id} in the cluster's metadata")
-        connection = await self._connection(broker.host, int(broker.port))
-        return await connection.request(api_key, version, body, self.timeout)
+        return await self.request_endpoint(broker.host, int(broker.port), api_key, version, body)
 
     async def find_coordinator(self, key: str, key_type: int) -> tuple[ErrorCode, int]:
         """FindCoordinator v3 (key type 0 a group, 1 a transactional id): the error and the coordinator's id."""
