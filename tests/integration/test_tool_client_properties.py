@@ -13,11 +13,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.conditions import wait_for
 from tests.integration.scram_users import ADMIN_JAAS
-from tests.integration.test_acl_principals import SCRAM, admin_properties, cluster, confluent  # noqa: F401 (fixtures)
+from tests.integration.test_acl_principals import (SCRAM, acls, admin_properties, cluster, confluent,  # noqa: F401 (fixtures)
+                                                   users)
 from tests.integration.test_console_tools import tool
 
 TIMEOUT = 30
@@ -116,6 +117,42 @@ def test_kafka_reassign_partitions_throttled_move_list_and_verify(cluster, admin
     assert "No partition reassignments found." in tool("kafka-reassign-partitions", *common, "--list").stdout
 
 
+def test_delete_records_needs_delete_on_the_topic(cluster, admin_properties, users, tmp_path):
+    """kafka-delete-records as alice: TopicAuthorizationException until she is granted Delete on the topic;
+    kafka-get-offsets, kafka-broker-api-versions and kafka-cluster through the admin's file."""
+    topic = create(cluster, admin_properties)
+    producer = Producer(confluent(cluster, "admin", acks="all"))
+    for i in range(10):
+        producer.produce(topic, value=b"%d" % i)
+    assert producer.flush(TIMEOUT) == 0
+    alice = tmp_path / "alice.properties"
+    alice.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={SCRAM}\nsasl.jaas.config="
+                     f"{ADMIN_JAAS.replace('admin', 'alice')}\n")
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 4}], "version": 1}))
+    delete = ["kafka-delete-records", "--bootstrap-server", cluster.bootstrap_servers, "--offset-json-file",
+              str(offsets), "--command-config", str(alice)]
+    # Describe first: without it her client cannot even see the topic's leader (librdkafka: UNKNOWN_TOPIC)
+    acls(cluster, admin_properties, "--add", "--allow-principal", "User:alice", "--operation", "Describe",
+         "--topic", topic)
+    denied = wait_for(lambda: "TopicAuthorization" in (r := tool(*delete)).stdout and r, TIMEOUT,
+                      "alice to see the topic and be refused the delete")
+    assert denied.returncode == 0 and "\terror: org.apache.kafka.common.errors.TopicAuthorizationFailed" in denied.stdout, \
+        denied.stdout + denied.stderr
+    acls(cluster, admin_properties, "--add", "--allow-principal", "User:alice", "--operation", "Delete",
+         "--topic", topic)
+    wait_for(lambda: f"partition: {topic}-0\tlow_watermark: 4" in tool(*delete).stdout, TIMEOUT,
+             "alice's delete to be allowed")
+    common = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", admin_properties]
+    earliest = tool("kafka-get-offsets", *common, "--topic", topic, "--time", "-2")
+    assert (earliest.returncode, earliest.stdout) == (0, f"{topic}:0:4\n"), earliest.stderr
+    versions = tool("kafka-broker-api-versions", *common)
+    assert versions.returncode == 0 and versions.stdout.count(" -> (") == 2, versions.stderr
+    cluster_id = tool("kafka-cluster", "cluster-id", "--bootstrap-server", cluster.bootstrap_servers,
+                      "--config", admin_properties)
+    assert cluster_id.returncode == 0 and cluster_id.stdout.startswith("Cluster ID: "), cluster_id.stderr
+
+
 @pytest.mark.parametrize("name, flag, args", [
     ("kafka-topics", "--command-config", ["--list"]),
     ("kafka-consumer-groups", "--command-config", ["--list"]),
@@ -124,6 +161,8 @@ def test_kafka_reassign_partitions_throttled_move_list_and_verify(cluster, admin
     ("kafka-acls", "--command-config", ["--list"]),
     ("kafka-configs", "--command-config", ["--describe", "--entity-type", "brokers", "--entity-default"]),
     ("kafka-leader-election", "--admin.config", ["--election-type", "preferred", "--all-topic-partitions"]),
+    ("kafka-get-offsets", "--command-config", ["--topic", "t"]),
+    ("kafka-broker-api-versions", "--command-config", []),
 ])
 def test_refused_credentials_are_one_clear_error(cluster, wrong_properties, name, flag, args):
     """One line on stderr, exit 1, at once (librdkafka alone would retry until its request timed out and

@@ -8,7 +8,8 @@ from confluent_kafka import KafkaError, KafkaException
 ERRORS_PACKAGE = "org.apache.kafka.common.errors."
 JAVA_EXCEPTIONS = {"REQUEST_TIMED_OUT": "TimeoutException", "_TIMED_OUT": "TimeoutException",
                    "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
-                   "UNKNOWN_TOPIC_OR_PART": "UnknownTopicOrPartitionException"}  # librdkafka's names
+                   "UNKNOWN_TOPIC_OR_PART": "UnknownTopicOrPartitionException",
+                   "_NOENT": "UnknownTopicOrPartitionException"}  # librdkafka's names (_NOENT: no leader known)
 
 
 def java_exception(error: Any) -> str:
