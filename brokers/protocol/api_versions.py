@@ -80,6 +80,7 @@ class ApiKey(IntEnum):
     DELETE_ACLS = 31, "DeleteAcls", 0, 3, 2
     DESCRIBE_CONFIGS = 32, "DescribeConfigs", 0, 4, 4  # 0: is_default, 1: synonyms and config_source, 3: documentation and type
     ALTER_CONFIGS = 33, "AlterConfigs", 0, 2, 2  # kafka-python's alter_configs, Kafka's ConfigCommand for brokers
+    ALTER_REPLICA_LOG_DIRS = 34, "AlterReplicaLogDirs", 0, 2, 2  # KIP-113: move a replica between a broker's log dirs
     DESCRIBE_LOG_DIRS = 35, "DescribeLogDirs", 0, 2, 2  # KIP-112: an offline dir answers KAFKA_STORAGE_ERROR
     SASL_AUTHENTICATE = 36, "SaslAuthenticate", 0, 2, 2  # librdkafka 2.16 sends 1, kafka-python 3.0 sends 2
     CREATE_PARTITIONS = 37, "CreatePartitions", 0, 3, 2  # librdkafka 2.16 sends 2, kafka-python 3.0 sends 3

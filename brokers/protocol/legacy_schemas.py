@@ -299,8 +299,19 @@ def _describe_log_dirs_response() -> Struct:
     return _s(_f("throttle_time", INT32), _f("results", Array(result)))
 
 
+def _alter_replica_log_dirs_request() -> Struct:
+    topic = _s(_f("name", STRING), _f("partitions", Array(INT32)))
+    return _s(_f("dirs", Array(_s(_f("path", STRING), _f("topics", Array(topic))))))
+
+
+def _alter_replica_log_dirs_response() -> Struct:
+    partition = _s(_f("partition_index", INT32), _f("error_code", INT16))
+    topic = _s(_f("topic_name", STRING), _f("partitions", Array(partition)))
+    return _s(_f("throttle_time", INT32), _f("results", Array(topic)))
+
+
 BASE_VERSION: dict[int, int] = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 23: 2, 27: 1, 29: 1, 30: 1, 31: 1,
-                                32: 1, 35: 1}
+                                32: 1, 34: 1, 35: 1}
 """Per API key, kio's lowest version: the entity class a legacy version decodes into and encodes from."""
 
 REQUESTS: dict[tuple[int, int], Struct] = {
@@ -317,6 +328,7 @@ REQUESTS: dict[tuple[int, int], Struct] = {
     (30, 0): _create_acls_request(),
     (31, 0): _delete_acls_request(),
     (32, 0): _describe_configs_request(),
+    (34, 0): _alter_replica_log_dirs_request(),
     (35, 0): _describe_log_dirs_request(),
 }
 
@@ -334,5 +346,6 @@ RESPONSES: dict[tuple[int, int], Struct] = {
     (30, 0): _create_acls_response(),
     (31, 0): _delete_acls_response(),
     (32, 0): _describe_configs_response(),
+    (34, 0): _alter_replica_log_dirs_response(),
     (35, 0): _describe_log_dirs_response(),
 }

@@ -45,6 +45,7 @@ from brokers.control import (
 from brokers.model import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.replication.fetcher import FetcherConfig, ReplicaFetcherManager
+from brokers.replication.log_dir_mover import LogDirMover
 from brokers.replication.partition import Partition
 from brokers.replication.quota import LONG_MAX, ReplicationQuota
 from brokers.storage.log import Log
@@ -114,6 +115,7 @@ class ReplicaManager:
         self._broker_epoch = broker_epoch
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.log_dir_mover = LogDirMover(log_manager, lambda: self.partitions)  # AlterReplicaLogDirs
         self.offline_partitions: set[TopicPartition] = set()  # logs in an offline dir (HostedPartition.Offline)
         self._log_dir_event_notifier = log_dir_event_notifier  # writes /log_dir_event_notification
         self._halt = halt
@@ -426,6 +428,7 @@ class ReplicaManager:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.fetchers.shutdown()
+        await self.log_dir_mover.shutdown()
         for partition in self.partitions.values():
             partition.purgatory.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 

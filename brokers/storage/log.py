@@ -51,12 +51,14 @@ log = logging.getLogger(__name__)
 class Log:
     def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
                  high_watermark: int = 0, clean_shutdown: bool = False, scheduler: Scheduler | None = None,
-                 clock: Callable[[], float] = time.time, failure_channel: LogDirFailureChannel | None = None):
+                 clock: Callable[[], float] = time.time, failure_channel: LogDirFailureChannel | None = None,
+                 topic_partition: TopicPartition | None = None):
         self.directory = Path(directory)
         self.failure_channel = failure_channel  # None: I/O errors propagate as they are (tools, tests)
         self.log_dir = self.directory.parent  # the ``log.dirs`` entry holding this log
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.topic_partition = TopicPartition.from_dir_name(self.directory.name)
+        # a future log's directory (``<topic>-<partition>.<id>-future``) does not name its partition
+        self.topic_partition = topic_partition or TopicPartition.from_dir_name(self.directory.name)
         self.config = config
         self._scheduler = scheduler
         self._clock = clock

@@ -44,6 +44,7 @@ from brokers.storage.cleaner import CleanerStats, LogCleaner
 from brokers.storage.files import fsync_dir, sync_filesystem
 from brokers.storage.log import Log
 from brokers.storage.log_config import LONG_MAX, LogConfig
+from brokers.storage.log_dir_moves import LogDirMovesMixin
 from brokers.storage.log_dir_failure import KafkaStorageError, LogDirFailureChannel
 from brokers.storage.scheduler import Scheduler
 
@@ -102,7 +103,7 @@ class _LogDir:
             self._lock_fd = -1
 
 
-class LogManager:
+class LogManager(LogDirMovesMixin):
     def __init__(self, log_dirs: list[Path], default_config: LogConfig | None = None,
                  manager_config: LogManagerConfig | None = None, *,
                  topic_configs: dict[str, LogConfig] | None = None, clock: Callable[[], float] = time.time,
@@ -123,6 +124,7 @@ class LogManager:
         self._logs: dict[TopicPartition, tuple[Log, _LogDir]] = {}
         self._layout = 0  # bumped whenever a log is added or removed: the checkpoints' order cache is stale
         self._started = False
+        self._init_moves()  # future logs and preferred dirs (AlterReplicaLogDirs: log_dir_moves.py)
 
     def _create_and_validate_log_dirs(self, paths: list[Path]) -> list[_LogDir]:
         """Kafka's ``createAndValidateLogDirs``: a dir that cannot be created or locked starts offline;
@@ -186,6 +188,8 @@ class LogManager:
                 continue
             if child.name.endswith("-delete"):
                 shutil.rmtree(child, ignore_errors=True)
+                continue
+            if LogManager._remove_unfinished_moves(child):
                 continue
             try:
                 found.append((TopicPartition.from_dir_name(child.name), child))
@@ -285,7 +289,7 @@ class LogManager:
         online = [d for d in self._dirs if id(d) in counts]
         if not online:
             raise KafkaStorageError(f"cannot create the log of {tp}: no log dir is online")
-        log_dir = min(online, key=lambda d: counts[id(d)])
+        log_dir = self._placement(tp, online, counts)
         try:
             created = self.failure_channel.call(
                 log_dir.path, f"creating the log of {tp}",
@@ -463,6 +467,8 @@ class LogManager:
         self.checkpoint_high_watermarks()
         for entry in self.all_logs():
             entry.close(durable=False)
+        for future, _ in list(self._futures.values()):
+            future.close(durable=False)  # an unfinished move: deleted at the next start
         for log_dir in self._dirs:
             if self._started and not self.failure_channel.is_offline(log_dir.path):
                 try:

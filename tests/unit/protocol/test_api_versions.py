@@ -33,7 +33,7 @@ BEYOND_2_8 = {29: (0, 3), 30: (0, 3), 31: (0, 3)}  # the ACL APIs' v3 (flexible,
 # APIs Kafka 2.8 does not have at all (KIP-664, Kafka 3.0: what kafka-transactions asks): name, range, flexible from
 NOT_IN_2_8 = {65: ("DescribeTransactions", (0, 0), 0), 66: ("ListTransactions", (0, 0), 0)}
 LEGACY = {(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (8, 0), (8, 1), (9, 0), (19, 0), (19, 1), (20, 0),
-          (23, 0), (23, 1), (27, 0), (29, 0), (30, 0), (31, 0), (32, 0), (35, 0)}  # Kafka 2.8's versions kio has no classes for
+          (23, 0), (23, 1), (27, 0), (29, 0), (30, 0), (31, 0), (32, 0), (34, 0), (35, 0)}  # Kafka 2.8's versions kio has no classes for
 
 
 def kafka_2_8_range(key: int) -> tuple[int, int]:

@@ -94,6 +94,7 @@ REQUESTS = {
     21: dict(topics=[dict(name="t", partitions=[dict(partition_index=0, offset=42), dict(partition_index=1, offset=-1)])],
              timeout=30000),
     60: dict(include_cluster_authorized_operations=True),
+    34: dict(dirs=[dict(path="/var/lib/kafka/b", topics=[dict(name="t", partitions=[0, 2])])]),
     65: dict(transactional_ids=["txn"]),
     66: dict(state_filters=["Ongoing"], producer_id_filters=[7]),
     50: dict(users=[dict(name="alice")]),

@@ -13,7 +13,7 @@ from brokers.control import LeaderAndIsrRequest, PartitionState, StopReplicaPart
 from brokers.model import TopicPartition
 from brokers.protocol.errors import ErrorCode
 from brokers.replication.replica_manager import PartitionError, ReplicaManager, leader_partition
-from brokers.server.handlers.describe_log_dirs import log_dir_results, wanted_partitions
+from brokers.server.handlers.log_dirs import log_dir_results, wanted_partitions
 from brokers.storage.log_config import LogConfig
 from brokers.storage.log_manager import LogManager
 from brokers.zk.paths import PERSISTENT_ROOTS, LogDirEventNotificationZNode
