@@ -37,18 +37,22 @@ def wanted_partitions(request: Any) -> set[TopicPartition] | None:
 
 
 def log_dir_results(dirs: list[tuple[Any, str | None, dict[TopicPartition, int]]],
-                    wanted: set[TopicPartition] | None) -> list[dict[str, Any]]:
-    """``LogManager.describe_log_dirs`` as DescribeLogDirs results (pure)."""
+                    wanted: set[TopicPartition] | None,
+                    futures: dict[Any, dict[TopicPartition, tuple[int, int]]] | None = None) -> list[dict[str, Any]]:
+    """``LogManager.describe_log_dirs`` (and ``future_logs``: per dir, each future log's size and lag) as
+    DescribeLogDirs results (pure)."""
     results = []
     for path, offline_reason, sizes in dirs:
         if offline_reason is not None:
             results.append({"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": str(path), "topics": []})
             continue
         by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for tp, size in sorted(sizes.items()):
+        entries = [(tp, size, 0, False) for tp, size in sizes.items()]
+        entries += [(tp, size, lag, True) for tp, (size, lag) in (futures or {}).get(path, {}).items()]
+        for tp, size, lag, is_future in sorted(entries):
             if wanted is None or tp in wanted:
                 by_topic[tp.topic].append({"partition_index": tp.partition, "partition_size": size,
-                                           "offset_lag": 0, "is_future_key": False})
+                                           "offset_lag": lag, "is_future_key": is_future})
         results.append({"error_code": ErrorCode.NONE, "log_dir": str(path),
                         "topics": [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()]})
     return results

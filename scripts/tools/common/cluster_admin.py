@@ -26,6 +26,8 @@ from scripts.tools.common.client_properties import client_config, connection_set
 
 METADATA, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = (ApiKey.METADATA, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
                                                    ApiKey.LIST_PARTITION_REASSIGNMENTS)
+DESCRIBE_LOG_DIRS, ALTER_REPLICA_LOG_DIRS = ApiKey.DESCRIBE_LOG_DIRS, ApiKey.ALTER_REPLICA_LOG_DIRS
+LOG_DIRS_VERSION = 1
 FIND_COORDINATOR = ApiKey.FIND_COORDINATOR
 CLIENT_ID = "zkafka-admin"
 
@@ -144,6 +146,27 @@ class ClusterAdmin:
         return {TopicPartition(t.name, int(p.partition_index)): ReplicaAssignment(
             tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
             for t in response.topics for p in t.partitions}
+
+    # -- log dirs (KIP-113: DescribeLogDirs, AlterReplicaLogDirs to one broker) ----------------------
+    async def describe_log_dirs(self, broker_id: int, topics: list[str] | None = None) -> list[Any]:
+        """Broker ``broker_id``'s DescribeLogDirs results (every partition; a dir's ``topics`` filtered by
+        name when ``topics`` is given)."""
+        body = codec.build(codec.request_class(DESCRIBE_LOG_DIRS, LOG_DIRS_VERSION), topics=None)
+        response = await self.request_broker(broker_id, DESCRIBE_LOG_DIRS, LOG_DIRS_VERSION, body)
+        return list(response.results)
+
+    async def alter_replica_log_dirs(self, broker_id: int, moves: dict[TopicPartition, str]
+                                     ) -> dict[TopicPartition, ErrorCode]:
+        """AlterReplicaLogDirs to broker ``broker_id``: each partition's replica there to its dir."""
+        by_dir: dict[str, dict[str, list[int]]] = {}
+        for tp, path in sorted(moves.items()):
+            by_dir.setdefault(path, {}).setdefault(tp.topic, []).append(tp.partition)
+        body = codec.build(codec.request_class(ALTER_REPLICA_LOG_DIRS, LOG_DIRS_VERSION), dirs=[
+            {"path": path, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            for path, topics in by_dir.items()])
+        response = await self.request_broker(broker_id, ALTER_REPLICA_LOG_DIRS, LOG_DIRS_VERSION, body)
+        return {TopicPartition(t.topic_name, int(p.partition_index)): ErrorCode(int(p.error_code))
+                for t in response.results for p in t.partitions}
 
     # -- throttles (confluent-kafka) ---------------------------------------------------------------
     def _alter(self, resources: list[ConfigResource]) -> None:

@@ -13,7 +13,9 @@ sent to the controller, over the broker's own protocol client (``brokers.client`
 reassignment API). ``--throttle`` sets Kafka's throttle configs with confluent-kafka's
 IncrementalAlterConfigs: ``leader/follower.replication.throttled.rate`` on every broker involved and
 ``leader/follower.replication.throttled.replicas`` on the topics; ``--verify`` (and ``--cancel``) clear
-them once nothing is moving, unless ``--preserve-throttles``. ``--command-config``: Kafka's client properties (``scripts.tools.common.client_properties``) for both clients.
+them once nothing is moving, unless ``--preserve-throttles``. A ``log_dirs`` entry other than ``any`` moves that
+replica into that log dir of its broker (AlterReplicaLogDirs, KIP-113), retried until the replica exists on
+the broker (a replica being added) or ``--timeout``; ``--verify`` then reports each such replica's move. ``--command-config``: Kafka's client properties (``scripts.tools.common.client_properties``) for both clients.
 Exit codes: 0 ok, 1 an error (a Kafka error
 or a bad file, printed), 2 bad flags.
 """
@@ -110,7 +112,51 @@ async def _execute(admin: ClusterAdmin, args: argparse.Namespace, plan: plan_.As
             print(f"Error reassigning partition(s):\n{tp.topic}-{tp.partition}: {code.name}: {message}", file=sys.stderr)
         return 1
     print(f"Successfully started partition reassignment{'s' if len(plan) > 1 else ''} for {_names(plan)}")
+    moves = plan_.parse_replica_log_dirs(args.reassignment_json_file.read_text())
+    if moves:
+        await _execute_moves(admin, moves, args.timeout / 1000)
     return 0
+
+
+async def _execute_moves(admin: ClusterAdmin, moves: dict[plan_.Replica, str], timeout: float) -> None:
+    """Kafka's ``executeMoves``: AlterReplicaLogDirs per broker until every replica has started its move
+    (a replica still being added answers REPLICA_NOT_AVAILABLE: asked again 100 ms later)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    pending = dict(moves)
+    while pending:
+        started = []
+        for broker in sorted({b for _, b in pending}):
+            answers = await admin.alter_replica_log_dirs(broker, {tp: d for (tp, b), d in pending.items() if b == broker})
+            for tp, code in answers.items():
+                if code == ErrorCode.NONE:
+                    started.append((tp, broker))
+                elif code != ErrorCode.REPLICA_NOT_AVAILABLE:
+                    raise ClusterAdminError(f"cannot move {plan_.replica_name((tp, broker))} to "
+                                            f"{pending[(tp, broker)]}: {code.name}")
+        if started:
+            print(f"Successfully started log directory move{'s' if len(started) > 1 else ''} for: "
+                  f"{','.join(plan_.replica_name(r) for r in sorted(started))}")
+        for replica in started:
+            del pending[replica]
+        if pending and asyncio.get_running_loop().time() >= deadline:
+            raise ClusterAdminError(f"Timed out before log directory move{'s' if len(pending) > 1 else ''} could be "
+                                    f"started for: {','.join(plan_.replica_name(r) for r in sorted(pending))}")
+        if pending:
+            await asyncio.sleep(0.1)  # Kafka's retry interval: the replica is not on its new broker yet
+
+
+async def _replica_dirs(admin: ClusterAdmin, moves: dict[plan_.Replica, str]) -> dict:
+    """Each moving replica's (current dir, future dir), from its broker's DescribeLogDirs."""
+    found: dict[plan_.Replica, tuple] = {}
+    for broker in sorted({b for _, b in moves}):
+        for result in await admin.describe_log_dirs(broker):
+            for topic in result.topics:
+                for p in topic.partitions:
+                    replica = (TopicPartition(topic.name, int(p.partition_index)), broker)
+                    if replica in moves:
+                        current, future = found.get(replica, (None, None))
+                        found[replica] = (current, result.log_dir) if p.is_future_key else (result.log_dir, future)
+    return found
 
 
 async def _verify(admin: ClusterAdmin, args: argparse.Namespace, plan: plan_.Assignment) -> int:
@@ -120,6 +166,12 @@ async def _verify(admin: ClusterAdmin, args: argparse.Namespace, plan: plan_.Ass
     lines, done = plan_.verify_lines(plan, current, moving)
     print("Status of partition reassignment:")
     print("\n".join(lines))
+    moves = plan_.parse_replica_log_dirs(args.reassignment_json_file.read_text())
+    if moves:
+        move_lines, moves_done = plan_.move_state_lines(moves, await _replica_dirs(admin, moves))
+        print("\n".join(move_lines))
+        if not moves_done and done:
+            return 0  # the partitions are in place, their replicas still moving between dirs
     if not moving and not args.preserve_throttles:
         _clear_throttles(admin, await admin.broker_ids(), topics)
     return 0 if done or moving & set(plan) else 1

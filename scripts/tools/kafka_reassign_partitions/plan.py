@@ -5,8 +5,8 @@ Formats (Kafka's ``ReassignPartitionsCommand``):
 
 - topics to move: ``{"topics":[{"topic":"foo"}],"version":1}``;
 - a reassignment: ``{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2],
-  "log_dirs":["any","any"]}]}`` (``log_dirs`` optional; only ``any`` is supported: one log dir per broker
-  is all zkafka moves between).
+  "log_dirs":["any","/data/b"]}]}`` (``log_dirs`` optional: per replica ``any``, or the absolute log dir
+  of ``log.dirs`` that replica's broker is to hold it in: KIP-113's moves between a broker's dirs).
 
 Every malformed file raises ``PlanError`` naming the file's problem (the tool prints it and exits 1).
 """
@@ -20,6 +20,8 @@ from brokers.admin.assignment import assign_replicas_to_brokers
 from brokers.model import TopicPartition
 
 Assignment = dict[TopicPartition, list[int]]
+Replica = tuple[TopicPartition, int]  # Kafka's TopicPartitionReplica: a partition's replica on one broker
+ANY_LOG_DIR = "any"
 
 
 class PlanError(ValueError):
@@ -70,13 +72,58 @@ def parse_reassignment(text: str) -> Assignment:
         log_dirs = entry.get("log_dirs", ["any"] * len(replicas))
         if not isinstance(log_dirs, list) or len(log_dirs) != len(replicas):
             raise PlanError(f"partitions[{i}] ({topic}-{partition}): log_dirs must list one entry per replica")
-        if any(d != "any" for d in log_dirs):
-            raise PlanError(f"partitions[{i}] ({topic}-{partition}): only \"any\" log dirs are supported")
+        if any(not isinstance(d, str) or (d != ANY_LOG_DIR and not d.startswith("/")) for d in log_dirs):
+            raise PlanError(f"partitions[{i}] ({topic}-{partition}): each log_dirs entry is \"any\" or an "
+                            f"absolute path, not {log_dirs}")
         tp = TopicPartition(topic, partition)
         if tp in plan:
             raise PlanError(f"{topic}-{partition} appears more than once in the reassignment file")
         plan[tp] = list(replicas)
     return plan
+
+
+def parse_replica_log_dirs(text: str) -> dict[Replica, str]:
+    """The replicas a reassignment file places in a given log dir (its ``log_dirs`` entries other than
+    ``any``); the file is checked by ``parse_reassignment`` first."""
+    parse_reassignment(text)
+    moves: dict[Replica, str] = {}
+    for entry in json.loads(text)["partitions"]:
+        tp = TopicPartition(entry["topic"], entry["partition"])
+        for broker, log_dir in zip(entry["replicas"], entry.get("log_dirs", [])):
+            if log_dir != ANY_LOG_DIR:
+                moves[(tp, broker)] = log_dir
+    return moves
+
+
+def replica_name(replica: Replica) -> str:
+    """Kafka's ``TopicPartitionReplica.toString``: ``topic-partition-broker``."""
+    return f"{replica[0].topic}-{replica[0].partition}-{replica[1]}"
+
+
+def move_state_lines(targets: dict[Replica, str], found: dict[Replica, tuple[str | None, str | None]]
+                     ) -> tuple[list[str], bool]:
+    """``--verify`` of replica moves (Kafka's ``replicaMoveStatesToString``): a line per replica from
+    ``found`` (its current dir, its future dir; a replica the broker does not report is missing), and
+    whether every move is done."""
+    lines, done = [], True
+    for replica, target in sorted(targets.items(), key=lambda item: (item[0][0], item[0][1])):
+        (tp, broker), name = replica, replica_name(replica)
+        current, future = found.get(replica, (None, None))
+        if replica not in found:
+            lines.append(f"Partition {tp.topic}-{tp.partition} cannot be found in any live log directory on "
+                         f"broker {broker}.")
+            done = False
+        elif future is not None:
+            lines.append(f"Reassignment of replica {name} is still in progress." if future == target else
+                         f"Partition {tp.topic}-{tp.partition} on broker {broker} is being moved to log dir "
+                         f"{future} instead of {target}.")
+            done = False
+        elif current == target:
+            lines.append(f"Reassignment of replica {name} completed successfully.")
+        else:
+            lines.append(f"Partition {tp.topic}-{tp.partition} on broker {broker} is not being moved from log dir "
+                         f"{current} to {target}.")
+    return lines, done
 
 
 def format_assignment(assignment: Mapping[TopicPartition, Iterable[int]]) -> str:

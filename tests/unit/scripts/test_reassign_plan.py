@@ -28,7 +28,9 @@ def test_a_reassignment_file_round_trips_through_kafkas_format():
     ('{"partitions": [{"topic": "t", "partition": "0", "replicas": [1]}]}', '"partition" integer'),
     ('{"partitions": [{"topic": "t", "partition": 0, "replicas": []}]}', 'non-empty "replicas"'),
     ('{"partitions": [{"topic": "t", "partition": 0, "replicas": [1, 1]}]}', "duplicate replicas"),
-    ('{"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": ["/d"]}]}', '"any"'),
+    ('{"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": ["d"]}]}', '"any" or an absolute path'),
+    ('{"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": [3]}]}', '"any" or an absolute path'),
+    ('{"partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["any"]}]}', "one entry per replica"),
     ('{"partitions": [{"topic": "t", "partition": 0, "replicas": [1]}, {"topic": "t", "partition": 0, "replicas": [2]}]}',
      "more than once"),
 ])
@@ -82,3 +84,26 @@ def test_bad_flags_exit_2_naming_the_flag(argv, fragment, capsys):
     with pytest.raises(SystemExit) as exit_info:
         check_flags(parser, parser.parse_args(["--bootstrap-server", "h:1", *argv]))
     assert exit_info.value.code == 2 and fragment in capsys.readouterr().err
+
+
+def test_replica_log_dirs_are_the_entries_other_than_any():
+    text = json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["/a", "any"]},
+        {"topic": "t", "partition": 1, "replicas": [2, 1]}]})
+    assert plan.parse_replica_log_dirs(text) == {(T0, 1): "/a"}
+    assert plan.replica_name((T0, 1)) == "t-0-1"
+
+
+def test_move_state_lines_are_kafkas():
+    targets = {(T0, 1): "/b", (T0, 2): "/b", (T1, 1): "/b", (T1, 2): "/b", (U0, 1): "/b"}
+    found = {(T0, 1): ("/b", None), (T0, 2): ("/a", "/b"), (T1, 1): ("/a", "/c"), (T1, 2): ("/a", None)}
+    lines, done = plan.move_state_lines(targets, found)
+    assert lines == [
+        "Reassignment of replica t-0-1 completed successfully.",
+        "Reassignment of replica t-0-2 is still in progress.",
+        "Partition t-1 on broker 1 is being moved to log dir /c instead of /b.",
+        "Partition t-1 on broker 2 is not being moved from log dir /a to /b.",
+        "Partition u-0 cannot be found in any live log directory on broker 1."]
+    assert not done
+    assert plan.move_state_lines({(T0, 1): "/b"}, {(T0, 1): ("/b", None)}) == (
+        ["Reassignment of replica t-0-1 completed successfully."], True)

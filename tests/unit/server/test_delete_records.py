@@ -1,4 +1,4 @@
-"""DeleteRecords (21) and DescribeCluster (60) over the real handlers: the World of test_handlers (a real
+"""DeleteRecords (21), DescribeCluster (60) and AlterReplicaLogDirs (34) over the real handlers: the World of test_handlers (a real
 ReplicaManager, logs on tmp_path; broker 1 leads t-0 (replicas 1, 2; broker 2 live) and u-0 (replicas 1),
 follows t-1)."""
 from __future__ import annotations
@@ -152,5 +152,24 @@ def test_describe_cluster(world):
         assert denied.cluster_authorized_operations == 0
         unasked = await world.call(handle_describe_cluster, DESCRIBE_CLUSTER, 0, include_cluster_authorized_operations=False)
         assert unasked.cluster_authorized_operations == acl.NO_AUTHORIZED_OPERATIONS
+
+    asyncio.run(scenario())
+
+
+def test_alter_replica_log_dirs_needs_alter_on_the_cluster_and_names_each_partitions_outcome(world, tmp_path):
+    from brokers.server.handlers.log_dirs import handle_alter_replica_log_dirs
+
+    async def alter(path):
+        response = await world.call(handle_alter_replica_log_dirs, 34, 1, dirs=[
+            dict(path=path, topics=[dict(name="u", partitions=[0]), dict(name="nope", partitions=[0])])])
+        return {(t.topic_name, p.partition_index): p.error_code for t in response.results for p in t.partitions}
+
+    async def scenario():
+        only_dir = str(world.log_manager.log_dirs[0])
+        assert await alter(only_dir) == {("u", 0): ErrorCode.NONE, ("nope", 0): ErrorCode.REPLICA_NOT_AVAILABLE}
+        assert await alter(str(tmp_path / "elsewhere")) == {("u", 0): ErrorCode.LOG_DIR_NOT_FOUND,
+                                                            ("nope", 0): ErrorCode.LOG_DIR_NOT_FOUND}
+        world.context.authorizer = AclAuthorizer(MemoryZk(), frozenset(), allow_if_no_acl=False)
+        assert set((await alter(only_dir)).values()) == {ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
 
     asyncio.run(scenario())

@@ -154,3 +154,16 @@ def test_an_unfinished_move_is_deleted_at_start(tmp_path):
         assert not list(other.glob("t-0.*-future")) and second.get_log(TP).log_end_offset == 9
     finally:
         second.shutdown()
+
+
+def test_describe_log_dirs_answers_future_replicas_with_their_lag():
+    from brokers.server.handlers.log_dirs import log_dir_results
+
+    results = log_dir_results([("/a", None, {TP: 100}), ("/b", None, {}), ("/c", "offline", {})], None,
+                              {"/b": {TP: (40, 7)}})
+    assert [(r["log_dir"], r["error_code"], r["topics"]) for r in results] == [
+        ("/a", ErrorCode.NONE, [{"name": "t", "partitions": [
+            {"partition_index": 0, "partition_size": 100, "offset_lag": 0, "is_future_key": False}]}]),
+        ("/b", ErrorCode.NONE, [{"name": "t", "partitions": [
+            {"partition_index": 0, "partition_size": 40, "offset_lag": 7, "is_future_key": True}]}]),
+        ("/c", ErrorCode.KAFKA_STORAGE_ERROR, [])]
