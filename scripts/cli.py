@@ -3,7 +3,7 @@
 Every subcommand lives in its room's command module, which exposes ``add_parser(subparsers)`` (its parser, with
 ``run`` as the ``run`` default) and ``run(args) -> int`` (the exit code); ``ROOMS`` lists them:
 
-* ``log dump <dir|file>``: scripts/tools/dump_log.py;
+* ``log dump <dir|file>``: scripts/tools/dump_log/ (with ``kafka-dump-log``, Kafka's front end);
 * ``bench all|storage|cluster|produce|consume|replication|group|spark|http|reassign|security|formats|txn``:
   scripts/bench/commands/;
 * ``zookeeper start|stop|status``, ``cluster up|status|down``: scripts/local/commands/;

@@ -12,17 +12,24 @@ instead. A ``.txnindex`` (aborted transactions) prints one ``version: 0 producer
 lastOffset: L lastStableOffset: S`` line per entry; a producer-state ``.snapshot`` one line per entry with
 the producer's epoch, coordinator epoch and open transaction's first offset (``Some(F)`` / ``None``) and,
 when the entry holds a batch, its sequences, last offset, offset delta and timestamp.
+
+The readers under the lines are shared with ``kafka-dump-log`` (``scripts.tools.dump_log``, Kafka 2.8's exact
+DumpLogSegments output): ``log_batches`` (a ``.log``'s batches with their bytes and CRC validity, from a
+position), ``records_of`` (a batch's records as ``RecordView``: absolute offset and timestamp, sizes, sequence,
+header keys, the control record's description), ``index_entries`` / ``time_index_entries`` (whole entries,
+absolute offsets) and ``increment_sequence`` (Kafka's wrap-around).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Iterator
 
 from brokers.protocol.control_record import ABORT, COMMIT, parse_control_type, parse_marker
 from brokers.protocol.errors import KafkaError
 from brokers.protocol.record import Record, batch_records
-from brokers.protocol.record_batch import BatchHeader, check_crc, read_header
+from brokers.protocol.record_batch import HEADER_SIZE, BatchHeader, check_crc, read_header
 from brokers.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of
 from brokers.storage.offset_index import OffsetIndex
 from brokers.storage.producer_snapshot import SNAPSHOT_SUFFIX, CorruptSnapshotError, decode_snapshot
@@ -33,6 +40,77 @@ from brokers.storage.transaction_index import ENTRY_SIZE, TXN_INDEX_SUFFIX, Corr
 
 SUFFIX_ORDER = {LOG_SUFFIX: 0, INDEX_SUFFIX: 1, TIME_INDEX_SUFFIX: 2, TXN_INDEX_SUFFIX: 3, SNAPSHOT_SUFFIX: 4}
 CONTROL_TYPE_NAMES = {ABORT: "ABORT", COMMIT: "COMMIT", 2: "LEADER_CHANGE"}  # Kafka 2.8's ControlRecordType
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogBatch:
+    header: BatchHeader  # its position is the file position
+    data: bytes  # the whole batch
+    valid: bool  # its CRC matches
+
+
+@dataclass(frozen=True, slots=True)
+class RecordView:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    header_keys: tuple[str, ...]
+    sequence: int
+    control: str | None  # a control record: ``endTxnMarker: COMMIT coordinatorEpoch: 5`` / ``controlType: NAME(id)``
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap from Integer.MAX_VALUE to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def last_sequence(h: BatchHeader) -> int:
+    return increment_sequence(h.base_sequence, h.last_offset_delta) if h.base_sequence >= 0 else -1
+
+
+def log_batches(path: Path, position: int = 0) -> Iterator[LogBatch]:
+    """The batches of a ``.log`` from ``position``; KafkaError (CorruptRecordError) where one is torn or malformed."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for header in scan_batches(fd, position, os.fstat(fd).st_size):
+            data = os.pread(fd, header.size, header.position)
+            yield LogBatch(header, data, _crc_ok(data, read_header(data)))
+    finally:
+        os.close(fd)
+
+
+def records_of(batch: LogBatch) -> list[RecordView]:
+    """The batch's records (decompressed); KafkaError if they cannot be decoded."""
+    header, data = batch.header, batch.data
+    local = read_header(data)
+    log_append_time = header.timestamp_type == "LogAppendTime"
+    views = []
+    for r in batch_records(data, local):
+        views.append(RecordView(
+            header.base_offset + r.offset_delta,
+            header.max_timestamp if log_append_time else header.base_timestamp + r.timestamp_delta,
+            r.key, r.value, tuple(k for k, _ in r.headers),
+            increment_sequence(header.base_sequence, r.offset_delta) if header.base_sequence >= 0 else -1,
+            _describe_control(data, local, r) if header.is_control else None))
+    return views
+
+
+def index_entries(path: Path) -> tuple[list[tuple[int, int]], int]:
+    """An ``.index``'s whole entries as (absolute offset, position), and the file's size in bytes."""
+    data, base = path.read_bytes(), base_offset_of(path.name)
+    whole = len(data) - len(data) % OffsetIndex.ENTRY.size
+    return [(base + key, position) for key, position in OffsetIndex.ENTRY.iter_unpack(data[:whole])], len(data)
+
+
+def time_index_entries(path: Path) -> tuple[list[tuple[int, int]], int]:
+    """A ``.timeindex``'s whole entries as (timestamp, absolute offset), and the file's size in bytes."""
+    data, base = path.read_bytes(), base_offset_of(path.name)
+    whole = len(data) - len(data) % TimeIndex.ENTRY.size
+    return [(timestamp, base + key) for timestamp, key in TimeIndex.ENTRY.iter_unpack(data[:whole])], len(data)
 
 
 def dump_path(path: Path, *, print_records: bool = False, max_payload: int = 60) -> Iterator[str]:
@@ -69,26 +147,17 @@ def dump_file(path: Path, *, print_records: bool = False, max_payload: int = 60)
 
 
 def _dump_log(path: Path, print_records: bool, max_payload: int) -> Iterator[str]:
-    base = base_offset_of(path.name)
-    yield f"Starting offset: {base}"
-    fd = os.open(path, os.O_RDONLY)
+    yield f"Starting offset: {base_offset_of(path.name)}"
+    size, batches = path.stat().st_size, 0
     try:
-        size = os.fstat(fd).st_size
-        batches = 0
-        try:
-            for header in scan_batches(fd, 0, size):
-                data = os.pread(fd, header.size, header.position)
-                local = read_header(data)
-                valid = _crc_ok(data, local)
-                yield _describe_batch(header, valid)
-                batches += 1
-                if print_records and valid:
-                    yield from _describe_records(data, local, max_payload)
-        except KafkaError as exc:
-            yield f"  CORRUPT: {exc} — a broker's recovery truncates the log here"
-        yield f"Batches: {batches}, size: {size} bytes"
-    finally:
-        os.close(fd)
+        for batch in log_batches(path):
+            yield _describe_batch(batch.header, batch.valid)
+            batches += 1
+            if print_records and batch.valid:
+                yield from _describe_records(batch, max_payload)
+    except KafkaError as exc:
+        yield f"  CORRUPT: {exc} — a broker's recovery truncates the log here"
+    yield f"Batches: {batches}, size: {size} bytes"
 
 
 def _crc_ok(data: bytes, header: BatchHeader) -> bool:
@@ -100,32 +169,28 @@ def _crc_ok(data: bytes, header: BatchHeader) -> bool:
 
 
 def _describe_batch(h: BatchHeader, valid: bool) -> str:
-    last_sequence = h.base_sequence + h.last_offset_delta if h.base_sequence >= 0 else -1
     return (f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.records_count} "
-            f"baseSequence: {h.base_sequence} lastSequence: {last_sequence} producerId: {h.producer_id} "
+            f"baseSequence: {h.base_sequence} lastSequence: {last_sequence(h)} producerId: {h.producer_id} "
             f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
             f"isTransactional: {str(h.is_transactional).lower()} isControl: {str(h.is_control).lower()} "
             f"position: {h.position} {h.timestamp_type}: {h.max_timestamp} size: {h.size} magic: {h.magic} "
             f"compresscodec: {h.codec_name} crc: {h.crc} isvalid: {str(valid).lower()}")
 
 
-def _describe_records(data: bytes, header: BatchHeader, max_payload: int) -> Iterator[str]:
+def _describe_records(batch: LogBatch, max_payload: int) -> Iterator[str]:
     try:
-        records = batch_records(data, header)
+        records = records_of(batch)
     except KafkaError as exc:
         yield f"| cannot decode records: {exc}"
         return
-    log_append_time = header.timestamp_type == "LogAppendTime"
     for r in records:
-        timestamp = header.max_timestamp if log_append_time else header.base_timestamp + r.timestamp_delta
-        sequence = header.base_sequence + r.offset_delta if header.base_sequence >= 0 else -1
-        line = (f"| offset: {header.base_offset + r.offset_delta} {header.timestamp_type}: {timestamp} "
+        line = (f"| offset: {r.offset} {batch.header.timestamp_type}: {r.timestamp} "
                 f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)} "
-                f"sequence: {sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]")
-        yield line + " " + (_describe_control(data, header, r) if header.is_control else _describe_data(r, max_payload))
+                f"sequence: {r.sequence} headerKeys: [{','.join(r.header_keys)}]")
+        yield line + " " + (r.control if r.control is not None else _describe_data(r, max_payload))
 
 
-def _describe_data(record: Record, max_payload: int) -> str:
+def _describe_data(record: RecordView, max_payload: int) -> str:
     key = "null" if record.key is None else _printable(record.key, max_payload)
     value = "null" if record.value is None else _printable(record.value, max_payload)
     return f"key: {key} payload: {value}"
@@ -219,3 +284,16 @@ def _dump_producer_snapshot(path: Path) -> Iterator[str]:
             line += (f" firstSequence: {batch.first_seq} lastSequence: {batch.last_seq} lastOffset: {batch.last_offset} "
                      f"offsetDelta: {batch.last_offset - batch.first_offset} timestamp: {batch.timestamp}")
         yield line
+
+
+def batch_header_at(path: Path, position: int) -> BatchHeader | None:
+    """The header of the batch that starts at ``position`` of a ``.log``, or None when no whole batch is there."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            return read_header(os.pread(fd, HEADER_SIZE, position), 0, position, room=size - position)
+        except KafkaError:
+            return None
+    finally:
+        os.close(fd)

@@ -54,6 +54,7 @@ from brokers.zk.errors import (
 from brokers.stats import ZOOKEEPER_BUCKETS, LatencyHistogram
 from brokers.zk.gateway_batch import BatchCalls
 from brokers.zk.paths import ControllerEpochZNode, world_readable
+from brokers.zk.tls import ZkTls, kazoo_security
 
 log = logging.getLogger(__name__)
 
@@ -144,12 +145,14 @@ class ZkGateway(BatchCalls):
     ``secure_acls``: ``zookeeper.set.acl`` -- every znode created through this gateway gets Kafka's secure
     ACLs (``paths.world_readable``), so a client without the credentials cannot change cluster state.
     ``max_in_flight_requests``: ``zookeeper.max.in.flight.requests``, how many requests a batch call
-    (``get_many``, ``create_many``, ``fenced_multi_many``...: ``gateway_batch``) keeps in flight at once."""
+    (``get_many``, ``create_many``, ``fenced_multi_many``...: ``gateway_batch``) keeps in flight at once.
+    ``tls``: connect over TLS (``brokers.zk.tls``; a tool's ``--zk-tls-config-file``); with a client
+    certificate, that identity may own secure ACLs without ``digest``."""
 
     def __init__(self, connect: str, *, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None,
                  loop: asyncio.AbstractEventLoop | None = None, digest: str | None = None, secure_acls: bool = False,
-                 max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT):
-        if secure_acls and not digest:
+                 max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT, tls: ZkTls | None = None):
+        if secure_acls and not digest and not (tls and tls.client_auth):
             raise ValueError("secure ZooKeeper ACLs need credentials to own them")
         if max_in_flight_requests < 1:
             raise ValueError("zookeeper.max.in.flight.requests must be at least 1")
@@ -165,8 +168,7 @@ class ZkGateway(BatchCalls):
         self._lost_watches: list[tuple[Callable[[WatchEvent], Any], WatchEvent]] = []  # until reconnected
         self.latency = LatencyHistogram(ZOOKEEPER_BUCKETS)  # every ZooKeeper round trip, seconds
         self._client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000, connection_retry={"max_tries": -1, "max_delay": 1},
-                                   command_retry={"max_tries": 0},
-                                   auth_data=[("digest", digest)] if digest else None)
+                                   command_retry={"max_tries": 0}, **kazoo_security(digest, tls))
         self._client.add_listener(self._on_state)
 
     # -- lifecycle -----------------------------------------------------------------------------

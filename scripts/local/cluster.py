@@ -144,8 +144,10 @@ class Cluster:
             "default.replication.factor": str(min(3, self.spec.brokers)),
             # a local cluster's last broker has nobody to hand leadership to: don't wait 3 x 5 s for that
             "controlled.shutdown.retry.backoff.ms": "500",
-            # "{kafka_port}" in a value is this broker's port (listeners of other security protocols)
-            **{k: v.replace("{kafka_port}", str(self.kafka_port(broker_id))) for k, v in self.spec.properties.items()},
+            # "{kafka_port}" in a value is this broker's port (listeners of other security protocols), "{broker_id}"
+            # its id (a second listener's port per broker): `zkafka cluster up --help`
+            **{k: v.replace("{kafka_port}", str(self.kafka_port(broker_id))).replace("{broker_id}", str(broker_id))
+               for k, v in self.spec.properties.items()},
         }
         path = self.broker_dir(broker_id) / "server.properties"
         path.parent.mkdir(parents=True, exist_ok=True)

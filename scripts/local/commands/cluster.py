@@ -23,7 +23,11 @@ def add_parser(subparsers) -> None:
     up.add_argument("--tick-time", type=int, default=2000, help="ZooKeeper tickTime in ms")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the cluster")
     up.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra broker property for every broker (repeatable)")
+                    help="extra broker property for every broker (repeatable). In a value, {kafka_port} is the "
+                         "broker's own Kafka port (BASE+i-1) and {broker_id} its id, e.g. a SASL_SSL listener "
+                         "instead of PLAINTEXT: --property 'listeners=SASL_SSL://127.0.0.1:{kafka_port}' --property "
+                         "inter.broker.listener.name=SASL_SSL; a second listener per broker needs ports of its own: "
+                         "'listeners=SASL_PLAINTEXT://127.0.0.1:{kafka_port},SSL://127.0.0.1:1909{broker_id}'")
     up.set_defaults(subparser=up)
     status = commands.add_parser("status", help="ZooKeeper, each broker and the controller")
     status.add_argument("--json", action="store_true")

@@ -22,7 +22,8 @@ top-level ``data_dir/zkafka-zookeeper.json`` records the layout so ``load``/``st
 
 Modules: ``config`` (defaults, ports, ``zoo.cfg``), ``classpath`` (jars and java), ``network`` (``srvr``, free
 ports), ``server`` (one process), ``ensemble`` (a quorum), ``data_dir`` (start/stop/status by directory). Their
-public names are all importable from this package.
+public names are all importable from this package. ``server_start`` is Kafka's ``zookeeper-server-start`` over a
+user's own ``zookeeper.properties`` (its checks and JVM command line: ``properties``).
 """
 from __future__ import annotations
 

@@ -111,3 +111,36 @@ def find_java(env: Mapping[str, str] | None = None) -> str:
                              "or set JAVA_HOME")
     return found
 
+
+
+NETTY_FACTORY = "org.apache.zookeeper.server.NettyServerCnxnFactory"
+_NATIVE_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch_64", "arm64": "aarch_64", "riscv64": "riscv64"}
+
+
+def netty_jars(folder: Path, machine: str | None = None) -> list[Path]:
+    """Netty's jars in the pyspark wheel's folder, which ZooKeeper's ``NettyServerCnxnFactory`` needs (TLS client
+    ports: ``secureClientPort``): every ``netty-*.jar`` but the native ones built for other platforms and
+    BoringSSL's (the JDK's own TLS serves)."""
+    import platform
+
+    arch = _NATIVE_ARCH.get((machine or platform.machine()).lower(), "")
+    native = re.compile(r"-(linux|osx|windows)-[\w]+\.jar$")
+    chosen = []
+    for jar in sorted(Path(folder).glob("netty-*.jar")):
+        if "tcnative-boringssl" in jar.name or jar.name.endswith(_NOT_A_RUNTIME_JAR):
+            continue
+        if native.search(jar.name) and not jar.name.endswith(f"-linux-{arch}.jar"):
+            continue
+        chosen.append(jar)
+    return chosen
+
+
+def netty_classpath(env: Mapping[str, str] | None = None) -> list[str]:
+    """The jars to add to ``resolve_classpath`` for a Netty server: Netty's from the pyspark wheel when that is
+    where ZooKeeper comes from (``ZOOKEEPER_CLASSPATH`` is taken as it is; a ``ZOOKEEPER_HOME`` distribution's
+    ``lib`` has Netty already)."""
+    env = os.environ if env is None else env
+    if env.get("ZOOKEEPER_CLASSPATH", "").strip() or env.get("ZOOKEEPER_HOME", "").strip():
+        return []
+    folder = pyspark_jars_dir()
+    return [str(jar) for jar in netty_jars(folder)] if folder is not None else []

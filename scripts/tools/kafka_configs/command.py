@@ -39,9 +39,10 @@ from brokers.dynamic_config.broker_config import validate_broker_overrides
 from brokers.storage.log_config import InvalidConfigError, LogConfig
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
-from brokers.zk.gateway import ZkGateway
 from brokers.zk.paths import ConfigChangeNotificationZNode
+from scripts.tools.common import zk_client
 from scripts.tools.common.client_properties import LoginError
+from scripts.tools.common.zk_security import ZkClientIdentity, ZkSecurityError
 from scripts.tools.kafka_configs import users
 from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config, parse_delete_config
 
@@ -64,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--delete-config", metavar="k1,k2", help="configs to remove")
     parser.add_argument("--all", action="store_true", help="with --describe: every config, not only the dynamic ones")
     parser.add_argument("--command-config", metavar="FILE", help="client properties (security.protocol, sasl.*, ssl.*)")
+    parser.add_argument("--zk-tls-config-file", metavar="ZooKeeper TLS configuration",
+                        help="with --zookeeper: ZooKeeper client TLS properties (zookeeper.ssl.*); ZooKeeper "
+                             "credentials come from KAFKA_OPTS=-Djava.security.auth.login.config=jaas.conf")
     return parser
 
 
@@ -79,6 +83,9 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error("--add-config and --delete-config are only valid with --alter")
     if args.zookeeper and args.entity_name is None and not args.entity_default:
         parser.error("--zookeeper: --entity-name or --entity-default is required")
+    if args.zk_tls_config_file and not args.zookeeper:
+        parser.error("--bootstrap-server doesn't support --zk-tls-config-file option. If you intend the command to "
+                     "communicate directly with ZooKeeper, use the --zookeeper option.")
     if args.all and not args.describe:
         parser.error("--all is only valid with --describe")
     if args.entity_type == "users" and args.all:
@@ -95,10 +102,10 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
 
 
 # -- --zookeeper (direct) mode -------------------------------------------------------------------
-async def _zookeeper(args: argparse.Namespace) -> int:
+async def _zookeeper(args: argparse.Namespace, identity: ZkClientIdentity) -> int:
     entity = ConfigChangeNotificationZNode.DEFAULT_ENTITY if args.entity_default else args.entity_name
     label = f"{args.entity_type[:-1]} '{entity}'"
-    zk = ZkGateway(args.zookeeper, session_timeout_ms=10000, connection_timeout_ms=10000)
+    zk = zk_client.gateway(args.zookeeper, identity, timeout_ms=10000)
     await zk.start()
     kzc = KafkaZkClient(zk)
     try:
@@ -152,12 +159,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.bootstrap_server:
             from scripts.tools.kafka_configs import admin as kafka_configs_admin
             return kafka_configs_admin.run(args)
-        return asyncio.run(_zookeeper(args))
+        identity = zk_client.identity(args.zk_tls_config_file)
+        return asyncio.run(_zookeeper(args, identity))
     except (ConfigCommandError, InvalidConfigError, users.UserConfigError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    except ZkSecurityError as exc:  # KAFKA_OPTS' JAAS file or --zk-tls-config-file
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
     except ZkError as exc:
-        print(f"Error: ZooKeeper at {args.zookeeper}: {exc}", file=sys.stderr)
+        print(zk_client.error_line(args.zookeeper, exc, identity), file=sys.stderr)
         return 1
     except LoginError as exc:  # --command-config's SASL credentials, refused
         print(f"Error while executing config command: {exc}", file=sys.stderr)

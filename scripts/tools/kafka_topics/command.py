@@ -25,10 +25,10 @@ from brokers.model import OFFSETS_TOPIC, TopicPartition
 from brokers.protocol.errors import KafkaError
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
-from brokers.zk.gateway import ZkGateway
 from brokers.admin.partition_addition import add_partitions
 from brokers.admin.topic_creation import create_topic
-from scripts.tools.common import client_properties
+from scripts.tools.common import client_properties, zk_client
+from scripts.tools.common.zk_security import ZkClientIdentity, ZkSecurityError
 from scripts.tools.kafka_topics import admin as kafka_topics_admin
 from scripts.tools.kafka_topics.admin import ADD_PARTITIONS_WARNING
 from scripts.tools.kafka_topics.replica_assignment import new_replica_lists, parse_replica_assignment
@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     connect.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="Kafka brokers to talk to")
     parser.add_argument("--command-config", metavar="command config property file",
                         help="with --bootstrap-server: the admin client's properties (security.protocol, sasl.*, ssl.*)")
+    parser.add_argument("--zk-tls-config-file", metavar="ZooKeeper TLS configuration",
+                        help="with --zookeeper: ZooKeeper client TLS properties (zookeeper.ssl.*); ZooKeeper "
+                             "credentials come from KAFKA_OPTS=-Djava.security.auth.login.config=jaas.conf")
     parser.add_argument("--topic")
     parser.add_argument("--partitions", type=int)
     parser.add_argument("--replication-factor", type=int)
@@ -57,8 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _run(args: argparse.Namespace) -> int:
-    zk = ZkGateway(args.zookeeper, session_timeout_ms=10000, connection_timeout_ms=10000)
+async def _run(args: argparse.Namespace, identity: ZkClientIdentity) -> int:
+    zk = zk_client.gateway(args.zookeeper, identity, timeout_ms=10000)
     await zk.start()
     kzc = KafkaZkClient(zk)
     try:
@@ -170,16 +173,22 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.command_config and not args.bootstrap_server:
         parser.error("--command-config is only supported with --bootstrap-server")
+    if args.zk_tls_config_file and not args.zookeeper:
+        parser.error("--zk-tls-config-file is only supported with --zookeeper")
     if args.bootstrap_server:
         return kafka_topics_admin.run(args, client_properties.parse_flag(parser, "--command-config",
                                                                          args.command_config))
     try:
-        return asyncio.run(_run(args))
+        identity = zk_client.identity(args.zk_tls_config_file)
+        return asyncio.run(_run(args, identity))
+    except ZkSecurityError as exc:  # KAFKA_OPTS' JAAS file or --zk-tls-config-file
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
     except KafkaError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except ZkError as exc:
-        print(f"Error: ZooKeeper at {args.zookeeper}: {exc}", file=sys.stderr)
+        print(zk_client.error_line(args.zookeeper, exc, identity), file=sys.stderr)
         return 1
 
 

@@ -1,7 +1,11 @@
-"""``zkafka log dump``: Kafka's ``kafka-dump-log`` (DumpLogSegments) over a partition directory or one segment
-file: batches, offsets, timestamps, codecs, CRC validity, transaction markers, index and transaction index entries.
+"""Two front ends over one reader (``brokers.storage.dump``):
 
-Exit codes: 0, or 2 when the path is missing or not a segment file.
+* ``kafka-dump-log --files a.log,b.index [--print-data-log] ...``: Kafka 2.8's DumpLogSegments, its flags
+  (``syntax``) and its exact output (``kafka_format``; ``--offsets-decoder`` / ``--transaction-log-decoder``:
+  ``decoders``); ``command`` runs it. Exit 0, or 1 for a bad flag or a file it cannot dump (one line).
+* ``zkafka log dump <partition dir | file>`` (below): the same content for a whole partition directory at once,
+  with zkafka's summaries (``Batches: N``, index ``MISMATCH`` marks, ``CORRUPT`` tails, the leader-epoch
+  checkpoint). Exit codes: 0, or 2 when the path is missing or not a segment file.
 """
 from __future__ import annotations
 
@@ -32,3 +36,10 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         return 0
     return 0
+
+
+def console_main() -> None:
+    """The ``kafka-dump-log`` console script."""
+    from scripts.tools.dump_log.command import main
+
+    sys.exit(main())
