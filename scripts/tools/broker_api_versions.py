@@ -27,7 +27,7 @@ from typing import Any
 
 from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
-from scripts.tools.common.arguments import KafkaArgumentParser, host_port_list
+from scripts.tools.common.arguments import KafkaArgumentParser, admin_tool_parser
 from scripts.tools.common.client_properties import ClientPropertiesError, parse_flag
 from scripts.tools.common.cluster_admin import ClusterAdmin, ClusterAdminError
 
@@ -111,14 +111,7 @@ async def describe(admin: ClusterAdmin) -> list[str]:
 
 
 def build_parser() -> KafkaArgumentParser:
-    parser = KafkaArgumentParser(prog="kafka-broker-api-versions",
-                                 description="This tool helps to retrieve broker version information.")
-    parser.add_argument("--bootstrap-server", required=True, type=host_port_list,
-                        metavar="server(s) to use for bootstrapping",
-                        help="REQUIRED: The server to connect to.")
-    parser.add_argument("--command-config", metavar="command config property file",
-                        help="A property file containing configs to be passed to Admin Client.")
-    return parser
+    return admin_tool_parser("kafka-broker-api-versions", "This tool helps to retrieve broker version information.")
 
 
 async def _run(bootstrap: str, properties: dict[str, Any]) -> list[str]:

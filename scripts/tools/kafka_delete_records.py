@@ -23,7 +23,7 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from scripts.tools.common.arguments import KafkaArgumentParser, host_port_list
+from scripts.tools.common.arguments import KafkaArgumentParser, admin_tool_parser
 from scripts.tools.common.client_properties import admin_client, parse_flag
 from scripts.tools.common.errors import java_exception
 
@@ -36,16 +36,11 @@ class OffsetJsonError(ValueError):
 
 
 def build_parser() -> KafkaArgumentParser:
-    parser = KafkaArgumentParser(
-        prog="kafka-delete-records",
-        description="This tool helps to delete records of the given partitions down to the specified offset.")
-    parser.add_argument("--bootstrap-server", required=True, type=host_port_list,
-                        metavar="server(s) to use for bootstrapping", help="REQUIRED: The server to connect to.")
+    parser = admin_tool_parser(
+        "kafka-delete-records", "This tool helps to delete records of the given partitions down to the specified offset.")
     parser.add_argument("--offset-json-file", required=True, metavar="Offset json file path",
                         help="REQUIRED: The JSON file with offset per partition. The format to use is:\n"
                              + OFFSET_JSON_DOC)
-    parser.add_argument("--command-config", metavar="command config property file path",
-                        help="A property file containing configs to be passed to Admin Client.")
     return parser
 
 

@@ -24,7 +24,7 @@ import sys
 from typing import Any
 
 from brokers.protocol.errors import ErrorCode
-from scripts.tools.common.arguments import KafkaArgumentParser, host_port_list
+from scripts.tools.common.arguments import KafkaArgumentParser, admin_tool_parser
 from scripts.tools.common.client_properties import ClientPropertiesError, parse_flag
 from scripts.tools.common.cluster_admin import ClusterAdmin, ClusterAdminError
 
@@ -41,13 +41,7 @@ def id_list(text: str) -> list[int]:
 
 
 def build_parser() -> KafkaArgumentParser:
-    parser = KafkaArgumentParser(prog="kafka-log-dirs",
-                                 description="This tool helps to query log directory usage on the specified brokers.")
-    parser.add_argument("--bootstrap-server", required=True, type=host_port_list,
-                        metavar="The server(s) to use for bootstrapping",
-                        help="REQUIRED: the server(s) to use for bootstrapping")
-    parser.add_argument("--command-config", metavar="Admin client property file",
-                        help="Property file containing configs to be passed to Admin Client.")
+    parser = admin_tool_parser("kafka-log-dirs", "This tool helps to query log directory usage on the specified brokers.")
     parser.add_argument("--describe", action="store_true", required=True,
                         help="Describe the specified log directories on the specified brokers.")
     parser.add_argument("--topic-list", default="", metavar="Topic list",

@@ -37,3 +37,13 @@ def partition_list(text: str) -> list[int]:
     if any(p < 0 for p in ids):
         raise argparse.ArgumentTypeError(f"partition ids must be >= 0: {text}")
     return ids
+
+
+def admin_tool_parser(prog: str, description: str) -> KafkaArgumentParser:
+    """The parser of an admin tool: ``--bootstrap-server`` (required) and ``--command-config``, Kafka's words."""
+    parser = KafkaArgumentParser(prog=prog, description=description)
+    parser.add_argument("--bootstrap-server", required=True, type=host_port_list,
+                        metavar="server(s) to use for bootstrapping", help="REQUIRED: The server(s) to connect to.")
+    parser.add_argument("--command-config", metavar="command config property file",
+                        help="A property file containing configs to be passed to Admin Client.")
+    return parser
