@@ -9,6 +9,7 @@ a missing file exits 2 naming the flag."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -17,8 +18,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.conditions import wait_for
 from tests.integration.scram_users import ADMIN_JAAS
-from tests.integration.test_acl_principals import (SCRAM, acls, admin_properties, cluster, confluent,  # noqa: F401 (fixtures)
-                                                   users)
+from tests.integration.test_acl_principals import (PASSWORDS, SCRAM, acls, admin_properties,  # noqa: F401 (fixtures)
+                                                   cluster, confluent, users)
 from tests.integration.test_console_tools import tool
 
 TIMEOUT = 30
@@ -137,7 +138,7 @@ def test_delete_records_needs_delete_on_the_topic(cluster, admin_properties, use
          "--topic", topic)
     denied = wait_for(lambda: "TopicAuthorization" in (r := tool(*delete)).stdout and r, TIMEOUT,
                       "alice to see the topic and be refused the delete")
-    assert denied.returncode == 0 and "\terror: org.apache.kafka.common.errors.TopicAuthorizationFailed" in denied.stdout, \
+    assert denied.returncode == 0 and "\terror: org.apache.kafka.common.errors.TopicAuthorizationException" in denied.stdout, \
         denied.stdout + denied.stderr
     acls(cluster, admin_properties, "--add", "--allow-principal", "User:alice", "--operation", "Delete",
          "--topic", topic)
@@ -188,3 +189,52 @@ def test_a_missing_file_exits_2_naming_the_flag(name, flag, args, tmp_path):
     done = tool(name, "--bootstrap-server", "127.0.0.1:1", flag, str(missing), *args)
     assert done.returncode == 2, done.stderr
     assert f"argument {flag}: cannot read {missing}: No such file or directory" in done.stderr, done.stderr
+
+
+# -- the perf tools (kafka-producer-perf-test, kafka-consumer-perf-test) ----------------------------------
+
+def perf_produce(cluster, topic: str, properties: str, records: int, *props: str):
+    return tool("kafka-producer-perf-test", "--topic", topic, "--num-records", str(records), "--record-size", "50",
+                "--throughput", "-1", "--producer.config", properties, "--producer-props",
+                f"bootstrap.servers={cluster.bootstrap_servers}", *props)
+
+
+def perf_consume(cluster, topic: str, properties: str, messages: int, *args: str):
+    return tool("kafka-consumer-perf-test", "--bootstrap-server", cluster.bootstrap_servers, "--topic", topic,
+                "--messages", str(messages), "--consumer.config", properties, "--hide-header", *args, timeout=60)
+
+
+def test_perf_tools_through_their_config_files(cluster, admin_properties):
+    """The producer's final line counts every record (written: the consumer reads them all back)."""
+    topic = create(cluster, admin_properties, partitions=2)
+    produced = perf_produce(cluster, topic, admin_properties, 2000, "acks=all")
+    assert produced.returncode == 0 and produced.stdout.startswith("2000 records sent, "), produced.stderr
+    consumed = perf_consume(cluster, topic, admin_properties, 2000)
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.count("\n") == 1 and consumed.stdout.split(", ")[4] == "2000", consumed.stdout
+
+
+def test_perf_tools_without_acls_fail_each_record_and_stop_the_consumer(cluster, admin_properties, users, tmp_path):
+    """bob has no ACL on the topic: each record fails (one line each, Kafka's count still printed), exit 1;
+    the consumer stops at the authorization failure, one line, exit 1."""
+    topic = create(cluster, admin_properties)
+    bob = tmp_path / "bob.properties"
+    bob.write_text(Path(admin_properties).read_text().replace('username="admin" password="admin-secret"',
+                                                              f'username="bob" password="{PASSWORDS["bob"]}"'))
+    produced = perf_produce(cluster, topic, str(bob), 5, "message.timeout.ms=10000")
+    failures = [line for line in produced.stderr.splitlines() if line.startswith("org.apache.kafka.common.errors.")]
+    assert produced.returncode == 1 and len(failures) == 5, produced.stderr
+    assert all("TopicAuthorization" in line for line in failures), failures
+    assert produced.stdout.startswith("5 records sent, "), produced.stdout
+    consumed = perf_consume(cluster, topic, str(bob), 1, "--timeout", "20000")
+    assert consumed.returncode == 1 and consumed.stdout == "", consumed.stdout
+    assert re.match(r"org\.apache\.kafka\.common\.errors\.\w*AuthorizationException: ",
+                    consumed.stderr.splitlines()[-1]), consumed.stderr
+
+
+@pytest.mark.parametrize("name", ["kafka-producer-perf-test", "kafka-consumer-perf-test"])
+def test_perf_tools_refused_credentials_are_one_clear_error(cluster, wrong_properties, name):
+    done = (perf_produce(cluster, "t", wrong_properties, 1) if name == "kafka-producer-perf-test"
+            else perf_consume(cluster, "t", wrong_properties, 1))
+    assert done.returncode == 1 and done.stderr.startswith("Error") and done.stderr.count("\n") == 1, done.stderr
+    assert f": {AUTH_FAILED} 127.0.0.1:" in done.stderr, done.stderr

@@ -52,6 +52,7 @@ VIOLATIONS = {
     "transactions-tool-pure": ("scripts.tools.kafka_transactions.tables", "scripts.tools.kafka_transactions.admin"),
     "consumer-groups-pure": ("scripts.tools.kafka_consumer_groups.tables", "confluent_kafka"),
     "verifiable-tools-pure": ("scripts.tools.verifiable.events", "confluent_kafka"),
+    "perf-tools-pure": ("scripts.tools.perf_test.producer_stats", "confluent_kafka"),
     "consumer-groups-actions": ("scripts.tools.kafka_consumer_groups.delete", "scripts.tools.kafka_consumer_groups.describe"),
     "spark-options": ("consumer_group.spark.options", "consumer_group.spark.source_options"),
     "spark-options-pure": ("consumer_group.spark.source_options", "pyspark"),

@@ -9,7 +9,12 @@ ERRORS_PACKAGE = "org.apache.kafka.common.errors."
 JAVA_EXCEPTIONS = {"REQUEST_TIMED_OUT": "TimeoutException", "_TIMED_OUT": "TimeoutException",
                    "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
                    "UNKNOWN_TOPIC_OR_PART": "UnknownTopicOrPartitionException",
-                   "_NOENT": "UnknownTopicOrPartitionException"}  # librdkafka's names (_NOENT: no leader known)
+                   "_NOENT": "UnknownTopicOrPartitionException",
+                   # Java's authorization exceptions drop librdkafka's "Failed"
+                   "TOPIC_AUTHORIZATION_FAILED": "TopicAuthorizationException",
+                   "GROUP_AUTHORIZATION_FAILED": "GroupAuthorizationException",
+                   "CLUSTER_AUTHORIZATION_FAILED": "ClusterAuthorizationException",
+                   "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "TransactionalIdAuthorizationException"}  # librdkafka's names (_NOENT: no leader known)
 
 
 def java_exception(error: Any) -> str:
