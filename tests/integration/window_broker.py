@@ -127,6 +127,14 @@ class WindowBroker:
             return TOPIC
         return self.once("filled", make)
 
+    def produce(self, topic: str, count: int) -> None:
+        """``count`` records to ``topic``-0 in one batch, acks=all."""
+        batch = bytes(build_batch([Record(i, i, None, b"v%d" % i) for i in range(count)], base_timestamp=BASE_TS))
+        response = self.call(ApiKey.PRODUCE, 7, acks=-1, timeout=TIMEOUT * 1000, transactional_id=None,
+                             topic_data=[dict(name=topic, partition_data=[dict(index=0, records=batch)])])
+        (partition,) = response.responses[0].partition_responses
+        assert partition.error_code == ErrorCode.NONE, partition
+
     def values_from(self, topic: str, offset: int) -> list[bytes | None]:
         """The values of ``topic``-0 from ``offset`` to its end, read with Fetch v11."""
         partition = dict(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20, log_start_offset=-1,

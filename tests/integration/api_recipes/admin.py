@@ -1,5 +1,6 @@
 """Recipes of the admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
-IncrementalAlterConfigs, ElectLeaders, the reassignment APIs, the ACL APIs and the SCRAM credential APIs.
+IncrementalAlterConfigs, ElectLeaders, the reassignment APIs, the ACL APIs, the SCRAM credential APIs,
+DeleteRecords, the log dir APIs and DescribeCluster.
 A recipe that changes something reads the change back through another API."""
 from __future__ import annotations
 
@@ -115,6 +116,50 @@ def describe_log_dirs(broker: WindowBroker, version: int) -> Recipe:
         partition = only(entry.partitions)
         assert partition.partition_index == 0 and partition.partition_size > 0 and not partition.is_future_key
     return Recipe(dict(topics=[dict(topic=topic, partitions=[0])]), check)
+
+
+@recipe(ApiKey.ALTER_REPLICA_LOG_DIRS)
+def alter_replica_log_dirs(broker: WindowBroker, version: int) -> Recipe:
+    """The window broker has one log dir: its replica is already there (NONE, nothing to move); a dir that is
+    not one of log.dirs is LOG_DIR_NOT_FOUND; read back with DescribeLogDirs (no future replica)."""
+    topic = broker.filled_topic()
+    here = str(broker.cluster.log_dir(broker.broker_id))
+
+    def check(response) -> None:
+        codes = {(t.topic_name, p.partition_index): p.error_code for t in response.results for p in t.partitions}
+        assert codes == {(topic, 0): ErrorCode.NONE, ("window-nowhere", 0): ErrorCode.LOG_DIR_NOT_FOUND}, codes
+        (result,) = broker.call(ApiKey.DESCRIBE_LOG_DIRS, 1, topics=[dict(topic=topic, partitions=[0])]).results
+        assert [p.is_future_key for t in result.topics for p in t.partitions] == [False]
+    return Recipe(dict(dirs=[dict(path=here, topics=[dict(name=topic, partitions=[0])]),
+                             dict(path="/nowhere", topics=[dict(name="window-nowhere", partitions=[0])])]), check)
+
+
+@recipe(ApiKey.DELETE_RECORDS)
+def delete_records(broker: WindowBroker, version: int) -> Recipe:
+    """A topic of its own with 5 records: the log start moves to 2, read back with ListOffsets EARLIEST."""
+    topic = broker.topic(f"window-delete-records-v{version}")
+    broker.produce(topic, 5)
+
+    def check(response) -> None:
+        partition = only(only(response.topics).partitions)
+        expect(partition.error_code, ErrorCode.NONE, partition)
+        assert partition.low_watermark == 2
+        (earliest,) = broker.call(ApiKey.LIST_OFFSETS, 1, replica_id=-1, topics=[dict(name=topic, partitions=[
+            dict(partition_index=0, timestamp=-2)])]).topics[0].partitions
+        assert earliest.offset == 2, earliest
+    return Recipe(dict(topics=[dict(name=topic, partitions=[dict(partition_index=0, offset=2)])], timeout=TIMEOUT * 1000),
+                  check)
+
+
+@recipe(ApiKey.DESCRIBE_CLUSTER)
+def describe_cluster(broker: WindowBroker, version: int) -> Recipe:
+    def check(response) -> None:
+        expect(response.error_code, ErrorCode.NONE, response)
+        assert response.controller_id == broker.broker_id and response.cluster_id
+        assert [(b.broker_id, b.port) for b in response.brokers] == [
+            (broker.broker_id, broker.cluster.kafka_port(broker.broker_id))]
+        assert response.cluster_authorized_operations > 0  # asked for; no authorizer: every operation
+    return Recipe(dict(include_cluster_authorized_operations=True), check)
 
 
 def _altered(broker: WindowBroker, topic: str, key: str, value: str):
