@@ -238,3 +238,40 @@ def test_perf_tools_refused_credentials_are_one_clear_error(cluster, wrong_prope
             else perf_consume(cluster, "t", wrong_properties, 1))
     assert done.returncode == 1 and done.stderr.startswith("Error") and done.stderr.count("\n") == 1, done.stderr
     assert f": {AUTH_FAILED} 127.0.0.1:" in done.stderr, done.stderr
+
+
+# -- kafka-log-dirs and the verifiable tools ------------------------------------------------------------
+
+def test_kafka_log_dirs_needs_describe_on_the_cluster(cluster, admin_properties, users, tmp_path):
+    """As admin (a super user) every dir of both brokers; as alice (no Describe on the cluster) the brokers
+    answer no dir at all, as Kafka 2.8's DescribeLogDirs does."""
+    topic = create(cluster, admin_properties)
+    common = ["--describe", "--bootstrap-server", cluster.bootstrap_servers, "--topic-list", topic]
+    as_admin = tool("kafka-log-dirs", *common, "--command-config", admin_properties)
+    assert as_admin.returncode == 0, as_admin.stderr
+    report = json.loads(as_admin.stdout.splitlines()[2])
+    assert [len(b["logDirs"]) for b in report["brokers"]] == [1, 1]
+    assert sorted(p["partition"] for b in report["brokers"] for d in b["logDirs"] for p in d["partitions"]) == \
+        [f"{topic}-0", f"{topic}-0"]
+    alice = tmp_path / "alice.properties"
+    alice.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={SCRAM}\nsasl.jaas.config="
+                     f"{ADMIN_JAAS.replace('admin', 'alice')}\n")
+    as_alice = tool("kafka-log-dirs", *common, "--command-config", str(alice))
+    assert as_alice.returncode == 0, as_alice.stderr
+    assert [b["logDirs"] for b in json.loads(as_alice.stdout.splitlines()[2])["brokers"]] == [[], []]
+
+
+def test_verifiable_tools_through_their_config_files(cluster, admin_properties):
+    topic = create(cluster, admin_properties)
+    produced = tool("kafka-verifiable-producer", "--topic", topic, "--bootstrap-server", cluster.bootstrap_servers,
+                    "--max-messages", "20", "--acks", "-1", "--producer.config", admin_properties)
+    events = [json.loads(line) for line in produced.stdout.splitlines()]
+    assert produced.returncode == 0, produced.stderr
+    assert sorted(e["offset"] for e in events if e["name"] == "producer_send_success") == list(range(20))
+    consumed = tool("kafka-verifiable-consumer", "--topic", topic, "--group-id", f"v-{topic}", "--bootstrap-server",
+                    cluster.bootstrap_servers, "--max-messages", "20", "--reset-policy", "earliest",
+                    "--consumer.config", admin_properties)
+    assert consumed.returncode == 0, consumed.stderr
+    counts = [json.loads(line)["count"] for line in consumed.stdout.splitlines()
+              if json.loads(line)["name"] == "records_consumed"]
+    assert sum(counts) == 20
