@@ -178,6 +178,10 @@ class ReplicaFetcher:
                     self._connection.close()
                 self._connection = None
                 await asyncio.sleep(self.config.backoff_ms / 1000)
+            except Exception:  # noqa: BLE001 - a bug in one round must not stop replication from this leader
+                log.exception("replica fetcher %d->%d: round failed; retrying in %d ms", self.config.broker_id,
+                              self.source, self.config.backoff_ms)
+                await asyncio.sleep(self.config.backoff_ms / 1000)
 
     async def _round(self) -> None:
         connection = await self._connect()
@@ -332,12 +336,12 @@ class ReplicaFetcher:
             records = whole_batches(data.records)
             try:
                 partition.append_as_follower(records, data.high_watermark)
-            except KafkaError as exc:
+                if data.log_start_offset > partition.log.log_start_offset and partition.update_follower_log_start(
+                        data.log_start_offset):
+                    self.changed(partition.topic_partition)  # the next Fetch tells the leader (DeleteRecords)
+            except KafkaError as exc:  # KafkaStorageError too: this partition backs off, the fetcher goes on
                 self._back_off(state, f"cannot append fetched records: {exc}")
             state.in_sync = partition.log.log_end_offset >= data.high_watermark
-            if data.log_start_offset > partition.log.log_start_offset and partition.update_follower_log_start(
-                    data.log_start_offset):
-                self.changed(partition.topic_partition)  # the next Fetch tells the leader (DeleteRecords)
             if is_throttled(partition.log.config.follower_throttled_replicas, partition.topic_partition.partition,
                             self.config.broker_id):
                 self.quota.record(len(records), int(time.time() * 1000))

@@ -71,6 +71,7 @@ class Log:
         self.recovery_point = min(recovery_point, self.log_end_offset)
         self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
         self._unflushed_messages = 0
+        self.retired = False  # replaced by its copy in another log dir: guarded methods refuse (log_dir_moves.py)
         self._last_flush_ms = self.now_ms()
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)

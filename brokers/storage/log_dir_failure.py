@@ -32,6 +32,11 @@ class KafkaStorageError(KafkaError):
     code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
+class LogRetiredError(KafkaStorageError):
+    """The log was replaced (its replica moved to another log dir): a late task on it does nothing, and its
+    dir stays online."""
+
+
 class LogDirFailureChannel:
     """The set of offline log dirs; ``add_listener(callback)`` hears ``callback(dir)`` once per dir."""
 
@@ -93,10 +98,13 @@ class LogDirFailureChannel:
 def guarded(what: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """Method decorator for objects with ``failure_channel`` (None: unguarded) and ``log_dir``: refused
     while the dir is offline, an OSError takes the dir offline (``LogDirFailureChannel.call``, with the
-    message built only on failure: this is every append's and read's path)."""
+    message built only on failure: this is every append's and read's path). A ``retired`` object (a log
+    replaced by its copy in another dir) refuses with LogRetiredError, its dir staying online."""
     def decorate(method: Callable[..., T]) -> Callable[..., T]:
         @functools.wraps(method)
         def run(self, *args, **kwargs) -> T:
+            if getattr(self, "retired", False):  # moved to another dir (log_dir_moves.py): its files are going
+                raise LogRetiredError(f"{what} {self!r}: the log was replaced by its copy in another log dir")
             channel = self.failure_channel
             if channel is None:
                 return method(self, *args, **kwargs)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 import uuid
 from pathlib import Path
 
@@ -39,12 +40,22 @@ class LogDirNotFoundError(ValueError):
     """The dir asked for is not one of ``log.dirs`` (LOG_DIR_NOT_FOUND)."""
 
 
+class SwapPostponed(RuntimeError):
+    """The swap cannot happen now (the cleaner is running, or the copy fell behind again): try again."""
+
+
 class LogDirMovesMixin:
     """LogManager's half of AlterReplicaLogDirs (mixed into ``LogManager``; uses its lock, dirs and logs)."""
 
     def _init_moves(self) -> None:
         self._futures: dict[TopicPartition, tuple[Log, object]] = {}
         self.preferred_dirs: dict[TopicPartition, Path] = {}
+        # held by a cleaner pass (LogManager.clean_logs), which skips moving partitions: a swap never renames a
+        # directory the cleaner is writing into (Kafka's abortAndPauseCleaning)
+        self._cleaning_lock = threading.Lock()
+
+    def moving(self, tp: TopicPartition) -> bool:
+        return tp in self._futures
 
     def online_dir(self, path: Path | str):
         """The online ``_LogDir`` at ``path``: LogDirNotFoundError if it is not in ``log.dirs``,
@@ -88,35 +99,56 @@ class LogDirMovesMixin:
             entry = self._futures.pop(tp, None)
         if entry is None:
             return False
+        entry[0].retired = True  # a flush scheduled by one of its rolls does nothing
         entry[0].delete()
         return True
 
     def replace_current_with_future(self, tp: TopicPartition) -> Log:
         """Step 3 of the move (see the module docstring); returns P's new log. The caller made sure the
-        future log ends where the current one does."""
-        with self._lock:
-            future, log_dir = self._futures.pop(tp)
-            current, old_dir = self._logs[tp]
-            with current._lock:
-                if future.log_end_offset != current.log_end_offset:
-                    self._futures[tp] = (future, log_dir)
-                    raise RuntimeError(f"{tp}: the future log ends at {future.log_end_offset}, "
-                                       f"the current one at {current.log_end_offset}")
-                replaced = self._reopen_in_place(tp, future, log_dir, current)
-                self._logs[tp] = (replaced, log_dir)
-                self._layout += 1
-                doomed = old_dir.path / f"{tp.dir_name}.{uuid.uuid4().hex}-delete"
-                os.replace(current.directory, doomed)
-            fsync_dir(old_dir.path)
-        self._delete_later(current, doomed)
+        future log ends where the current one does. SwapPostponed while a cleaner pass runs (the cleaner
+        may be writing into the current log's directory): the mover tries again shortly."""
+        if not self._cleaning_lock.acquire(blocking=False):
+            raise SwapPostponed(f"{tp}: the cleaner is running")
+        try:
+            with self._lock:
+                future, log_dir = self._futures[tp]
+                current, old_dir = self._logs[tp]
+                with current._lock:
+                    if future.log_end_offset != current.log_end_offset:
+                        raise SwapPostponed(f"{tp}: the future log ends at {future.log_end_offset}, "
+                                            f"the current one at {current.log_end_offset}")
+                    del self._futures[tp]
+                    replaced = self.failure_channel.call(
+                        log_dir.path, f"moving {tp} into", lambda: self._reopen_in_place(tp, future, log_dir, current))
+                    self._logs[tp] = (replaced, log_dir)
+                    self._layout += 1
+                    current.retired = True  # late retention, flush or delete tasks on it do nothing
+                    doomed = self._retire_directory(tp, current, old_dir)
+        finally:
+            self._cleaning_lock.release()
+        if doomed is not None:
+            self._delete_later(current, doomed)
         log.info("%s: moved from %s to %s", tp, old_dir.path, log_dir.path)
         return replaced
+
+    def _retire_directory(self, tp: TopicPartition, current: Log, old_dir) -> Path | None:
+        """Rename the replaced log's directory ``<P>.<id>-delete``; a failure takes that dir offline (the
+        partition is already served from its new dir)."""
+        doomed = old_dir.path / f"{tp.dir_name}.{uuid.uuid4().hex}-delete"
+        try:
+            os.replace(current.directory, doomed)
+            fsync_dir(old_dir.path)
+            return doomed
+        except OSError as exc:
+            self.failure_channel.failed(old_dir.path, f"retiring the old log of {tp}", exc)
+            return None
 
     def _reopen_in_place(self, tp: TopicPartition, future: Log, log_dir, current: Log) -> Log:
         start = max(future.log_start_offset, current.log_start_offset)
         hw = min(current.high_watermark, future.log_end_offset)
-        future.flush()
+        future.flush()  # the mover flushed all but the last rounds off the loop
         future.close(durable=True)
+        future.retired = True
         final = log_dir.path / tp.dir_name
         os.replace(future.directory, final)
         fsync_dir(log_dir.path)

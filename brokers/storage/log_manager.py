@@ -170,7 +170,10 @@ class LogManager(LogDirMovesMixin):
         else:
             with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
                 loaded = list(pool.map(lambda item: self._load_log(*item, clean, checkpoints), partitions))
-        for (tp, _), replica in zip(partitions, loaded):
+        for (tp, child), replica in zip(partitions, loaded):
+            if tp in self._logs:  # Kafka's "Duplicate log directories" (a move's swap cut short by a crash)
+                raise RuntimeError(f"duplicate log directories for {tp}: {self._logs[tp][0].directory} and {child}; "
+                                   "delete the one the move was leaving")
             self._logs[tp] = (replica, log_dir)
         self._layout += 1
         recovered = sum(1 for replica in loaded if replica.load_result.recovered_segments)
@@ -409,15 +412,17 @@ class LogManager(LogDirMovesMixin):
     def clean_logs(self) -> list[CleanerStats]:
         now = int(self._clock() * 1000)
         results = []
-        for log_dir in self._dirs:
-            logs = [entry for entry, owner in list(self._logs.values()) if owner is log_dir]
-            try:
-                stats = self.failure_channel.call(log_dir.path, "cleaning logs",
-                                                  lambda: log_dir.cleaner.clean_filthiest(logs, now))
-            except KafkaStorageError:
-                continue
-            if stats is not None:
-                results.append(stats)
+        with self._cleaning_lock:  # no log moves between dirs during a pass; moving logs are not cleaned
+            for log_dir in self._dirs:
+                logs = [entry for tp, (entry, owner) in list(self._logs.items())
+                        if owner is log_dir and not self.moving(tp)]
+                try:
+                    stats = self.failure_channel.call(log_dir.path, "cleaning logs",
+                                                      lambda: log_dir.cleaner.clean_filthiest(logs, now))
+                except KafkaStorageError:
+                    continue
+                if stats is not None:
+                    results.append(stats)
         return results
 
     def _checkpoint(self, attribute: str, offset: str) -> None:

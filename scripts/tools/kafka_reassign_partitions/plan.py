@@ -113,6 +113,10 @@ def move_state_lines(targets: dict[Replica, str], found: dict[Replica, tuple[str
             lines.append(f"Partition {tp.topic}-{tp.partition} cannot be found in any live log directory on "
                          f"broker {broker}.")
             done = False
+        elif current is None:  # only its future replica is listed: the current one is in an offline dir
+            lines.append(f"Partition {tp.topic}-{tp.partition} is not found in any live log dir on broker {broker}. "
+                         f"There is likely an offline log directory on the broker.")
+            done = False
         elif future is not None:
             lines.append(f"Reassignment of replica {name} is still in progress." if future == target else
                          f"Partition {tp.topic}-{tp.partition} on broker {broker} is being moved to log dir "

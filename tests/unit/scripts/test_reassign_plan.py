@@ -95,15 +95,18 @@ def test_replica_log_dirs_are_the_entries_other_than_any():
 
 
 def test_move_state_lines_are_kafkas():
-    targets = {(T0, 1): "/b", (T0, 2): "/b", (T1, 1): "/b", (T1, 2): "/b", (U0, 1): "/b"}
-    found = {(T0, 1): ("/b", None), (T0, 2): ("/a", "/b"), (T1, 1): ("/a", "/c"), (T1, 2): ("/a", None)}
+    targets = {(T0, 1): "/b", (T0, 2): "/b", (T1, 1): "/b", (T1, 2): "/b", (U0, 1): "/b", (U0, 2): "/b"}
+    found = {(T0, 1): ("/b", None), (T0, 2): ("/a", "/b"), (T1, 1): ("/a", "/c"), (T1, 2): ("/a", None),
+             (U0, 2): (None, "/b")}
     lines, done = plan.move_state_lines(targets, found)
     assert lines == [
         "Reassignment of replica t-0-1 completed successfully.",
         "Reassignment of replica t-0-2 is still in progress.",
         "Partition t-1 on broker 1 is being moved to log dir /c instead of /b.",
         "Partition t-1 on broker 2 is not being moved from log dir /a to /b.",
-        "Partition u-0 cannot be found in any live log directory on broker 1."]
+        "Partition u-0 cannot be found in any live log directory on broker 1.",
+        "Partition u-0 is not found in any live log dir on broker 2. There is likely an offline log directory on "
+        "the broker."]
     assert not done
     assert plan.move_state_lines({(T0, 1): "/b"}, {(T0, 1): ("/b", None)}) == (
         ["Reassignment of replica t-0-1 completed successfully."], True)

@@ -78,13 +78,19 @@ def stand_ins(tmp_path):
         config = "server.properties" if name == "b" else str(tmp_path / name / "server.properties")
         procs[name] = subprocess.Popen([sys.executable, str(script), config], cwd=tmp_path / name)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and len([p for p, _ in server_stop.broker_processes()
-                                                if p in {x.pid for x in procs.values()}]) < 2:
-        time.sleep(0.02)  # until /proc shows their command lines
-    yield tmp_path, procs
-    for proc in procs.values():
-        proc.kill()
-        proc.wait()
+
+    def listed() -> int:
+        return len([p for p, _ in server_stop.broker_processes() if p in {x.pid for x in procs.values()}])
+
+    try:
+        while listed() < 2:  # until /proc shows their command lines
+            assert time.monotonic() < deadline, "the stand-in brokers never showed in /proc"
+            time.sleep(0.02)
+        yield tmp_path, procs
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
 
 
 def test_stop_the_brokers_a_config_names(stand_ins, capsys):

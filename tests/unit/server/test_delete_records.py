@@ -36,6 +36,15 @@ async def delete(world, offsets, timeout_ms=200, version=2):
     return {(t.name, p.partition_index): (p.error_code, p.low_watermark) for t in response.topics for p in t.partitions}
 
 
+async def parked(partition, timeout: float = 10.0) -> None:
+    """Until a DeleteRecords answer waits on ``partition``, with a deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not len(partition._delete_waiters):
+        assert loop.time() < deadline, "no DeleteRecords answer parked"
+        await asyncio.sleep(0)
+
+
 async def fill(world, topic, partition, count):
     for i in range(count):
         await produce(world, topic, partition, batch([i]))
@@ -58,8 +67,7 @@ def test_the_answer_waits_for_the_followers_log_start(world):
         partition = world.replica_manager.partitions[TopicPartition("t", 0)]
         await fill(world, "t", 0, 4)  # ISR [1]: the HW follows the leader alone
         pending = asyncio.ensure_future(delete(world, {("t", 0): 2}, timeout_ms=5000))
-        while not len(partition._delete_waiters):
-            await asyncio.sleep(0)
+        await parked(partition)
         assert world.log("t", 0).log_start_offset == 2 and not pending.done()
         partition.update_follower_fetch(2, 4, 100, log_start_offset=1)  # follower 2 has not moved yet
         await asyncio.sleep(0)
@@ -118,8 +126,7 @@ def test_losing_leadership_answers_not_leader(world):
         partition = world.replica_manager.partitions[TopicPartition("t", 0)]
         await fill(world, "t", 0, 4)
         pending = asyncio.ensure_future(delete(world, {("t", 0): 2}, timeout_ms=5000))
-        while not len(partition._delete_waiters):
-            await asyncio.sleep(0)
+        await parked(partition)
         partition.make_follower(2, 1, (1, 2), (1, 2), 1, 1)
         assert await pending == {("t", 0): (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)}
 

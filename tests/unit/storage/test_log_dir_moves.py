@@ -24,6 +24,15 @@ def batch(first: int, count: int = 3) -> bytearray:
                              base_timestamp=1000 + first))
 
 
+async def until_moved(mover: LogDirMover, timeout: float = 30.0) -> None:
+    """Until the mover has no move left, with a deadline (a move that never finishes fails the test)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while mover.moving():
+        assert loop.time() < deadline, f"still moving {mover.moving()}"
+        await asyncio.sleep(0)
+
+
 @pytest.fixture
 def manager(tmp_path):
     m = LogManager([tmp_path / "a", tmp_path / "b"], LogConfig(segment_bytes=600))
@@ -53,8 +62,7 @@ def test_a_move_copies_every_batch_and_swaps_the_directories(manager, tmp_path):
         future = manager.future_log(TP)
         assert future.directory.name.startswith("t-0.") and future.directory.name.endswith("-future")
         assert manager.future_logs()[tmp_path / "b"][TP][1] == 60  # the copy has not started: all 60 behind
-        while mover.moving():
-            await asyncio.sleep(0)
+        await until_moved(mover)
 
     asyncio.run(move())
     moved = partitions[TP].log
@@ -78,8 +86,9 @@ def test_appends_during_the_move_are_all_in_the_moved_log(manager, tmp_path):
     async def move_under_load():
         assert mover.alter(TP, str(destination)) == ErrorCode.NONE
         appended = 30
+        deadline = asyncio.get_running_loop().time() + 30
         while mover.moving():
-            assert appended < 1000, "the copy never caught up"
+            assert appended < 1000 and asyncio.get_running_loop().time() < deadline, "the copy never caught up"
             partitions[TP].log.append_as_leader(batch(3 * appended), 0)  # on the loop, as Produce appends
             appended += 1
             await asyncio.sleep(0)
@@ -109,8 +118,7 @@ def test_a_log_start_inside_a_batch_and_a_start_moved_during_the_copy(manager, t
         mover.alter(TP, str(destination))
         await asyncio.sleep(0)
         current.increment_log_start_offset(20)  # DeleteRecords while copying
-        while mover.moving():
-            await asyncio.sleep(0)
+        await until_moved(mover)
 
     asyncio.run(move())
     moved = partitions[TP].log
@@ -167,3 +175,32 @@ def test_describe_log_dirs_answers_future_replicas_with_their_lag():
         ("/b", ErrorCode.NONE, [{"name": "t", "partitions": [
             {"partition_index": 0, "partition_size": 40, "offset_lag": 7, "is_future_key": True}]}]),
         ("/c", ErrorCode.KAFKA_STORAGE_ERROR, [])]
+
+
+def test_a_tail_without_batches_is_carried_over_and_the_cleaner_postpones_the_swap(manager, tmp_path):
+    """The current log ends past its last batch (the cleaner removed the tail of a compacted log): the
+    future log rolls to that end instead of waiting for a batch. A cleaner pass in progress postpones the swap."""
+    current = manager.get_or_create_log(TP, is_new=True)
+    fill(current, 4)
+    current.roll(20)  # an empty active segment at 20: offsets 12..19 hold no batch
+    assert current.log_end_offset == 20
+    partitions = {TP: SimpleNamespace(log=current)}
+    mover = LogDirMover(manager, lambda: partitions)
+    destination = tmp_path / ("b" if manager.log_dir_of(TP) == tmp_path / "a" else "a")
+
+    async def move():
+        with manager._cleaning_lock:  # as clean_logs holds it
+            mover.alter(TP, str(destination))
+            for _ in range(20):
+                await asyncio.sleep(0.02)
+            assert mover.moving() == [TP] and manager.log_dir_of(TP) != destination  # postponed, not failed
+            assert manager.future_log(TP).log_end_offset == 20
+        await until_moved(mover)
+
+    asyncio.run(move())
+    assert manager.log_dir_of(TP) == destination and partitions[TP].log.log_end_offset == 20
+    assert current.retired  # late tasks on the replaced log do nothing and take no dir offline
+    from brokers.storage.log_dir_failure import LogRetiredError
+    with pytest.raises(LogRetiredError):
+        current.delete_old_segments()
+    assert manager.offline_log_dirs() == []
