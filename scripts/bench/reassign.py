@@ -8,6 +8,12 @@ needed: each mode gets its own fresh ``moving`` topic. While it moves, a PacedPr
 the baseline. Reported per mode: the move's wall time (AlterPartitionReassignments sent -> topic znode
 holds only the targets, polled every 50 ms through ListPartitionReassignments), the copy rate (MiB/s of
 the moved log per new replica) and the steady producer's ack latency p50/p99/max.
+
+Every broker has two log dirs, and a third mode, ``between-dirs``, moves both replicas of a fresh ``moving``
+partition on [1, 2] into their brokers' other dir (AlterReplicaLogDirs, KIP-113) while ``steady``, led by
+broker 1, takes the acks=all load: the copy runs on the same event loop as that broker's produce path.
+Its wall time runs from AlterReplicaLogDirs to both brokers' DescribeLogDirs showing the replica in the
+other dir with no future replica left (polled every 50 ms).
 """
 from __future__ import annotations
 
@@ -73,7 +79,35 @@ async def _move(bootstrap: str, topic: str, throttle: int) -> float:
         return elapsed
 
 
-def _mode(bootstrap: str, name: str, mib: int, throttle: int, rate: int) -> dict:
+async def _dirs_of(admin: ClusterAdmin, broker: int, tp: TopicPartition) -> tuple[str | None, str | None]:
+    """(current dir, future dir) of ``tp``'s replica on ``broker``."""
+    current = future = None
+    for result in await admin.describe_log_dirs(broker):
+        for topic in result.topics:
+            if topic.name == tp.topic and any(int(p.partition_index) == tp.partition for p in topic.partitions):
+                if any(p.is_future_key for p in topic.partitions if int(p.partition_index) == tp.partition):
+                    future = result.log_dir
+                if any(not p.is_future_key for p in topic.partitions if int(p.partition_index) == tp.partition):
+                    current = result.log_dir
+    return current, future
+
+
+async def _move_between_dirs(bootstrap: str, topic: str, dirs: dict[int, tuple[str, str]]) -> float:
+    tp = TopicPartition(topic, 0)
+    async with ClusterAdmin(bootstrap, 30) as admin:
+        targets = {}
+        for broker in (1, 2):
+            current, _ = await _dirs_of(admin, broker, tp)
+            targets[broker] = next(d for d in dirs[broker] if d != current)
+        started = time.monotonic()
+        for broker, target in targets.items():
+            await admin.alter_replica_log_dirs(broker, {tp: target})
+        while any(await _dirs_of(admin, b, tp) != (t, None) for b, t in targets.items()):
+            await asyncio.sleep(0.05)
+        return time.monotonic() - started
+
+
+def _mode(bootstrap: str, name: str, mib: int, throttle: int, rate: int, dirs: dict | None = None) -> dict:
     topic = f"moving-{name}"
     _create(bootstrap, topic, [1, 2])
     _fill(bootstrap, topic, mib)
@@ -81,7 +115,7 @@ def _mode(bootstrap: str, name: str, mib: int, throttle: int, rate: int) -> dict
     steady = threading.Thread(target=lambda: result.update(_steady(bootstrap, rate, 3600, stop)))
     steady.start()
     time.sleep(1.0)
-    elapsed = asyncio.run(_move(bootstrap, topic, throttle))
+    elapsed = asyncio.run(_move_between_dirs(bootstrap, topic, dirs) if dirs else _move(bootstrap, topic, throttle))
     stop.set()
     steady.join()
     return {"mode": name, "mib": mib, "throttle_bytes_per_s": throttle, "move_s": round(elapsed, 2),
@@ -90,13 +124,17 @@ def _mode(bootstrap: str, name: str, mib: int, throttle: int, rate: int) -> dict
 
 def run_reassign_bench(mib: int = 200, throttle: int = 10 * 1024 * 1024, rate: int = 1000, directory: Path | None = None) -> dict:
     base = Path(directory or tempfile.mkdtemp(prefix="zkafka-bench-reassign-"))
-    with running_cluster(base / "cluster", 4, timeout=120, properties={"min.insync.replicas": "2"}) as cluster:
+    log_dirs = f"{base}/cluster/broker-{{broker_id}}/logs-a,{base}/cluster/broker-{{broker_id}}/logs-b"
+    with running_cluster(base / "cluster", 4, timeout=120,
+                         properties={"min.insync.replicas": "2", "log.dirs": log_dirs}) as cluster:
         bootstrap = cluster.bootstrap_servers
         _create(bootstrap, "steady", [1, 2])
         baseline = _steady(bootstrap, rate, 10)
         modes = [_mode(bootstrap, "unthrottled", mib, 0, rate)]
         if throttle > 0:
             modes.append(_mode(bootstrap, "throttled", mib, throttle, rate))
+        dirs = {b: tuple(log_dirs.replace("{broker_id}", str(b)).split(",")) for b in (1, 2)}
+        modes.append(_mode(bootstrap, "between-dirs", mib, 0, rate, dirs))
     return {"steady_rate": rate, "baseline_acks_all": baseline, "moves": modes}
 
 

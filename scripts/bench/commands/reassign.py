@@ -7,7 +7,8 @@ from pathlib import Path
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "reassign", help="a partition moved between brokers on a 4-broker cluster, unthrottled and throttled, "
+        "reassign", help="a partition moved between brokers on a 4-broker cluster, unthrottled and throttled, and "
+                         "between its brokers' log dirs, "
                          "with an acks=all producer's latency during the moves")
     p.set_defaults(run=run)
     p.add_argument("--mib", type=int, default=200, help="size of the moved partition")
