@@ -102,9 +102,11 @@ async def _move_between_dirs(bootstrap: str, topic: str, dirs: dict[int, tuple[s
         started = time.monotonic()
         for broker, target in targets.items():
             await admin.alter_replica_log_dirs(broker, {tp: target})
-        while any(await _dirs_of(admin, b, tp) != (t, None) for b, t in targets.items()):
+        while True:
+            states = [await _dirs_of(admin, b, tp) for b in targets]
+            if states == [(t, None) for t in targets.values()]:
+                return time.monotonic() - started
             await asyncio.sleep(0.05)
-        return time.monotonic() - started
 
 
 def _mode(bootstrap: str, name: str, mib: int, throttle: int, rate: int, dirs: dict | None = None) -> dict:
@@ -114,10 +116,12 @@ def _mode(bootstrap: str, name: str, mib: int, throttle: int, rate: int, dirs: d
     stop, result = threading.Event(), {}
     steady = threading.Thread(target=lambda: result.update(_steady(bootstrap, rate, 3600, stop)))
     steady.start()
-    time.sleep(1.0)
-    elapsed = asyncio.run(_move_between_dirs(bootstrap, topic, dirs) if dirs else _move(bootstrap, topic, throttle))
-    stop.set()
-    steady.join()
+    try:
+        time.sleep(1.0)
+        elapsed = asyncio.run(_move_between_dirs(bootstrap, topic, dirs) if dirs else _move(bootstrap, topic, throttle))
+    finally:
+        stop.set()
+        steady.join()
     return {"mode": name, "mib": mib, "throttle_bytes_per_s": throttle, "move_s": round(elapsed, 2),
             "copy_mib_per_s": round(mib / elapsed, 1), "steady_acks_all": result}
 
