@@ -25,6 +25,9 @@ if [ "${1:-}" = standalone ]; then
     ZOO_DATA_LOG_DIR=/var/lib/zkafka/zookeeper/datalog
   (unset ZOO_SERVERS; exec zookeeper-server 2>&1 | sed -u 's/^/zookeeper| /') &
   export KAFKA_ZOOKEEPER_CONNECT=${KAFKA_ZOOKEEPER_CONNECT:-127.0.0.1:2181}
+  # ZooKeeper's JVM starts beside the broker: on a loaded machine it may take longer than the broker's default
+  # 18 s first connection, and the broker would give up (as ZkafkaCluster's brokers, wait up to 120 s)
+  export KAFKA_ZOOKEEPER_CONNECTION_TIMEOUT_MS=${KAFKA_ZOOKEEPER_CONNECTION_TIMEOUT_MS:-120000}
 elif [ "$#" -gt 0 ] && [ "${1#-}" = "$1" ]; then
   exec "$@"
 fi
