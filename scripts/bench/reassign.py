@@ -79,31 +79,18 @@ async def _move(bootstrap: str, topic: str, throttle: int) -> float:
         return elapsed
 
 
-async def _dirs_of(admin: ClusterAdmin, broker: int, tp: TopicPartition) -> tuple[str | None, str | None]:
-    """(current dir, future dir) of ``tp``'s replica on ``broker``."""
-    current = future = None
-    for result in await admin.describe_log_dirs(broker):
-        for topic in result.topics:
-            if topic.name == tp.topic and any(int(p.partition_index) == tp.partition for p in topic.partitions):
-                if any(p.is_future_key for p in topic.partitions if int(p.partition_index) == tp.partition):
-                    future = result.log_dir
-                if any(not p.is_future_key for p in topic.partitions if int(p.partition_index) == tp.partition):
-                    current = result.log_dir
-    return current, future
-
-
 async def _move_between_dirs(bootstrap: str, topic: str, dirs: dict[int, tuple[str, str]]) -> float:
     tp = TopicPartition(topic, 0)
     async with ClusterAdmin(bootstrap, 30) as admin:
         targets = {}
         for broker in (1, 2):
-            current, _ = await _dirs_of(admin, broker, tp)
+            current, _ = (await admin.replica_log_dirs(broker, {tp})).get(tp, (None, None))
             targets[broker] = next(d for d in dirs[broker] if d != current)
         started = time.monotonic()
         for broker, target in targets.items():
             await admin.alter_replica_log_dirs(broker, {tp: target})
         while True:
-            states = [await _dirs_of(admin, b, tp) for b in targets]
+            states = [(await admin.replica_log_dirs(b, {tp})).get(tp, (None, None)) for b in targets]
             if states == [(t, None) for t in targets.values()]:
                 return time.monotonic() - started
             await asyncio.sleep(0.05)

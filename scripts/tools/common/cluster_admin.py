@@ -155,6 +155,20 @@ class ClusterAdmin:
         response = await self.request_broker(broker_id, DESCRIBE_LOG_DIRS, LOG_DIRS_VERSION, body)
         return list(response.results)
 
+    async def replica_log_dirs(self, broker_id: int, partitions: set[TopicPartition] | None = None
+                               ) -> dict[TopicPartition, tuple[str | None, str | None]]:
+        """Broker ``broker_id``'s replicas (of ``partitions``, or all) as (current dir, future dir): the dir
+        holding each one, and the dir a move between its dirs is copying it into (None when not moving)."""
+        found: dict[TopicPartition, tuple[str | None, str | None]] = {}
+        for result in await self.describe_log_dirs(broker_id):
+            for topic in result.topics:
+                for p in topic.partitions:
+                    tp = TopicPartition(topic.name, int(p.partition_index))
+                    if partitions is None or tp in partitions:
+                        current, future = found.get(tp, (None, None))
+                        found[tp] = (current, result.log_dir) if p.is_future_key else (result.log_dir, future)
+        return found
+
     async def alter_replica_log_dirs(self, broker_id: int, moves: dict[TopicPartition, str]
                                      ) -> dict[TopicPartition, ErrorCode]:
         """AlterReplicaLogDirs to broker ``broker_id``: each partition's replica there to its dir."""

@@ -149,13 +149,8 @@ async def _replica_dirs(admin: ClusterAdmin, moves: dict[plan_.Replica, str]) ->
     """Each moving replica's (current dir, future dir), from its broker's DescribeLogDirs."""
     found: dict[plan_.Replica, tuple] = {}
     for broker in sorted({b for _, b in moves}):
-        for result in await admin.describe_log_dirs(broker):
-            for topic in result.topics:
-                for p in topic.partitions:
-                    replica = (TopicPartition(topic.name, int(p.partition_index)), broker)
-                    if replica in moves:
-                        current, future = found.get(replica, (None, None))
-                        found[replica] = (current, result.log_dir) if p.is_future_key else (result.log_dir, future)
+        dirs = await admin.replica_log_dirs(broker, {tp for tp, b in moves if b == broker})
+        found.update(((tp, broker), entry) for tp, entry in dirs.items())
     return found
 
 
