@@ -40,7 +40,6 @@ consumer error, 2 bad flags.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import signal
 import sys
@@ -50,6 +49,7 @@ from typing import BinaryIO
 from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
                              Consumer, KafkaError, KafkaException, Message, TopicPartition)
 
+from scripts.tools.common.errors import silence_stdout
 from scripts.tools.common import client_properties
 from scripts.tools.common.key_values import key_values
 
@@ -214,7 +214,7 @@ def consume(consumer: Consumer, topic: str, partition: int | None, offset: int, 
     except KeyboardInterrupt:
         pass
     except BrokenPipeError:  # the reader went away (| head): stop quietly, and keep Python's exit flush quiet
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_stdout()
     finally:
         signal.signal(signal.SIGTERM, previous)
         consumer.close()

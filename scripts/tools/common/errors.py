@@ -1,7 +1,9 @@
 """Kafka-style error text for the tools: an error printed as the Java tool prints its exception."""
 from __future__ import annotations
 
-from typing import Any
+import os
+import sys
+from typing import Any, Callable
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -26,3 +28,17 @@ def java_exception(error: Any) -> str:
     name = error.name()
     cls = JAVA_EXCEPTIONS.get(name) or "".join(w.capitalize() for w in name.strip("_").split("_")) + "Exception"
     return f"{ERRORS_PACKAGE}{cls}: {error.str()}"
+
+
+def silence_stdout() -> None:
+    """The reader of stdout went away (``| head``): later writes, and Python's flush at exit, go nowhere."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def quiet_on_broken_pipe(run: Callable[[list[str] | None], int], argv: list[str] | None) -> int:
+    """``run(argv)``, ending quietly with 0 when stdout is closed early, as Java's PrintStream does."""
+    try:
+        return run(argv)
+    except BrokenPipeError:
+        silence_stdout()
+        return 0

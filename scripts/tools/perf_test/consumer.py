@@ -23,14 +23,13 @@ one line (Kafka's exception name and message), exit 1. Bad flags: Kafka's messag
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
 from scripts.tools.common import client_properties
-from scripts.tools.common.errors import java_exception
+from scripts.tools.common.errors import java_exception, quiet_on_broken_pipe
 from scripts.tools.perf_test import consumer_flags, consumer_stats, formats, settings
 from scripts.tools.perf_test.consumer_flags import ConsumerOptions, UsageError
 from scripts.tools.perf_test.consumer_stats import Progress
@@ -187,11 +186,7 @@ def run_tool(argv: list[str] | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return run_tool(argv)
-    except BrokenPipeError:  # stdout closed early (``| head``): quiet, as Java's PrintStream is
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    return quiet_on_broken_pipe(run_tool, argv)
 
 
 if __name__ == "__main__":

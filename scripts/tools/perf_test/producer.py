@@ -26,7 +26,6 @@ Kafka's argparse4j prints it, without the usage), refused credentials or setting
 from __future__ import annotations
 
 import json
-import os
 import random
 import sys
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from scripts.tools.common import client_properties
-from scripts.tools.common.errors import java_exception
+from scripts.tools.common.errors import java_exception, quiet_on_broken_pipe
 from scripts.tools.perf_test import formats, producer_flags, settings
 from scripts.tools.perf_test.producer_flags import PROG, ProducerOptions, UsageError
 from scripts.tools.perf_test.producer_stats import Stats, Throttle
@@ -231,11 +230,7 @@ def run_tool(argv: list[str] | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return run_tool(argv)
-    except BrokenPipeError:  # stdout closed early (``| head``): quiet, as Java's PrintStream is
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    return quiet_on_broken_pipe(run_tool, argv)
 
 
 if __name__ == "__main__":
