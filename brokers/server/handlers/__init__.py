@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from brokers.dynamic_config.config_ops import TOPIC_RESOURCE
 from brokers.model import TopicPartition
@@ -28,6 +28,15 @@ METADATA_POLL_SECONDS = 0.01
 def response(header: RequestHeader, **fields: Any) -> Any:
     """The response entity of the request's API and version, never throttled (``throttle_time`` 0)."""
     return codec.build_response(header, throttle_time=0, **fields)
+
+
+def by_topic(answers: Iterable[tuple[TopicPartition, dict[str, Any]]], name_field: str = "name") -> list[dict[str, Any]]:
+    """Per-partition answers grouped as a response's topic entries: ``{name_field: topic, "partitions":
+    [{"partition_index": p, **fields}, ...]}``, topics and partitions in the order given."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, fields in answers:
+        topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, **fields})
+    return [{name_field: topic, "partitions": partitions} for topic, partitions in topics.items()]
 
 
 def error_message(exc: KafkaError) -> str:

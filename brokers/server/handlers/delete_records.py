@@ -24,7 +24,7 @@ from brokers.replication import delete_records as deletion
 from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import DELETE
 from brokers.server.context import ServerContext
-from brokers.server.handlers import leader_for, response, timeout_seconds
+from brokers.server.handlers import by_topic, leader_for, response, timeout_seconds
 
 NO_LOW_WATERMARK = -1
 Outcome = "int | ErrorCode | asyncio.Future"
@@ -80,8 +80,5 @@ async def handle_delete_records(context: ServerContext, header: RequestHeader, r
         outcomes[tp] = (_start(context, tp, offset, live) if tp.topic in allowed
                         else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     settled = await _settle(outcomes, timeout_seconds(request.timeout))
-    topics: dict[str, list[dict]] = {}
-    for tp, (low_watermark, code) in settled.items():
-        topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "low_watermark": low_watermark,
-                                                "error_code": code})
-    return response(header, topics=[{"name": name, "partitions": parts} for name, parts in topics.items()])
+    return response(header, topics=by_topic((tp, {"low_watermark": low_watermark, "error_code": code})
+                                            for tp, (low_watermark, code) in settled.items()))

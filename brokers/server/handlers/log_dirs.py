@@ -26,7 +26,7 @@ from brokers.protocol.errors import ErrorCode
 from brokers.protocol.framing import RequestHeader
 from brokers.security.acls import ALTER, DESCRIBE
 from brokers.server.context import ServerContext
-from brokers.server.handlers import response
+from brokers.server.handlers import by_topic, response
 
 
 def wanted_partitions(request: Any) -> set[TopicPartition] | None:
@@ -78,7 +78,5 @@ async def handle_alter_replica_log_dirs(context: ServerContext, header: RequestH
     else:
         mover = context.replica_manager.log_dir_mover
         outcomes = {tp: mover.alter(tp, path) for tp, path in moves.items()}
-    by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for tp, code in sorted(outcomes.items()):
-        by_topic[tp.topic].append({"partition_index": tp.partition, "error_code": code})
-    return response(header, results=[{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()])
+    return response(header, results=by_topic(((tp, {"error_code": code}) for tp, code in sorted(outcomes.items())),
+                                             name_field="topic_name"))
