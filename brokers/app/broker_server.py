@@ -19,7 +19,7 @@ from typing import Any
 
 from brokers.admin.zk_admin import ZkAdmin
 from brokers.app import data_plane
-from brokers.app.config_handlers import DynamicConfigHandlers
+from brokers.app.config_handlers import DynamicConfigHandlers, quota_entities
 from brokers.app.control_plane import ControlPlane, health
 from brokers.app.registration import BrokerRegistration, check_meta_properties, resolve_broker_id
 from brokers.app.transaction_wiring import BrokerTransactions
@@ -38,6 +38,8 @@ from brokers.control import (
 )
 from brokers.dynamic_config.broker_config import DynamicBrokerConfig
 from brokers.dynamic_config.change_listener import ConfigChangeListener
+from brokers.quotas.entities import QuotaEntity
+from brokers.quotas.manager import QuotaConfig, QuotaManagers
 from brokers.http.auth import HttpSecurity
 from brokers.http.server import HttpServer
 from brokers.model import LeaderIsrAndControllerEpoch, TopicPartition
@@ -134,6 +136,7 @@ class BrokerServer:
         self.kzc = KafkaZkClient(self.zk)
         self.registration = BrokerRegistration(self)
         self.credentials = CredentialCache(self.user_config)  # SCRAM users: cached for HTTP, fresh for SASL
+        self.quotas = QuotaManagers(QuotaConfig.from_broker(config))  # client quotas, fed from /config/users|clients
         self.config_listener = ConfigChangeListener(self.kzc, self.config_handlers.handlers())
         self.admin: ZkAdmin | None = None
         self.authorizer = (AclAuthorizer(self.zk, parse_super_users(config["super.users"]),
@@ -176,6 +179,7 @@ class BrokerServer:
         await self.registration.prepare()  # before any socket of ours is bound (previous_incarnation)
         config_baseline = await self.config_listener.latest_sequence()  # changes after it are applied later
         await self.config_handlers.load_dynamic_broker_configs()
+        await self.config_handlers.load_client_quotas()
         await self._start_log_manager()
         self._start_replica_manager()
         self._start_admin()
@@ -312,6 +316,13 @@ class BrokerServer:
 
     async def user_names(self) -> list[str]:
         return [urllib.parse.unquote(name) for name in await self.kzc.get_entity_names("users")]
+
+    # -- client quota entities (ClientQuotaConfigs, for DescribeClientQuotas / AlterClientQuotas) ---
+    async def quota_entity_configs(self) -> dict[QuotaEntity, dict[str, str]]:
+        return quota_entities(await self.kzc.get_quota_entity_configs())
+
+    async def set_quota_entity_config(self, entity: QuotaEntity, config: dict[str, str]) -> None:
+        await self.kzc.change_entity_config(*entity.znode(), config)
 
     # -- what the HTTP server serves (ControlRequestHandler, BrokerState) ------------------------
     async def leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from brokers.config import ConfigError
 from brokers.dynamic_config.broker_config import DynamicBrokerConfig
 from brokers.dynamic_config.change_listener import Handler
+from brokers.quotas.entities import QuotaConfigError, QuotaEntity
 from brokers.storage.log_config import InvalidConfigError, LogConfig
 
 if TYPE_CHECKING:
@@ -24,6 +25,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLUSTER_DEFAULT = "<default>"  # /config/brokers/<default>: every broker's dynamic defaults
+
+
+def quota_entities(configs: dict[tuple[str, str], dict[str, str]]) -> dict[QuotaEntity, dict[str, str]]:
+    """``KafkaZkClient.get_quota_entity_configs`` keyed by entity; a znode that names no entity is logged and
+    skipped."""
+    out: dict[QuotaEntity, dict[str, str]] = {}
+    for (entity_type, name), config in configs.items():
+        try:
+            out[QuotaEntity.from_znode(entity_type, name)] = config
+        except QuotaConfigError as exc:
+            log.error("ignoring %s", exc)
+    return out
 
 
 class DynamicConfigHandlers:
@@ -38,8 +51,32 @@ class DynamicConfigHandlers:
 
     def handlers(self) -> dict[str, Handler]:
         """ConfigChangeListener's handlers, by entity type."""
-        return {"users": self.broker.credentials.invalidate, "topics": self.on_topic_config_change,
-                "brokers": self.on_broker_config_change}
+        return {"users": self.on_user_config_change, "clients": self.on_client_config_change,
+                "topics": self.on_topic_config_change, "brokers": self.on_broker_config_change}
+
+    # -- client quotas (Kafka's UserConfigHandler / ClientIdConfigHandler) -------------------------
+    async def load_client_quotas(self) -> None:
+        """Start-up: every quota entity in ZooKeeper, before the first request is read."""
+        for entity, config in quota_entities(await self.broker.kzc.get_quota_entity_configs()).items():
+            self.broker.quotas.update_entity(entity, config)
+
+    async def on_user_config_change(self, name: str) -> None:
+        """``users/<u>`` (SCRAM credentials and quotas) or ``users/<u>/clients/<c>`` (quotas only)."""
+        if "/" not in name:
+            self.broker.credentials.invalidate(name)
+        await self._quota_entity_changed("users", name)
+
+    async def on_client_config_change(self, name: str) -> None:
+        await self._quota_entity_changed("clients", name)
+
+    async def _quota_entity_changed(self, entity_type: str, name: str) -> None:
+        try:
+            entity = QuotaEntity.from_znode(entity_type, name)
+        except QuotaConfigError as exc:
+            log.error("ignoring a config change: %s", exc)
+            return
+        config = await self.broker.kzc.get_entity_config(entity_type, name)
+        self.broker.quotas.update_entity(entity, config)
 
     # -- log configs ---------------------------------------------------------------------------
     async def topic_log_config(self, topic: str) -> LogConfig:

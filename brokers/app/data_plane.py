@@ -41,7 +41,7 @@ def kafka_listener(broker: BrokerServer, endpoint: EndPoint) -> KafkaListener:
                             reassignments=b.control_plane,
                             elect_leaders=b.control_plane.elect_leaders, authorizer=b.authorizer,
                             sasl=_sasl_listener_config(b, endpoint), user_configs=b,
-                            fetch_sessions=b.fetch_sessions)
+                            fetch_sessions=b.fetch_sessions, quota_configs=b, quotas=b.quotas)
     return KafkaListener(KafkaApis(context, COORDINATOR_HANDLERS).handle, endpoint.host, endpoint.port,
                          b.config["socket.request.max.bytes"], listener_name=endpoint.listener,
                          security_protocol=endpoint.security_protocol,

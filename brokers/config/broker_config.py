@@ -154,7 +154,9 @@ class BrokerConfig:
             raise ConfigError(f"{self.source}: zookeeper.set.acl=true needs zookeeper.digest.credentials=user:password "
                               "(the identity that owns the brokers' znodes; Kafka takes it from JAAS's Client section)")
         for key in ("zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
-                    "min.insync.replicas", "offsets.topic.num.partitions", "offsets.topic.replication.factor"):
+                    "min.insync.replicas", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+                    "quota.window.num", "quota.window.size.seconds", "controller.quota.window.num",
+                    "controller.quota.window.size.seconds"):
             if self.values[key] <= 0:
                 raise ConfigError(f"{self.source}: {key} must be positive, got {self.values[key]}")
         if not 0 <= self.values["http.port"] <= 65535:

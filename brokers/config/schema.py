@@ -140,6 +140,11 @@ SCHEMA: dict[str, tuple[str, Any]] = {
     "log.cleaner.enable": ("bool", True),
     "log.cleaner.backoff.ms": ("int", 15000),
     "log.cleaner.threads": ("int", 1),
+    # client quotas (brokers/quotas): the sample windows rates are measured over (Kafka's defaults)
+    "quota.window.num": ("int", 11),
+    "quota.window.size.seconds": ("int", 1),
+    "controller.quota.window.num": ("int", 11),
+    "controller.quota.window.size.seconds": ("int", 1),
     # accepted: common in server.properties, no effect in zkafka yet
     "num.network.threads": ("int", 3),
     "num.io.threads": ("int", 8),

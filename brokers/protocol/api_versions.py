@@ -91,6 +91,8 @@ class ApiKey(IntEnum):
     ALTER_PARTITION_REASSIGNMENTS = 45, "AlterPartitionReassignments", 0, 0, 0
     LIST_PARTITION_REASSIGNMENTS = 46, "ListPartitionReassignments", 0, 0, 0
     OFFSET_DELETE = 47, "OffsetDelete", 0, 0, NEVER_FLEXIBLE
+    DESCRIBE_CLIENT_QUOTAS = 48, "DescribeClientQuotas", 0, 1, 1  # KIP-546: kafka-configs --entity-type users|clients
+    ALTER_CLIENT_QUOTAS = 49, "AlterClientQuotas", 0, 1, 1  # KIP-546
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0  # KIP-554
     ALTER_USER_SCRAM_CREDENTIALS = 51, "AlterUserScramCredentials", 0, 0, 0  # KIP-554
     DESCRIBE_CLUSTER = 60, "DescribeCluster", 0, 0, 0  # KIP-700: Metadata's cluster part (kafka-cluster cluster-id)

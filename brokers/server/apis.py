@@ -10,6 +10,8 @@ wire segments (Fetch), or None (Produce with acks=0: no response at all).
 """
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import logging
 import struct
 import time
@@ -20,10 +22,12 @@ from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey, api_versions_response, known_api
 from brokers.protocol.framing import ProtocolError, RequestHeader, parse_request_header
 from brokers.server import sasl
-from brokers.server.context import CLIENT_HOST, PRINCIPAL, ServerContext
+from brokers.quotas.request_throttle import LoopTime, RequestThrottle
+from brokers.server.context import CLIENT_HOST, PRINCIPAL, REQUEST_THROTTLE, ServerContext
 from brokers.server.handlers import (
     acls,
     alter_configs,
+    client_quotas,
     create_partitions,
     delete_records,
     describe_configs,
@@ -46,6 +50,9 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[ServerContext, RequestHeader, Any], Awaitable[Any]]
 _KEY_AND_VERSION = struct.Struct(">hh")
+
+# Kafka's clusterAction APIs this listener serves: never client-throttled (a follower's Fetch says so itself)
+INTER_BROKER_APIS = frozenset({ApiKey.WRITE_TXN_MARKERS})
 
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.PRODUCE: produce.handle_produce,
@@ -73,10 +80,25 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.handle_incremental_alter_configs,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.handle_alter_user_scram_credentials,
     ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle_describe_producers,
 }
+
+
+def _throttled(response: Any, throttle_ms: int, connection: Any) -> Any:
+    """KIP-219: the connection is muted for ``throttle_ms`` (its next request is read after that) and a response
+    entity carries the time (Produce and Fetch, encoded by hand, carry it already)."""
+    if throttle_ms <= 0:
+        return response
+    mute = getattr(connection, "throttle", None)
+    if mute is not None:
+        mute(throttle_ms)
+    if response is None or isinstance(response, list) or not hasattr(response, "throttle_time"):
+        return response
+    return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
 
 
 class KafkaApis:
@@ -118,15 +140,32 @@ class KafkaApis:
             return [codec.encode_response(api_key, api_version, header.correlation_id,
                                           await sasl.handle(self.context.sasl, session, connection, header, request))]
         CLIENT_HOST.set("/" + getattr(connection, "peer", "?").rsplit(":", 1)[0])
-        PRINCIPAL.set(getattr(connection, "principal", ANONYMOUS))
+        principal = getattr(connection, "principal", ANONYMOUS)
+        PRINCIPAL.set(principal)
+        throttle = self._throttle(api_key, principal, header, len(frame)) if self.context.quotas.enabled else None
         started = time.perf_counter()
         try:
-            response = await handler(self.context, header, request)
+            handling = handler(self.context, header, request)
+            if throttle is not None and self.context.quotas.request.enabled:
+                handling = throttle.timer = LoopTime(handling)
+            response = await handling
         except (TypeError, AttributeError) as exc:  # decoded, but null where the schema needs a value
             self.context.stats.request_errors[(api_key.api_name, api_version)] += 1
             raise ProtocolError(f"malformed {api_key.api_name} v{api_version} request: {exc}") from exc
         finally:
             self.context.stats.observe_request(api_key.api_name, api_version, time.perf_counter() - started)
+        if throttle is not None:
+            response = _throttled(response, throttle.throttle_time_ms(), connection)
         if response is None or isinstance(response, list):
             return response
         return [codec.encode_response(api_key, api_version, header.correlation_id, response)]
+
+    def _throttle(self, api_key: ApiKey, principal: str, header: RequestHeader, request_bytes: int) -> RequestThrottle:
+        """The request's throttle (while any client quota is configured), visible to its handler through
+        ``REQUEST_THROTTLE``; a Produce's bytes count against its producer quota from the start."""
+        throttle = RequestThrottle(self.context.quotas, principal.partition(":")[2], header.client_id or "")
+        throttle.exempt = api_key in INTER_BROKER_APIS
+        if api_key is ApiKey.PRODUCE:
+            throttle.bandwidth(self.context.quotas.produce, request_bytes)
+        REQUEST_THROTTLE.set(throttle)
+        return throttle

@@ -15,6 +15,9 @@ from typing import Any, Awaitable, Callable, Iterable, Protocol
 from brokers.config import BrokerConfig
 from brokers.model import ReplicaAssignment, TopicPartition
 from brokers.protocol.errors import ErrorCode, KafkaError
+from brokers.quotas.entities import QuotaEntity
+from brokers.quotas.manager import QuotaManagers
+from brokers.quotas.request_throttle import RequestThrottle
 from brokers.replication.fetch_session import FetchSessionCache
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
@@ -31,6 +34,9 @@ CLIENT_HOST: ContextVar[str] = ContextVar("client_host", default="")
 # The principal of the connection whose request is being handled ("User:alice"), set per request by
 # KafkaApis from the connection (TLS client certificate or SASL; "User:ANONYMOUS" otherwise).
 PRINCIPAL: ContextVar[str] = ContextVar("principal", default=ANONYMOUS)
+# The request's client quota throttle (brokers.quotas.request_throttle), set per request by KafkaApis while any
+# quota is configured; None otherwise. Produce and Fetch read it to put the throttle time in their answers.
+REQUEST_THROTTLE: ContextVar[RequestThrottle | None] = ContextVar("request_throttle", default=None)
 
 
 class AdminOps(Protocol):
@@ -134,6 +140,15 @@ class UserConfigs(Protocol):
     def user_names(self) -> Awaitable[list[str]]: ...
 
 
+class ClientQuotaConfigs(Protocol):
+    """The client quota entities' configs in ZooKeeper (``/config/users``, ``/config/clients``), behind
+    DescribeClientQuotas and AlterClientQuotas; the quota keys sit beside other keys (SCRAM credentials)."""
+
+    def quota_entity_configs(self) -> Awaitable[dict[QuotaEntity, dict[str, str]]]: ...
+
+    def set_quota_entity_config(self, entity: QuotaEntity, config: dict[str, str]) -> Awaitable[None]: ...
+
+
 @dataclass
 class ServerContext:
     """The handlers' ports. Authorization is decided here and only here: with no authorizer configured
@@ -158,6 +173,8 @@ class ServerContext:
     elect_leaders: ElectLeaders | None = None  # the controller's elections (brokers.app wires it)
     sasl: SaslServerConfig | None = None  # the listener's SASL settings (SASL_PLAINTEXT / SASL_SSL listeners)
     user_configs: UserConfigs | None = None  # /config/users (brokers.app wires it)
+    quota_configs: ClientQuotaConfigs | None = None  # client quota entities in ZooKeeper (brokers.app wires it)
+    quotas: QuotaManagers = field(default_factory=QuotaManagers)  # the broker's client quotas, fed by brokers.app
     authorizer: AclAdmin | None = None  # authorizer.class.name's AclAuthorizer; None: everything is allowed
     fetch_sessions: FetchSessionCache | None = None  # the broker's KIP-227 sessions; None: every fetch sessionless
 

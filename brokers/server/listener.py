@@ -60,7 +60,10 @@ class Connection(asyncio.Protocol):
         self._decoder = FrameDecoder(max_request_bytes, 0 if security_protocol in SASL_PROTOCOLS else MIN_FRAME_BYTES)
         self._connections = connections
         self._pending: collections.deque[asyncio.Task] = collections.deque()
-        self._paused = False
+        self._paused = False  # too many requests in flight
+        self._reading_paused = False  # the transport's state: paused while in flight or throttled
+        self._throttle_ends: asyncio.TimerHandle | None = None  # KIP-219: muted until this fires
+        self._throttled_until = 0.0
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.closed = False
@@ -98,13 +101,47 @@ class Connection(asyncio.Protocol):
             self._pending.append(task)
         if len(self._pending) > MAX_IN_FLIGHT and not self._paused:
             self._paused = True
-            self.transport.pause_reading()
+            self._set_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._connections.discard(self)
         for task in self._pending:
             task.cancel()
+        if self._throttle_ends is not None:
+            self._throttle_ends.cancel()
+
+    # -- client quotas (KIP-219) ---------------------------------------------------------------
+    def throttle(self, throttle_ms: int) -> None:
+        """Read nothing more from this client for ``throttle_ms`` (a quota's throttle time, which its response
+        carries): Kafka mutes the channel; requests already read are still answered."""
+        if self.closed or throttle_ms <= 0 or self.transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + throttle_ms / 1000.0
+        if until <= self._throttled_until:
+            return
+        self._throttled_until = until
+        if self._throttle_ends is not None:
+            self._throttle_ends.cancel()
+        self._throttle_ends = loop.call_at(until, self._unmute)
+        self._set_reading()
+
+    def _unmute(self) -> None:
+        self._throttle_ends = None
+        self._set_reading()
+
+    def _set_reading(self) -> None:
+        """Pause or resume the transport so that it reads only while neither too many requests are in flight
+        nor the client is throttled."""
+        paused = self._paused or self._throttle_ends is not None
+        if paused == self._reading_paused or self.closed:
+            return
+        self._reading_paused = paused
+        if paused:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
 
     # -- responses in request order ------------------------------------------------------------
     def _answered(self, _task: asyncio.Task) -> None:
@@ -128,7 +165,7 @@ class Connection(asyncio.Protocol):
         self._write(segments)
         if self._paused and len(pending) <= MAX_IN_FLIGHT // 2:
             self._paused = False
-            self.transport.resume_reading()
+            self._set_reading()
 
     def _write(self, segments: list) -> None:
         """Bytes and file ranges in order, synchronously. A range of at least SENDFILE_MIN_BYTES meeting

@@ -51,6 +51,18 @@ class ConfigsZkMixin(ZkClientBase):
         """The entities of a type with a config znode (``/config/<type>`` children), sanitized names."""
         return await self._children_or_empty(ConfigEntityZNode.type_path(entity_type))
 
+    async def get_quota_entity_configs(self) -> dict[tuple[str, str], dict[str, str]]:
+        """Every client quota entity's config, keyed by (entity type, sanitized name) as its change notification
+        names it: ``/config/clients/<c>``, ``/config/users/<u>`` and ``/config/users/<u>/clients/<c>`` (one
+        pipelined batch per level; a user znode that only holds client children has {} of its own)."""
+        paths: list[tuple[str, str]] = [("clients", c) for c in await self.get_entity_names("clients")]
+        users = await self.get_entity_names("users")
+        paths += [("users", u) for u in users]
+        children = await self.zk.get_children_many([f"{ConfigEntityZNode.path('users', u)}/clients" for u in users])
+        paths += [("users", f"{u}/clients/{c}") for u, names in zip(users, children) for c in names or ()]
+        got = await self.zk.get_many([ConfigEntityZNode.path(entity_type, name) for entity_type, name in paths])
+        return {path: {} if g is None else ConfigEntityZNode.decode(g[0]) for path, g in zip(paths, got)}
+
     async def change_entity_config(self, entity_type: str, name: str, config: dict[str, str]) -> None:
         """Write the entity's whole override set (last writer wins), then a ``config_change_`` notification
         so that every broker re-reads it; then purge notifications 15 minutes older than this one."""

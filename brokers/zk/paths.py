@@ -344,7 +344,8 @@ class LogDirEventNotificationZNode:
 
 
 class ConfigEntityZNode:
-    """``/config/<type>/<name>``: only overrides, all values strings."""
+    """``/config/<type>/<name>``: only overrides, all values strings. Client quota entities nest:
+    ``/config/users/<user>/clients/<client-id>``; a parent created only to hold them is empty (no overrides)."""
 
     TYPES = ("topics", "clients", "users", "brokers", "ips")
 
@@ -363,6 +364,8 @@ class ConfigEntityZNode:
 
     @staticmethod
     def decode(data: bytes) -> dict[str, str]:
+        if not data:  # a parent of nested entities, created by makepath
+            return {}
         return {k: str(v) for k, v in (_load(data, "config").get("config") or {}).items()}
 
 

@@ -23,6 +23,7 @@ VIOLATIONS = {
     "below-the-listener": ("brokers.security.acls", "brokers.server.context"),
     "protocol-sans-io": ("brokers.protocol.framing", "asyncio"),
     "storage-plain-files": ("brokers.storage.log", "kazoo"),
+    "quotas-pure": ("brokers.quotas.manager", "asyncio"),
     "kazoo": ("brokers.security.authorizer", "kazoo"),
     "aiohttp": ("coordinator.topic_changes", "aiohttp"),
     "prometheus": ("brokers.server.apis", "prometheus_client"),

@@ -25,8 +25,11 @@ from brokers.protocol.framing import RequestHeader
 from brokers.security.acls import ALTER
 from brokers.server.context import ServerContext
 from brokers.server.handlers import error_message, response, timeout_seconds, wait_for_leaders
+from brokers.server.handlers.mutation_quota import ControllerMutations
 
 log = logging.getLogger(__name__)
+
+STRICT_VERSION = 3  # KIP-599: a strict controller mutation quota (THROTTLING_QUOTA_EXCEEDED) from v3
 
 
 async def handle_create_partitions(context: ServerContext, header: RequestHeader, request: Any) -> Any:
@@ -34,6 +37,7 @@ async def handle_create_partitions(context: ServerContext, header: RequestHeader
     results: list[dict[str, Any]] = []
     added: list[tuple[dict[str, Any], int]] = []
     alterable = context.authorized_topics(ALTER, counts)
+    mutations = ControllerMutations(context, header, STRICT_VERSION)
     for topic in request.topics:
         result = dict(name=topic.name, error_code=ErrorCode.NONE, error_message=None)
         results.append(result)
@@ -44,9 +48,13 @@ async def handle_create_partitions(context: ServerContext, header: RequestHeader
             result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="Authorization failed.")
             continue
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
+        added_count = 0 if request.validate_only else topic.count - len(context.metadata_cache.partitions_of(topic.name))
         try:
+            mutations.take(added_count)  # KIP-599: THROTTLING_QUOTA_EXCEEDED before anything is written
             await context.admin.create_partitions(topic.name, topic.count, assignments, request.validate_only)
         except KafkaError as exc:
+            if exc.code != ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+                mutations.give_back(added_count)
             log.info("CreatePartitions %r from %s: %s", topic.name, header.client_id, exc)
             result.update(error_code=exc.code, error_message=error_message(exc))
             continue

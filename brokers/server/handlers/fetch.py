@@ -80,7 +80,8 @@ from brokers.replication.partition import Partition
 from brokers.replication.quota import is_throttled
 from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import CLUSTER_ACTION, READ
-from brokers.server.context import ServerContext
+from brokers.quotas.request_throttle import RequestThrottle
+from brokers.server.context import REQUEST_THROTTLE, ServerContext
 from brokers.server.handlers import fetch_down_conversion as legacy
 from brokers.server.handlers import leader_epoch_error, leader_for, timeout_seconds
 from brokers.storage.transactions import fetch_upper_bound
@@ -314,6 +315,9 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
     throttle = None
     max_bytes, min_one = legacy.request_max_bytes(version, request), legacy.min_one_message(version)
     committed = read_committed(version, request)
+    client_throttle = REQUEST_THROTTLE.get()  # client quotas configured: this consumer's throttle
+    if client_throttle is not None:
+        max_bytes = _quota_max_bytes(context, client_throttle, from_follower, max_bytes)
     if from_follower:
         _record_follower_fetch(context, replica_id, resolved)
         if context.replica_manager.leader_quota.enabled:
@@ -331,6 +335,9 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
         if total >= request.min_bytes or errored or not (led or parked_on and parked_on.quiet) or remaining <= 0:
             if parked_on is not None:
                 parked_on.parked = None
+            throttle_ms = _client_throttle_ms(context, client_throttle, total)
+            if throttle_ms:  # Kafka's getThrottledResponse: nothing read is sent, the session is unchanged
+                return _throttled_response(version, correlation_id, session, throttle_ms)
             if legacy.is_legacy(version):
                 topics = await legacy.down_convert_topics(topics, resolved, version, from_follower, context.stats)
             if total and not from_follower:
@@ -354,6 +361,37 @@ async def handle_fetch(context: ServerContext, header: RequestHeader, request: A
             fetch_list = parked_on.fetch_list()
             allowed = _allowed(context, {topic for topic, _ in fetch_list}, from_follower)
         resolved = _resolve(context, fetch_list, allowed)
+
+
+def _quota_max_bytes(context: ServerContext, throttle: RequestThrottle, from_follower: bool, max_bytes: int) -> int:
+    """A consumer reads at most what its quota allows in one window (Kafka's ``getMaxValueInQuotaWindow``: more
+    would be throttled for sure); a follower is never client-throttled."""
+    if from_follower:
+        throttle.exempt = True
+        return max_bytes
+    cap = context.quotas.fetch.max_value_in_window(throttle.user, throttle.client_id)
+    return max_bytes if cap is None else min(max_bytes, max(1, int(cap)))
+
+
+def _client_throttle_ms(context: ServerContext, throttle: RequestThrottle | None, total: int) -> int:
+    """The answer's throttle time: the bytes read against the consumer's quota and the request time against its
+    request quota. A throttled answer sends nothing, so its bytes are taken back (Kafka's unrecord)."""
+    if throttle is None:
+        return 0
+    throttle.bandwidth(context.quotas.fetch, total)
+    throttle_ms = throttle.throttle_time_ms()
+    if throttle_ms and total and not throttle.exempt:
+        context.quotas.fetch.unrecord(throttle.user, throttle.client_id, total)
+    return throttle_ms
+
+
+def _throttled_response(version: int, correlation_id: int, session: FetchContext, throttle_ms: int) -> list:
+    """No partitions, the throttle time, and the session id of an incremental request (a full request makes
+    no session: the client sends it again after the throttle)."""
+    if legacy.is_legacy(version):
+        return encode_legacy_fetch_response(version, correlation_id, [], throttle_time_ms=throttle_ms)
+    session_id = session.session.id if session.incremental and session.session is not None else INVALID_SESSION_ID
+    return encode_fetch_response(version, correlation_id, [], throttle_time_ms=throttle_ms, session_id=session_id)
 
 
 def _respond(context: ServerContext, session: FetchContext, version: int, correlation_id: int,

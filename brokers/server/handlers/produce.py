@@ -74,7 +74,7 @@ from brokers.protocol.record_batch import (
 )
 from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import TRANSACTIONAL_ID, WRITE
-from brokers.server.context import ServerContext
+from brokers.server.context import REQUEST_THROTTLE, ServerContext
 from brokers.server.handlers import ADMIN_CLIENT_ID, leader_for, timeout_seconds
 from brokers.storage.producer_state import SENTINEL_VERIFICATION_GUARD, VerificationGuard
 
@@ -292,4 +292,6 @@ async def handle_produce(context: ServerContext, header: RequestHeader, request:
             raise ProtocolError(f"acks=0 produce failed for {failed}: closing the connection as Kafka does")
         return None
     topics = [(topic["name"], topic["partition_responses"]) for topic in responses]
-    return [encode_produce_response(header.api_version, header.correlation_id, topics)]
+    throttle = REQUEST_THROTTLE.get()  # the request's bytes were counted as it arrived (KafkaApis)
+    return [encode_produce_response(header.api_version, header.correlation_id, topics,
+                                    throttle.throttle_time_ms() if throttle is not None else 0)]

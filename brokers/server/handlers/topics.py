@@ -41,6 +41,7 @@ from brokers.security.acls import CREATE, DELETE, DESCRIBE, DESCRIBE_CONFIGS
 from brokers.server.context import ServerContext
 from brokers.server.handlers import error_message, response, timeout_seconds, wait_for_leaders, wait_for_metadata
 from brokers.server.handlers.describe_configs import topic_entries
+from brokers.server.handlers.mutation_quota import ControllerMutations
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ NO_NUM_PARTITIONS = -1
 NO_REPLICATION_FACTOR = -1
 TOPIC_IDS_VERSION = 7  # CreateTopics v7 answers topic ids
 DELETE_BY_ID_VERSION = 6  # DeleteTopics v6 names topics by name or id
+STRICT_CREATE_TOPICS_VERSION, STRICT_DELETE_TOPICS_VERSION = 6, 5  # KIP-599: THROTTLING_QUOTA_EXCEEDED from these
 
 
 def _creation_args(context: ServerContext, topic: Any) -> tuple[int, int, dict[str, str], dict[int, list[int]] | None]:
@@ -86,13 +88,18 @@ def _failed(result: dict[str, Any], code: int, message: str | None) -> None:
 
 
 async def _create(context: ServerContext, header: RequestHeader, request: Any, topic: Any,
-                  result: dict[str, Any], describable: bool) -> int | None:
+                  result: dict[str, Any], describable: bool, mutations: ControllerMutations) -> int | None:
     """Create (or validate) one topic into ``result``; the partition count to wait for, None if nothing to wait for."""
+    taken = 0
     try:
         partitions, replication, configs, assignment = _creation_args(context, topic)
+        if not request.validate_only:
+            mutations.take(partitions)  # KIP-599: THROTTLING_QUOTA_EXCEEDED before anything is written
+            taken = partitions
         await context.admin.create_topic(topic.name, partitions, replication, configs, assignment,
                                          request.validate_only)
     except KafkaError as exc:
+        mutations.give_back(taken)
         log.info("CreateTopics %r from %s: %s", topic.name, header.client_id, exc)
         _failed(result, exc.code, error_message(exc))
         return None
@@ -114,6 +121,7 @@ async def handle_create_topics(context: ServerContext, header: RequestHeader, re
     names = {topic.name for topic in request.topics}
     creatable = names if context.authorized_on_cluster(CREATE) else context.authorized_topics(CREATE, names)
     describable = context.authorized_topics(DESCRIBE_CONFIGS, names)
+    mutations = ControllerMutations(context, header, STRICT_CREATE_TOPICS_VERSION)
     for topic in request.topics:
         result = dict(name=topic.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None,
                       num_partitions=-1, replication_factor=-1, configs=[], topic_config_error_code=ErrorCode.NONE)
@@ -124,7 +132,8 @@ async def handle_create_topics(context: ServerContext, header: RequestHeader, re
             _failed(result, ErrorCode.INVALID_REQUEST, f"topic {topic.name!r} appears more than once in the request")
         elif topic.name not in creatable:
             _failed(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
-        elif (count := await _create(context, header, request, topic, result, topic.name in describable)) is not None:
+        elif (count := await _create(context, header, request, topic, result, topic.name in describable,
+                                     mutations)) is not None:
             created.append((result, count))
     await wait_for_leaders(context, created, timeout, "topic creation was started but its partitions have no "
                                                       "leader in this broker's metadata yet")
@@ -179,14 +188,19 @@ async def handle_delete_topics(context: ServerContext, header: RequestHeader, re
     counts = Counter(names)
     deleting: list[dict[str, Any]] = []
     describable, deletable = context.authorized_topics(DESCRIBE, names), context.authorized_topics(DELETE, names)
+    mutations = ControllerMutations(context, header, STRICT_DELETE_TOPICS_VERSION)
     for result in results:
         error = _deletion_error(context, header, result, counts[result["name"]], describable, deletable)
         if error is not None:
             result["error_code"] = error
             continue
+        partitions = len(context.metadata_cache.partitions_of(result["name"]))
         try:
+            mutations.take(partitions)
             await context.admin.delete_topic(result["name"])
         except KafkaError as exc:
+            if exc.code != ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+                mutations.give_back(partitions)
             log.info("DeleteTopics %r from %s: %s", result["name"], header.client_id, exc)
             result.update(error_code=exc.code, error_message=error_message(exc))
         else:

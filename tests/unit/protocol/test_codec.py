@@ -97,6 +97,9 @@ REQUESTS = {
     34: dict(dirs=[dict(path="/var/lib/kafka/b", topics=[dict(name="t", partitions=[0, 2])])]),
     65: dict(transactional_ids=["txn"]),
     66: dict(state_filters=["Ongoing"], producer_id_filters=[7]),
+    48: dict(components=[dict(entity_type="user", match_type=0, match="alice")], strict=False),
+    49: dict(entries=[dict(entity=[dict(entity_type="client-id", entity_name="app")],
+                           ops=[dict(key="producer_byte_rate", value=1048576.0, remove=False)])], validate_only=False),
     50: dict(users=[dict(name="alice")]),
     51: dict(deletions=[dict(name="bob", mechanism=2)], upsertions=[dict(
         name="alice", mechanism=1, iterations=8192, salt=b"salt", salted_password=b"x" * 32)]),

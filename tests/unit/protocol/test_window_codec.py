@@ -25,7 +25,7 @@ BATCH = bytes(range(61))  # a records field's bytes pass through unread
 SAMPLES = {
     "bool": True, "int8": 1, "int16": 2, "int32": 3, "int64": 2**40, "string": "s", "bytes": b"\x01\x02",
     "records": BATCH, "uuid": uuid.UUID(int=7), "error_code": ErrorCode.NONE, "timedelta_i32": 5,
-    "timedelta_i64": 6, "datetime_i64": 1_600_000_000_000,
+    "timedelta_i64": 6, "datetime_i64": 1_600_000_000_000, "float64": 1.5,
 }
 
 

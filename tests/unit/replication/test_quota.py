@@ -30,10 +30,10 @@ def test_a_quota_at_long_max_never_throttles_nor_records():
 def test_a_quota_is_exceeded_while_the_rate_is_above_the_bound_and_recovers():
     bound = [1000]
     quota = ReplicationQuota(lambda: bound[0], RateMeter(num_samples=2, window_ms=1000))
-    quota.record(1500, 0)
-    assert quota.exceeded(500)  # 1500 B over 1 s
+    quota.record(1600, 0)
+    assert quota.exceeded(500)  # 1600 B over 1.5 s (one whole window plus the current half)
     assert not quota.exceeded(2500)  # the window has passed
-    quota.record(1500, 3000)
+    quota.record(1600, 3000)
     bound[0] = 2000  # the dynamic config changed: the new bound applies at once
     assert not quota.exceeded(3000)
 

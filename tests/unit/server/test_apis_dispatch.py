@@ -13,6 +13,7 @@ from brokers.protocol import codec
 from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.framing import ProtocolError
 from brokers.server.apis import KafkaApis
+from brokers.quotas.manager import QuotaManagers
 from brokers.stats import BrokerStats
 
 PLAINTEXT = SimpleNamespace(security_protocol="PLAINTEXT", principal="User:ANONYMOUS", peer="127.0.0.1:5555")
@@ -23,7 +24,7 @@ def apis(seen: list) -> KafkaApis:
         seen.append((header.api_version, request))
         return codec.build(codec.response_class(ApiKey.DELETE_TOPICS, header.api_version),
                            responses=[{"name": name, "error_code": 0} for name in request.topic_names])
-    return KafkaApis(SimpleNamespace(sasl=None, stats=BrokerStats()), {ApiKey.DELETE_TOPICS: delete_topics})
+    return KafkaApis(SimpleNamespace(sasl=None, stats=BrokerStats(), quotas=QuotaManagers()), {ApiKey.DELETE_TOPICS: delete_topics})
 
 
 def frame(key: int, version: int, client_id: str = "sarama") -> bytes:

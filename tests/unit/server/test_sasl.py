@@ -35,6 +35,7 @@ from brokers.protocol.scram import make_credential
 from brokers.server import sasl as server_sasl
 from brokers.server.apis import KafkaApis
 from brokers.server.listener import KafkaListener
+from brokers.quotas.manager import QuotaManagers
 from brokers.stats import BrokerStats
 
 HANDSHAKE, AUTHENTICATE, API_VERSIONS, METADATA = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.API_VERSIONS,
@@ -60,7 +61,7 @@ async def lookup(user, mechanism):
 
 def apis(enabled=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")):
     config = server_sasl.server_config(list(enabled), PLAIN_JAAS, lookup)
-    context = SimpleNamespace(sasl=config, stats=BrokerStats())
+    context = SimpleNamespace(sasl=config, stats=BrokerStats(), quotas=QuotaManagers())
 
     async def metadata(_context, _header, _request):
         return codec.build(codec.response_class(METADATA, 4))

@@ -521,3 +521,69 @@ def test_the_checker_cli_reads_a_runs_client_fault_windows_from_its_nemesis_log(
     (run / "nemesis.jsonl").write_text((tmp_path / "elsewhere.jsonl").read_text())
     assert checker_main([str(run)]) == 0
     assert "VALID" in capsys.readouterr().out
+
+
+def test_a_revocation_while_another_member_awaits_its_assignment_is_the_same_rebalance():
+    """Eager rebalancing: g1's session timed out during a client partition (expected) and it rejoined 12 s later,
+    once a coordinator answered; that join made the coordinator prepare a rebalance, and g0 revoked on its next
+    heartbeat, 40 s after the heal. One rebalance, judged where it started (g1's revocation; seed 775329580)."""
+    s = 1_000_000_000
+    h = History()
+    _three_sends(h)
+    h.subscribe("g0", ["soak"])
+    h.subscribe("g1", ["soak"])
+    h.rebalance("g0", ["soak/0"])
+    h.rebalance("g1", ["soak/1"])
+    h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.at(86)
+    h.rebalance("g1", [], ["soak/1"])  # its own session timeout: 26 s after the heal
+    h.at(98)
+    h.rebalance("g0", [], ["soak/0"])  # REBALANCE_IN_PROGRESS on its heartbeat once g1's JoinGroup arrived
+    h.at(130)
+    h.rebalance("g0", ["soak/0"])
+    h.rebalance("g1", ["soak/1"])
+    h.at(200)
+    h.commit("g0", {"soak/0": 3})
+    h.commit("g1", {})
+    cut = CheckConfig(client_fault_windows=((40 * s, 60 * s),))
+    assert check(h.ops, cut).valid
+    assert check(h.ops).anomalies["unexpected-rebalance"].count == 1  # without the cut: one rebalance, once
+
+
+def test_a_revocation_after_the_other_members_rebalance_ended_is_judged():
+    """The rebalance a member's revocation began ends with its assignment (or when its process ends): a later
+    revocation of another member far from any cause is a rebalance of its own."""
+    s = 1_000_000_000
+    h = History()
+    _three_sends(h)
+    h.subscribe("g0", ["soak"])
+    h.subscribe("g1", ["soak"])
+    h.rebalance("g0", ["soak/0"])
+    h.rebalance("g1", ["soak/1"])
+    h.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h.at(86)
+    h.rebalance("g1", [], ["soak/1"])
+    h.rebalance("g1", ["soak/1"])
+    h.at(150)
+    h.rebalance("g0", [], ["soak/0"])
+    h.rebalance("g0", ["soak/0"])
+    h.at(200)
+    h.commit("g0", {"soak/0": 3})
+    h.commit("g1", {})
+    assert_only(check(h.ops, CheckConfig(client_fault_windows=((40 * s, 60 * s),))), "unexpected-rebalance")
+    h2 = History()  # g1 revoked, then its process ended: it takes no part in g0's later rebalance
+    _three_sends(h2)
+    h2.subscribe("g0", ["soak"])
+    h2.subscribe("g1", ["soak"])
+    h2.rebalance("g0", ["soak/0"])
+    h2.rebalance("g1", ["soak/1"])
+    h2.poll("g0", {"soak/0": [(0, 1), (1, 2), (2, 3)]})
+    h2.at(86)
+    h2.rebalance("g1", [], ["soak/1"])
+    h2.commit("g1", {})  # its last op
+    h2.at(150)
+    h2.rebalance("g0", [], ["soak/0"])
+    h2.rebalance("g0", ["soak/0"])
+    h2.at(200)
+    h2.commit("g0", {"soak/0": 3})
+    assert_only(check(h2.ops, CheckConfig(client_fault_windows=((40 * s, 60 * s),))), "unexpected-rebalance")
