@@ -32,8 +32,8 @@ from scripts.tools.common.cluster_admin import ClusterAdmin
 from scripts.tools.kafka_transactions.admin import TransactionsAdmin
 from tests.integration.conditions import wait_for
 from tests.integration.txn_support import (
-    TXN_LOG, CopierProcess, ReaderThread, bounce_broker, create_topics, end_offsets, full_isr, leader_of, read_all,
-    restart_killed_broker, seed, stable)
+    TXN_LOG, CopierProcess, CopierSupervisor, ReaderThread, bounce_broker, create_topics, end_offsets, full_isr,
+    leader_of, read_all, restart_killed_broker, seed, stable)
 from tests.integration.znodes import committed_offset
 from transactions.coordinator.placement import partition_for
 
@@ -54,61 +54,23 @@ def cluster(tmp_path_factory):
         yield c
 
 
-class Run:
-    """One copy job: its topics, group, transactional.id, seeded input and the concurrent read_committed reader."""
+class Run(CopierSupervisor):
+    """One copy job: its topics, group, transactional.id, seeded input, its supervised copiers and the concurrent
+    read_committed reader."""
 
     def __init__(self, cluster, records: int):
         suffix = uuid.uuid4().hex[:8]
-        self.cluster, self.bootstrap = cluster, cluster.bootstrap_servers
-        self.source, self.sink = f"eos-in-{suffix}", f"eos-out-{suffix}"
-        self.group, self.transactional_id = f"eos-group-{suffix}", f"eos-copier-{suffix}"
+        self.cluster = cluster
+        super().__init__(cluster.bootstrap_servers, f"eos-in-{suffix}", f"eos-out-{suffix}", f"eos-group-{suffix}",
+                         f"eos-copier-{suffix}", "--records-per-txn", PER_TXN, "--exit-when-done")
         create_topics(self.bootstrap, [self.source, self.sink])
         self.input = seed(self.bootstrap, self.source, records)[0]
         self.reader = ReaderThread(self.bootstrap, self.sink)
         self.reader.start()
-        self.copiers: list[CopierProcess] = []
-        self.stuck: list[dict] = []
-        self.bounces = 0
-
-    def copier(self, *extra: str) -> CopierProcess:
-        c = CopierProcess(self.bootstrap, self.source, self.sink, self.group, self.transactional_id,
-                          "--records-per-txn", PER_TXN, "--exit-when-done", *extra)
-        self.copiers.append(c)
-        self.extra = extra
-        return c
 
     def bounce(self, victim: int, hard: bool, topics: list[str]) -> None:
         self.bounces += 1
         bounce_broker(self.cluster, victim, hard, topics)
-
-    def supervised(self, condition, timeout: float, what: str) -> dict:
-        """The current copier's first event ``condition`` holds for; a copier that reports its client stuck
-        (scripts/demo/txn_copier.py: a transactional call outliving its timeout) is replaced by a new one with
-        the same transactional.id, as a supervisor would, and the wait goes on with it. Only librdkafka's known
-        bug is excused: stuck in ``send_offsets_to_transaction``, at most once per broker bounce."""
-        deadline = time.monotonic() + timeout
-        while True:
-            copier = self.copiers[-1]
-            try:
-                event = copier.wait(lambda e: condition(e) or e["event"] == "stuck", deadline - time.monotonic(),
-                                    what)
-            except AssertionError as exc:
-                raise AssertionError(f"{exc}\nreplaced stuck copiers: {self.stuck}") from None
-            if event["event"] != "stuck":
-                return event
-            self.replace_stuck(copier, event)
-
-    def replace_stuck(self, copier: CopierProcess, event: dict) -> None:
-        self.stuck.append(event)
-        print(f"copier stuck, replaced: {event}\n{copier.stderr_tail(1500)}")
-        assert event.get("call") == "send_offsets_to_transaction", (
-            f"a copier stuck elsewhere than librdkafka's known bug (#5456, #5511): {event}")
-        assert len(self.stuck) <= self.bounces, f"{len(self.stuck)} stuck copiers in {self.bounces} bounces"
-        assert copier.exit_code(10) == 4
-        self.copier(*self.extra)
-
-    def committed(self) -> int:
-        return sum(c.committed() for c in self.copiers)
 
     def check_exactly_once(self, zk) -> None:
         output = read_all(self.bootstrap, self.sink)[0]
@@ -127,8 +89,7 @@ class Run:
 
     def close(self) -> None:
         self.reader.halt.set()
-        for c in self.copiers:
-            c.kill()
+        super().close()
 
 
 @pytest.fixture

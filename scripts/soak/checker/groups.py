@@ -7,9 +7,12 @@ committed offsets, in completion order, never go down per key. A ``rebalance`` i
 ``rebalance_grace_s`` after a member's ``subscribe``, or around a member's ``crash`` or leave (its last op,
 overall and before each crash), or within a fault that cut the clients from the cluster (up to
 ``rebalance_grace_s`` after it healed: ``CheckConfig.client_fault_windows``); any other rebalance was caused by
-the cluster. A rebalance is judged where it starts: a member's assignment that ends a spell in which it held
+the cluster. A rebalance is judged where it starts, once: a member's assignment that ends a spell in which it held
 nothing (its partitions revoked or lost earlier) completes the rebalance that revocation began, however long the
-group took (Kafka waits out the session of every member that never rejoins), and is not judged again.
+group took (Kafka waits out the session of every member that never rejoins), and is not judged again; nor is a
+revocation while another member is in such a spell (and its process still runs): the eager protocol revokes every
+member in one rebalance, each on its next heartbeat after the coordinator began preparing it (say when the member
+whose session timed out rejoins, as late as a coordinator answers), so that revocation is the same rebalance's.
 """
 from __future__ import annotations
 
@@ -70,6 +73,7 @@ def _check_rebalances(name: list[str], ops: list[Completed], config: CheckConfig
     grace = int(config.rebalance_grace_s * 1e9)
     joins: list[int] = []
     leaves: list[int] = []
+    gone: dict[str, list[int]] = defaultdict(list)  # per process, the last op before each crash and its very last
     last: dict[str, int] = {}
     for c in ops:
         if c.f == "subscribe":
@@ -78,15 +82,29 @@ def _check_rebalances(name: list[str], ops: list[Completed], config: CheckConfig
             leaves.append(c.start)
             if c.process in last:
                 leaves.append(last[c.process])
+                gone[c.process].append(last[c.process])
         last[c.process] = c.end if c.end is not None else c.start
     leaves.extend(last.values())
+    for process, t in last.items():
+        gone[process].append(t)
     joins.sort()
     leaves.sort()
     holding: dict[str, set[str]] = {}  # per member, the keys it holds after its last rebalance event
+    waiting: dict[str, int] = {}  # per member holding nothing since a revocation: when that revocation came
     for c in sorted((c for c in ops if c.f == "rebalance" and c.type == OK), key=lambda c: c.start):
-        if _ends_a_revocation(c, holding):
-            continue
         t = c.start
+        assigned, revoked = _moved(c)
+        holding[c.process] = (holding.get(c.process, set()) - revoked) | assigned
+        if not revoked and c.process in waiting:  # its assignment (maybe empty): the rebalance's second half
+            del waiting[c.process]
+            continue
+        in_progress = _rebalance_in_progress(c.process, t, waiting, gone)
+        if holding[c.process]:
+            waiting.pop(c.process, None)
+        elif revoked:
+            waiting.setdefault(c.process, t)
+        if in_progress:
+            continue
         if bisect_right(joins, t) > bisect_left(joins, t - grace) or bisect_right(leaves, t + grace) > bisect_left(
                 leaves, t - grace):
             continue
@@ -96,14 +114,18 @@ def _check_rebalances(name: list[str], ops: list[Completed], config: CheckConfig
                                               "at_s": round((t - t0) / 1e9, 3), "value": c.value})
 
 
-def _ends_a_revocation(c: Completed, holding: dict[str, set[str]]) -> bool:
-    """Update ``holding`` with the rebalance event ``c``; True when it only assigns partitions to a member that
-    held none since a revocation (the second half of one rebalance)."""
+def _rebalance_in_progress(process: str, t: int, waiting: dict[str, int], gone: dict[str, list[int]]) -> bool:
+    """True when a member other than ``process`` has held nothing since a revocation before ``t`` and its process
+    has not ended (crashed or made its last op) since: the group's rebalance that revocation began is under way."""
+    return any(other != process and bisect_left(gone[other], since) == bisect_left(gone[other], t)
+               for other, since in waiting.items())
+
+
+def _moved(c: Completed) -> tuple[set[str], set[str]]:
+    """(assigned, revoked) keys of the rebalance event ``c``."""
     assigned, revoked = set(), set()
     for m in c.value:
         if m and m[0] == "rebalance" and isinstance(m[1], dict):
             assigned |= set(m[1].get("assigned", ()))
             revoked |= set(m[1].get("revoked", ()))
-    before = holding.get(c.process)
-    holding[c.process] = ((before or set()) - revoked) | assigned
-    return bool(assigned) and not revoked and before is not None and not before
+    return assigned, revoked
