@@ -88,14 +88,18 @@ HANDLERS: dict[ApiKey, Handler] = {
 }
 
 
+def _mute(connection: Any, throttle_ms: int) -> None:
+    mute = getattr(connection, "throttle", None)
+    if mute is not None:
+        mute(throttle_ms)
+
+
 def _throttled(response: Any, throttle_ms: int, connection: Any) -> Any:
     """KIP-219: the connection is muted for ``throttle_ms`` (its next request is read after that) and a response
     entity carries the time (Produce and Fetch, encoded by hand, carry it already)."""
     if throttle_ms <= 0:
         return response
-    mute = getattr(connection, "throttle", None)
-    if mute is not None:
-        mute(throttle_ms)
+    _mute(connection, throttle_ms)
     if response is None or isinstance(response, list) or not hasattr(response, "throttle_time"):
         return response
     return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
@@ -142,7 +146,8 @@ class KafkaApis:
         CLIENT_HOST.set("/" + getattr(connection, "peer", "?").rsplit(":", 1)[0])
         principal = getattr(connection, "principal", ANONYMOUS)
         PRINCIPAL.set(principal)
-        throttle = self._throttle(api_key, principal, header, len(frame)) if self.context.quotas.enabled else None
+        throttle = (self._throttle(api_key, principal, header, len(frame), connection) if self.context.quotas.enabled
+                    else None)
         started = time.perf_counter()
         try:
             handling = handler(self.context, header, request)
@@ -160,12 +165,16 @@ class KafkaApis:
             return response
         return [codec.encode_response(api_key, api_version, header.correlation_id, response)]
 
-    def _throttle(self, api_key: ApiKey, principal: str, header: RequestHeader, request_bytes: int) -> RequestThrottle:
+    def _throttle(self, api_key: ApiKey, principal: str, header: RequestHeader, request_bytes: int,
+                  connection: Any) -> RequestThrottle:
         """The request's throttle (while any client quota is configured), visible to its handler through
-        ``REQUEST_THROTTLE``; a Produce's bytes count against its producer quota from the start."""
+        ``REQUEST_THROTTLE``. A Produce's bytes count against its producer quota as it arrives, and a producer
+        over its quota is muted at once: Kafka reads one request per connection at a time, this listener reads
+        pipelined ones, and a throttle decided only at the response would let the requests buffered meanwhile
+        (megabytes of them) in as one burst after each mute."""
         throttle = RequestThrottle(self.context.quotas, principal.partition(":")[2], header.client_id or "")
         throttle.exempt = api_key in INTER_BROKER_APIS
-        if api_key is ApiKey.PRODUCE:
-            throttle.bandwidth(self.context.quotas.produce, request_bytes)
+        if api_key is ApiKey.PRODUCE and (throttle_ms := throttle.bandwidth(self.context.quotas.produce, request_bytes)):
+            _mute(connection, throttle_ms)
         REQUEST_THROTTLE.set(throttle)
         return throttle
