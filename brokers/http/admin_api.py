@@ -15,8 +15,12 @@ GET /api/v1/groups                    state, protocol, members with assignments,
 GET /api/v1/groups/{group}            one group
 GET /api/v1/transactions              every coordinator's transactions: id, producer id and epoch, state,
                                       start time, timeout, partitions
-GET /api/v1/overview                  all of the above in one answer (what the dashboard polls)
-GET /api/v1/local/{partitions,groups,transactions}
+GET /api/v1/quotas                    this broker's client quotas: the configured entities and the
+                                      sensors it measures clients by (rate, limit, throttle totals,
+                                      throttled now); ``?scope=cluster``: every broker's, merged
+GET /api/v1/overview                  all of the above in one answer (what the dashboard polls; the
+                                      quotas cluster-wide)
+GET /api/v1/local/{partitions,groups,transactions,quotas}
                                       this broker only (what the others fan out to)
 ===================================== ============================================================
 
@@ -29,7 +33,9 @@ groups and transactional ids the caller may not Describe (and a group's offsets 
 Metadata, ListGroups and ListTransactions do; asking for one by name is 403 with ``kafka_error``
 TOPIC_/GROUP_AUTHORIZATION_FAILED. The cluster and its brokers are shown to anyone authenticated (Metadata
 shows them too). ``/api/v1/local/*``
-needs Describe on the cluster (the brokers' own fan-out is signed and always allowed).
+needs Describe on the cluster (the brokers' own fan-out is signed and always allowed). Client quotas name users
+and client ids: ``/api/v1/quotas`` and ``/api/v1/local/quotas`` need DescribeConfigs on the cluster (Kafka's rule
+for DescribeClientQuotas), and the overview shows ``"quotas": null`` to a caller without it.
 """
 from __future__ import annotations
 
@@ -40,7 +46,7 @@ from typing import Any
 from aiohttp import web
 
 from brokers.control import pack
-from brokers.http import auth, views
+from brokers.http import auth, quota_views, views
 from brokers.http.auth import SECURITY_KEY
 from brokers.http.cluster_reader import LOCAL_VIEWS, ClusterReader, Visibility
 from brokers.http.ports import BrokerState, HttpBroker
@@ -179,8 +185,26 @@ async def transactions(request: web.Request) -> web.Response:
     return respond(request, {"transactions": await reader.transactions(visible=visibility(request))})
 
 
+def may_see_quotas(request: web.Request) -> bool:
+    """DescribeConfigs on the cluster: what Kafka asks of DescribeClientQuotas."""
+    return auth.allowed(request, acl.DESCRIBE_CONFIGS, acl.CLUSTER, acl.CLUSTER_NAME)
+
+
+async def quotas(request: web.Request) -> web.Response:
+    if not may_see_quotas(request):
+        return forbidden(request, acl.CLUSTER, acl.CLUSTER_NAME)
+    scope = request.query.get("scope", "broker")
+    if scope == "cluster":
+        return respond(request, await request.app[READER_KEY].quotas())
+    if scope != "broker":
+        return error(request, 400, f"scope {scope!r}: one of 'broker' (the default) or 'cluster'")
+    broker = request.app[BROKER_KEY]
+    return respond(request, quota_views.local_quotas(broker.quotas, broker.broker_id))
+
+
 async def overview(request: web.Request) -> web.Response:
-    return respond(request, await request.app[READER_KEY].overview(visibility(request)))
+    reader = request.app[READER_KEY]
+    return respond(request, await reader.overview(visibility(request), quotas=may_see_quotas(request)))
 
 
 async def local(request: web.Request) -> web.Response:
@@ -188,6 +212,8 @@ async def local(request: web.Request) -> web.Response:
     if not auth.allowed(request, acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):
         return forbidden(request, acl.CLUSTER, acl.CLUSTER_NAME)
     what = request.match_info["what"]
+    if what == "quotas" and not may_see_quotas(request):
+        return forbidden(request, acl.CLUSTER, acl.CLUSTER_NAME)
     view = LOCAL_VIEWS.get(what)
     if view is None:
         return error(request, 404, f"no local view {what!r}: one of {sorted(LOCAL_VIEWS)}")
@@ -208,6 +234,7 @@ def add_admin_routes(app: web.Application, broker: HttpBroker) -> None:
     router.add_get("/readyz", readyz)
     for path, handler in (("cluster", cluster), ("brokers", brokers), ("topics", topics),
                           ("topics/{topic}", topic), ("partitions", partitions), ("groups", groups),
-                          ("groups/{group}", group), ("transactions", transactions), ("overview", overview),
+                          ("groups/{group}", group), ("transactions", transactions), ("quotas", quotas),
+                          ("overview", overview),
                           ("local/{what}", local)):
         router.add_get(f"/api/v1/{path}", handler)

@@ -2,8 +2,8 @@
 
 The metadata cache gives topics, partitions, leaders, ISRs and live brokers; ZooKeeper gives the
 controller epoch and topic configs; every live broker is asked (concurrently, ``LOCAL_TIMEOUT_S`` each)
-for its local facts over ``GET /api/v1/local/partitions``, ``/groups`` and ``/transactions`` (msgpack). A
-broker that does not answer in time leaves its facts unknown (None), it does not fail the view.
+for its local facts over ``GET /api/v1/local/partitions``, ``/groups``, ``/transactions`` and ``/quotas``
+(msgpack). A broker that does not answer in time leaves its facts unknown (None), it does not fail the view.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any, Callable, NamedTuple
 import aiohttp
 
 from brokers.control import control_base_url, unpack
-from brokers.http import views
+from brokers.http import quota_views, views
 from brokers.http.ports import BrokerState
 from brokers.model import BrokerInfo
 from brokers.security.control_auth import signed_headers
@@ -41,6 +41,10 @@ def local_partitions(broker: BrokerState) -> list[dict]:
     return views.local_partitions(manager.partitions) if manager is not None else []
 
 
+def local_quotas(broker: BrokerState) -> dict:
+    return quota_views.local_quotas(broker.quotas, broker.broker_id)
+
+
 class Visibility(NamedTuple):
     """What a caller may describe (``brokers.http.auth``): the views leave out everything else."""
 
@@ -49,9 +53,10 @@ class Visibility(NamedTuple):
     transactional_id: Callable[[str], bool] = lambda name: True
 
 
-LOCAL_VIEWS: dict[str, Callable[[BrokerState], list[dict]]] = {"partitions": local_partitions,
-                                                               "groups": local_groups,
-                                                               "transactions": local_transactions}
+LOCAL_VIEWS: dict[str, Callable[[BrokerState], Any]] = {"partitions": local_partitions,
+                                                        "groups": local_groups,
+                                                        "transactions": local_transactions,
+                                                        "quotas": local_quotas}
 
 
 class ClusterReader:
@@ -74,7 +79,7 @@ class ClusterReader:
             await self._session.close()
 
     # -- fan-out -------------------------------------------------------------------------------
-    async def _ask(self, info: BrokerInfo, what: str) -> list[dict] | None:
+    async def _ask(self, info: BrokerInfo, what: str) -> Any:
         try:
             path = f"/api/v1/local/{what}"
             headers = {"Accept": MSGPACK, **signed_headers(self.secret, "GET", path)}
@@ -87,9 +92,9 @@ class ClusterReader:
             log.info("broker %d did not answer /api/v1/local/%s: %r", info.id, what, exc)
             return None
 
-    async def gather(self, what: str) -> dict[int, list[dict] | None]:
-        """``what`` ("partitions", "groups" or "transactions") of every live broker; None for one that did not
-        answer."""
+    async def gather(self, what: str) -> dict[int, Any]:
+        """``what`` (a ``LOCAL_VIEWS`` name: a list of rows, or for "quotas" one dict) of every live broker; None
+        for one that did not answer."""
         own = self.broker.broker_id
         others = [info for broker_id, info in sorted(self.broker.metadata_cache.live_brokers.items())
                   if broker_id != own]
@@ -150,15 +155,25 @@ class ClusterReader:
             rows = views.only_topics(rows, visible.transactional_id, key="transactional_id")
         return rows
 
-    async def overview(self, visible: Visibility | None = None) -> dict:
-        """Everything in one answer; with ``visible``, only the topics and groups the caller may describe."""
+    async def quotas(self) -> dict:
+        """Every broker's client quotas (``quota_views.cluster_quotas``). While this broker has no quota
+        configured nobody is asked: the configuration is the cluster's (every broker reads the same znodes), and
+        a broker with none measures nothing."""
+        if not self.broker.quotas.enabled:
+            return quota_views.cluster_quotas({self.broker.broker_id: local_quotas(self.broker)})
+        return quota_views.cluster_quotas(await self.gather("quotas"))
+
+    async def overview(self, visible: Visibility | None = None, quotas: bool = True) -> dict:
+        """Everything in one answer; with ``visible``, only the topics and groups the caller may describe; the
+        client quotas only with ``quotas`` (else None: the caller may not describe the cluster's configs)."""
         partitions = await self.partitions()
         if visible is not None:
             partitions = views.only_topics(partitions, visible.topic)
-        cluster, topics, groups, transactions = await asyncio.gather(
-            self.cluster(), self.topics(partitions), self.groups(partitions, visible), self.transactions(visible))
+        cluster, topics, groups, transactions, quota_view = await asyncio.gather(
+            self.cluster(), self.topics(partitions), self.groups(partitions, visible), self.transactions(visible),
+            self.quotas() if quotas else _done(None))
         return {"cluster": cluster, "brokers": self.brokers(), "topics": topics,
-                "partitions": partitions, "groups": groups, "transactions": transactions}
+                "partitions": partitions, "groups": groups, "transactions": transactions, "quotas": quota_view}
 
 
 async def _done(value: Any) -> Any:

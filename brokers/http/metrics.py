@@ -9,6 +9,13 @@ renders synchronously: nothing interleaves between the two on the broker's one e
 
 Names follow Kafka's JMX metrics, flattened the way the JMX exporter's common rules do
 (``kafka_server_brokertopicmetrics_bytesin_total`` becomes ``kafka_server_topic_bytes_in_total``).
+Client quotas (Kafka's ``kafka.server:type=Produce|Fetch|Request|ControllerMutation,user=U,client-id=C``) become
+``kafka_server_<type>_<metric>{user,client_id}``, one series per sensor (``brokers.http.quota_views``), only
+for the types with a quota configured: ``kafka_server_produce_byte_rate`` / ``kafka_server_fetch_byte_rate``
+(bytes/s over the quota window), ``kafka_server_request_request_time`` (%), ``kafka_server_controllermutation_tokens``
+(credits left; no sample while the tags are unlimited), and for each type ``..._quota_limit`` (the bound; no
+sample while unlimited), ``..._throttle_time_ms_total`` (throttle time handed out) and
+``..._throttled_responses_total`` (responses that carried one).
 ``EventLoopMonitor`` measures how late a timer fires: the broker's event-loop lag.
 """
 from __future__ import annotations
@@ -22,7 +29,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
-from brokers.http import auth, views
+from brokers.http import auth, quota_views, views
 from brokers.http.cluster_reader import ClusterReader, local_groups
 from brokers.http.ports import BrokerState
 from brokers.security import acls as acl
@@ -32,6 +39,9 @@ log = logging.getLogger(__name__)
 
 LOOP_PROBE_INTERVAL_S = 0.25
 SESSION_STATES = ("CONNECTED", "SUSPENDED", "LOST", "NOT_CONNECTED")
+QUOTA_DOCS = {"byte_rate": "Bytes per second over the quota window, per client quota sensor",
+              "request_time": "Request handling time as a percentage of one event loop, per client quota sensor",
+              "tokens": "Controller mutation credits left in the token bucket, per client quota sensor"}
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")  # Kafka's GroupState names
 
 
@@ -55,7 +65,7 @@ class BrokerCollector:
 
     def collect(self) -> Iterator[Metric]:
         for part in (self._network, self._topics, self._replication, self._controller, self._zookeeper,
-                     self._groups, self._transactions, self._logs, self._loop):
+                     self._groups, self._transactions, self._logs, self._quotas, self._loop):
             try:
                 yield from part()
             except Exception:  # noqa: BLE001 - one broken family must not hide the others
@@ -215,6 +225,37 @@ class BrokerCollector:
                 stable.add_metric(values, row["last_stable_offset"])
                 lso_lag.add_metric(values, views.lso_lag(row))
         yield from (size, segments, end, start, stable, lso_lag)
+
+    def _quotas(self) -> Iterator[Metric]:
+        """Kafka's client quota sensors: per quota type, the measured value, the bound, the throttle totals."""
+        quotas = getattr(self.broker, "quotas", None)
+        if quotas is None:
+            return
+        by_type: dict = {}
+        for reading in quota_views.readings(quotas):
+            by_type.setdefault(reading.quota_type, []).append(reading)
+        labels = ["user", "client_id"]
+        for quota_type, readings in by_type.items():
+            prefix = f"kafka_server_{quota_type.group.lower()}"
+            metric, _, limit_unit = quota_views.MEASURES[quota_type]
+            value = GaugeMetricFamily(f"{prefix}_{metric}", QUOTA_DOCS[metric], labels=labels)
+            limit = GaugeMetricFamily(f"{prefix}_quota_limit",
+                                      f"The {quota_type.key} bound of the sensor ({limit_unit}); absent: unlimited",
+                                      labels=labels)
+            throttle = CounterMetricFamily(f"{prefix}_throttle_time_ms",
+                                           f"Throttle time (ms) {quota_type.group} quota responses carried",
+                                           labels=labels)
+            throttled = CounterMetricFamily(f"{prefix}_throttled_responses",
+                                            f"Responses throttled by the {quota_type.group} quota", labels=labels)
+            for reading in readings:
+                tags = [reading.user, reading.client_id]
+                if reading.value is not None:
+                    value.add_metric(tags, reading.value)
+                if reading.limit is not None:
+                    limit.add_metric(tags, reading.limit)
+                throttle.add_metric(tags, reading.throttle_time_ms_total)
+                throttled.add_metric(tags, reading.throttled_responses)
+            yield from (value, limit, throttle, throttled)
 
     def _loop(self) -> Iterator[Metric]:
         stats = self.broker.stats

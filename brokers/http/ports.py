@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from brokers.control import ControlRequestHandler
+from brokers.quotas.manager import QuotaManagers
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.stats import BrokerStats, LatencyHistogram
@@ -86,6 +87,11 @@ class BrokerState(Protocol):
 
     @property
     def shutting_down(self) -> bool: ...
+
+    @property
+    def quotas(self) -> QuotaManagers:
+        """The client quota managers (configured entities, sensors): read by /metrics, /api/v1/quotas and the
+        dashboard's quota panel (``brokers.http.quota_views``), never changed here."""
 
     def group_views(self) -> list[dict]:
         """The groups this broker coordinates, as ``consumer_group.coordinator.views.group_view`` shows

@@ -15,8 +15,9 @@ values as floats.
 Alter: an entry names its entity as (type, name) pairs and its ops (key, value, remove). An entry with any error
 (Kafka's INVALID_REQUEST messages: ``QuotaConfigError``) writes nothing; the others are planned on the current
 config, ops in order: a set stores a byte rate as a whole number (``1024``), the others as Java prints a double
-(``200.0``); a remove drops the key. Non-quota keys are never touched: an op naming one is an error (Kafka 2.8
-would drop it on remove, and fail on set), so AlterClientQuotas cannot delete a SCRAM credential.
+(``200.0``); a remove drops the key. Non-quota keys are never touched: an op naming one is ``Invalid
+configuration key k``, a remove too (Kafka 2.8 would drop the key), so AlterClientQuotas cannot delete a SCRAM
+credential. A value must be a finite number above zero (``parse_quota_value``; Kafka 2.8 stores a negative one).
 """
 from __future__ import annotations
 
@@ -25,7 +26,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from brokers.quotas.entities import CLIENT_ID, DEFAULT, QUOTA_KEYS, USER, QuotaConfigError, QuotaEntity, parse_quota_value
+from brokers.quotas.entities import (
+    CLIENT_ID,
+    DEFAULT,
+    QUOTA_KEYS,
+    USER,
+    QuotaConfigError,
+    QuotaEntity,
+    parse_quota_value,
+)
 
 IP = "ip"  # Kafka's ClientQuotaEntity.IP: connection-rate quotas, which zkafka does not keep
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2  # DescribeClientQuotas' match types
@@ -128,8 +137,9 @@ def select_entities(components: Iterable[FilterComponent], strict: bool,
     if IP in by_type:
         return []
     user, client_id = by_type.get(USER), by_type.get(CLIENT_ID)
-    return sorted((entity for entity in entities
-                   if _matches(user, entity.user, strict) and _matches(client_id, entity.client_id, strict)), key=_order)
+    chosen = [entity for entity in entities
+              if _matches(user, entity.user, strict) and _matches(client_id, entity.client_id, strict)]
+    return sorted(chosen, key=_order)
 
 
 def describe_client_quotas(components: Iterable[FilterComponent], strict: bool,

@@ -168,27 +168,35 @@ def test_a_producer_is_held_to_its_byte_rate_and_another_keeps_its_speed(cluster
 
 
 def test_a_consumer_is_held_to_its_byte_rate(cluster):
+    """Kafka's fetch quota lets a fast consumer take what one request may (10 windows' worth: 10 MiB), then
+    answers its fetches empty until that sample leaves the 11-window rate: the consumer reads in steps of about
+    10 MiB every 11 s. Never more than the quota allows, and over whole steps close to it."""
     create_topic(cluster, "quota-consume")
     filled = Acked()
     run_producer(cluster, "filler", "quota-consume", 3, filled)
     assert sum(size for _, size in filled.events) > 40 * MIB
     set_quota(cluster, "clients", "throttled-consumer", {"consumer_byte_rate": str(MIB)})
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "throttled-consumer",
-                         "group.id": "quota-readers", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+                         "group.id": "quota-readers", "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "statistics.interval.ms": 500, "stats_cb": (stats := Acked()).on_stats})
     consumer.subscribe(["quota-consume"])
     read: list[tuple[float, int]] = []
     started = time.monotonic()
     try:
-        while time.monotonic() < started + 27:
+        while time.monotonic() < started + 30:
             msg = consumer.poll(0.2)
             if msg is not None and msg.error() is None:
                 read.append((time.monotonic(), len(msg.value())))
     finally:
         consumer.close()
     first = min(at for at, _ in read)
-    window = [size for at, size in read if first + 12 <= at < first + 24]
-    rate = sum(window) / 12
-    assert abs(rate - MIB) <= 0.15 * MIB, f"throttled consumer read {rate / MIB:.2f} MiB/s"
+    total = 0
+    for at, size in read:  # at no moment more than the quota and Kafka's one-request allowance (11 s with slack)
+        total += size
+        assert total <= MIB * (at - first + 11), f"{total / MIB:.1f} MiB read {at - first:.1f} s in"
+    rate = sum(size for at, size in read if at < first + 27) / 27  # the steps at 0, ~10.5 and ~21 s
+    assert 0.85 * MIB <= rate <= 1.15 * MIB, f"throttled consumer read {rate / MIB:.2f} MiB/s"
+    assert stats.throttle_max_ms > 0
 
 
 # -- precedence, with SASL users ------------------------------------------------------------------

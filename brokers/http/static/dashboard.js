@@ -1,5 +1,5 @@
 /* zkafka live dashboard: polls GET /api/v1/overview every second and renders
- * brokers, topics, partitions (HW and LSO), transactions, consumer groups and two uPlot charts.
+ * brokers, topics, partitions (HW and LSO), transactions, client quotas, consumer groups and two uPlot charts.
  * Plain ES2020, no framework, no network besides same-origin fetches. */
 (() => {
   "use strict";
@@ -252,6 +252,109 @@
     setText($("#transactions-ongoing"), String(txns.filter((t) => ONGOING_STATES.has(String(t.state))).length));
   }
 
+  // client quotas: data.quotas is null when the caller may not describe the cluster's configs
+  const MAX_QUOTA_ROWS = 200;
+  const QUOTA_KEYS = ["producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"];
+
+  /** A sensor's metric tag: "" means "not part of the measured entity" (every user, or every client id). */
+  function fmtTag(v) {
+    if (v !== "" && v != null) return esc(v);
+    return '<span class="unknown" title="not part of the measured entity: all together">all</span>';
+  }
+
+  /** An entity part: null = not part of the entity, "<default>" = the default one. */
+  function fmtEntityPart(v) {
+    if (v == null) return '<span class="unknown" title="not part of the entity">—</span>';
+    return v === "<default>" ? '<span class="badge default">default</span>' : esc(v);
+  }
+
+  function fmtQuotaValue(v, unit) {
+    if (!isNum(v)) return UNKNOWN;
+    if (unit === "bytes/s") return `${fmtBytes(v)}/s`;
+    if (unit === "%") return `${esc(v.toFixed(1))} %`;
+    if (unit === "mutations/s") return `${esc(fmtRate(v))}/s`;
+    return esc(fmtRate(v));
+  }
+
+  function renderQuotaSensor(s) {
+    const throttled = !!s.throttled_now;
+    const tokens = s.metric === "tokens";
+    const rate = tokens
+      ? (isNum(s.tokens) ? `<span title="credits left">${esc(s.tokens.toFixed(1))} tokens</span>` : UNKNOWN)
+      : fmtQuotaValue(s.rate, s.unit);
+    const limit = isNum(s.limit) ? fmtQuotaValue(s.limit, s.limit_unit) : '<span class="unknown">unlimited</span>';
+    const use = isNum(s.usage) ? `${(s.usage * 100).toFixed(0)} %` : null;
+    return (
+      `<tr class="quota-sensor${throttled ? " throttled" : ""}" data-broker="${esc(s.broker)}" ` +
+      `data-quota-type="${esc(s.quota_type)}" data-user="${esc(s.user)}" data-client-id="${esc(s.client_id)}" ` +
+      `data-throttled-now="${bool(throttled)}" data-rate="${numAttr(s.rate)}" data-limit="${numAttr(s.limit)}" ` +
+      `data-throttle-ms="${numAttr(s.throttle_time_ms_total)}">` +
+      `<td class="num">${fmtBroker(s.broker)}</td>` +
+      `<td class="quota-type">${esc(s.quota_type)}</td>` +
+      `<td class="user">${fmtTag(s.user)}</td>` +
+      `<td class="client-id">${fmtTag(s.client_id)}</td>` +
+      `<td class="num rate">${rate}</td>` +
+      `<td class="num limit">${limit}</td>` +
+      `<td class="num use${isNum(s.usage) && s.usage > 1 ? " over" : ""}">${use != null ? esc(use) : UNKNOWN}</td>` +
+      `<td class="throttled-now">${throttled
+        ? `<span class="badge throttled">throttled</span> ${fmtInt(s.throttle_remaining_ms)} ms left` : "no"}</td>` +
+      `<td class="num throttle-ms">${fmtInt(s.throttle_time_ms_total)}</td>` +
+      `<td class="num throttled-responses">${fmtInt(s.throttled_responses)}</td>` +
+      `</tr>`
+    );
+  }
+
+  function renderQuotas(data) {
+    const q = data.quotas;
+    const note = $("#quotas-note");
+    if (!q || typeof q !== "object") {
+      const why = q === null
+        ? "Not shown: seeing client quotas needs DescribeConfigs on the cluster."
+        : "This broker does not report client quotas.";
+      setText(note, why);
+      note.hidden = false;
+      setHtml($("#quota-sensors tbody"), `<tr class="empty"><td colspan="10">${esc(why)}</td></tr>`);
+      setHtml($("#quota-entities tbody"), `<tr class="empty"><td colspan="7">${esc(why)}</td></tr>`);
+      setText($("#quotas-count"), "");
+      setText($("#quotas-throttled"), "—");
+      return;
+    }
+    const unanswered = Array.isArray(q.unanswered) ? q.unanswered : [];
+    const silent = `Broker${unanswered.length === 1 ? "" : "s"} ${unanswered.join(", ")}`;
+    setText(note, unanswered.length ? `${silent} did not answer: their clients are not shown.` : "");
+    note.hidden = unanswered.length === 0;
+
+    const sensors = Array.isArray(q.sensors) ? q.sensors : [];
+    const shown = sensors.slice(0, MAX_QUOTA_ROWS).map(renderQuotaSensor);
+    if (sensors.length > shown.length) {
+      shown.push(`<tr class="internal-summary"><td colspan="10">${sensors.length - shown.length} more not shown ` +
+        `(<code>GET /api/v1/quotas?scope=cluster</code> lists them all)</td></tr>`);
+    }
+    setHtml($("#quota-sensors tbody"), shown.length ? shown.join("")
+      : '<tr class="empty"><td colspan="10">No client measured (no quota configured, or no request yet)</td></tr>');
+
+    const entities = Array.isArray(q.entities) ? q.entities : [];
+    const entityRows = entities.map((e) => {
+      const quotas = e.quotas || {};
+      return (
+        `<tr class="quota-entity" data-user="${esc(e.user == null ? "" : e.user)}" ` +
+        `data-client-id="${esc(e.client_id == null ? "" : e.client_id)}" ` +
+        `data-quotas="${esc(JSON.stringify(quotas))}">` +
+        `<td class="user">${fmtEntityPart(e.user)}</td>` +
+        `<td class="client-id">${fmtEntityPart(e.client_id)}</td>` +
+        QUOTA_KEYS.map((k) => `<td class="num ${esc(k)}">` +
+          `${isNum(quotas[k]) ? esc(quotas[k].toLocaleString("en-US")) : ""}</td>`).join("") +
+        `<td class="brokers">${fmtList(e.brokers)}</td>` +
+        `</tr>`
+      );
+    });
+    setHtml($("#quota-entities tbody"), entityRows.length ? entityRows.join("")
+      : '<tr class="empty"><td colspan="7">No client quota configured</td></tr>');
+    const throttledNow = isNum(q.throttled_now) ? q.throttled_now : sensors.filter((s) => s.throttled_now).length;
+    setText($("#quotas-count"), `${entities.length} configured, ${sensors.length} measured`);
+    setText($("#quotas-throttled"), String(throttledNow));
+  }
+
   function fmtAssignment(assignment) {
     if (!Array.isArray(assignment) || assignment.length === 0) return '<span class="unknown">none</span>';
     return assignment
@@ -324,6 +427,7 @@
       () => renderTopics(lastData, showInternal),
       () => renderPartitions(lastData, showInternal),
       () => renderTransactions(lastData),
+      () => renderQuotas(lastData),
       () => renderGroups(lastData),
     ];
     for (const step of steps) {

@@ -7,9 +7,15 @@ ConfigCommand, 2.8 flags and output).
     kafka-configs --zookeeper H:P[/chroot] --entity-type topics --entity-name T --alter --add-config ...
     kafka-configs (--zookeeper H:P | --bootstrap-server H:P [--command-config F]) --entity-type users \\
         --entity-name U (--describe | --alter --add-config 'SCRAM-SHA-512=[iterations=8192,password=P]')
+    kafka-configs (--zookeeper H:P | --bootstrap-server H:P) --entity-type users (--entity-name U | --entity-default) \\
+        [--entity-type clients (--entity-name C | --entity-default)] --alter --add-config 'producer_byte_rate=1024'
+    kafka-configs ... --user U --client C --describe   (Kafka's shorthands; --user-defaults, --client-defaults)
 
-Users (SCRAM credentials) are ``scripts.tools.kafka_configs.users`` (``--zookeeper``) and
-``scripts.tools.kafka_configs.users_admin`` (``--bootstrap-server``, AlterUserScramCredentials).
+Client quotas (users, clients, a user's client id; ``--entity-type`` repeats) are ``scripts.tools.kafka_configs.quotas``
+(flags and lines; ``--zookeeper`` below) and ``scripts.tools.kafka_configs.quotas_admin`` (``--bootstrap-server``,
+DescribeClientQuotas / AlterClientQuotas). A user's SCRAM credentials are ``scripts.tools.kafka_configs.users`` (the
+credential strings ``--zookeeper`` stores) and ``scripts.tools.kafka_configs.users_admin`` (``--bootstrap-server``,
+AlterUserScramCredentials).
 
 ``--bootstrap-server`` goes through the brokers (``scripts.tools.kafka_configs.admin``), as the client that
 ``--command-config`` describes (Kafka's client properties: ``security.protocol``, ``sasl.mechanism``,
@@ -36,6 +42,7 @@ import asyncio
 import sys
 
 from brokers.dynamic_config.broker_config import validate_broker_overrides
+from brokers.quotas.admin import select_entities
 from brokers.storage.log_config import InvalidConfigError, LogConfig
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
@@ -43,10 +50,10 @@ from brokers.zk.paths import ConfigChangeNotificationZNode
 from scripts.tools.common import zk_client
 from scripts.tools.common.client_properties import LoginError
 from scripts.tools.common.zk_security import ZkClientIdentity, ZkSecurityError
-from scripts.tools.kafka_configs import users
+from scripts.tools.kafka_configs import quotas, users
 from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config, parse_delete_config
 
-ENTITY_TYPES = ("topics", "brokers", "users")
+ENTITY_TYPES = ("topics", "brokers", "users", "clients")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,10 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="list the entity's configs")
     action.add_argument("--alter", action="store_true", help="change the entity's configs")
-    parser.add_argument("--entity-type", required=True, choices=ENTITY_TYPES)
-    entity = parser.add_mutually_exclusive_group()
-    entity.add_argument("--entity-name", metavar="NAME", help="topic name or broker id")
-    entity.add_argument("--entity-default", action="store_true", help="the cluster-wide default (brokers only)")
+    parser.add_argument("--entity-type", action="append", dest="entity_types", default=[], choices=ENTITY_TYPES,
+                        help="users and clients may be given together (a user's client id)")
+    parser.add_argument("--entity-name", action="append", dest="entity_names", default=[], metavar="NAME",
+                        help="topic name, broker id, user principal or client id (one per --entity-type, in order)")
+    parser.add_argument("--entity-default", action="append_const", dest="entity_names", const="",
+                        help="the default broker, user or client id (in place of an --entity-name)")
+    parser.add_argument("--user", metavar="USER", help="the user's principal name (--entity-type users --entity-name)")
+    parser.add_argument("--client", metavar="CLIENT", help="the client's id (--entity-type clients --entity-name)")
+    parser.add_argument("--user-defaults", action="store_true", help="the config defaults for all users")
+    parser.add_argument("--client-defaults", action="store_true", help="the config defaults for all clients")
     parser.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2]", help="configs to set")
     parser.add_argument("--delete-config", metavar="k1,k2", help="configs to remove")
     parser.add_argument("--all", action="store_true", help="with --describe: every config, not only the dynamic ones")
@@ -71,25 +84,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def resolve_entities(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Kafka's entity types and names from the ``--entity-*`` flags and the shorthands (``args.entity_types``,
+    ``args.entity_names``, ``""`` = a default), and the single entity of topics and brokers as ``entity_type``,
+    ``entity_name`` (None for none or the default) and ``entity_default``."""
+    try:
+        args.entity_types, args.entity_names = quotas.entity_flags(
+            args.entity_types, args.entity_names, args.user, args.client, args.user_defaults, args.client_defaults)
+        if not args.entity_types:
+            parser.error("--entity-type: at least one entity type must be specified")
+        if set(args.entity_types) & set(quotas.QUOTA_ENTITY_TYPES):
+            quotas.check_entity_flags(args.entity_types, args.entity_names, args.alter)
+        elif len(args.entity_types) > 1 or len(args.entity_names) > 1:
+            parser.error("--entity-type: only 'users' and 'clients' may be given more than once, with a name each")
+    except quotas.EntityFlagsError as exc:
+        parser.error(str(exc))
+    args.entity_type = args.entity_types[0]
+    args.entity_default = bool(args.entity_names) and args.entity_names[0] == ""
+    args.entity_name = args.entity_names[0] if args.entity_names and args.entity_names[0] else None
+
+
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Kafka's ConfigCommandOptions.checkArgs: every problem names its flag (argparse exits 2)."""
-    if args.entity_default and args.entity_type != "brokers":
-        parser.error("--entity-default is only valid with --entity-type brokers")
+    resolve_entities(parser, args)
+    if args.entity_default and args.entity_type == "topics":
+        parser.error("--entity-default is only valid with --entity-type brokers, users or clients")
     if args.alter and not (args.entity_name is not None or args.entity_default):
         parser.error("--alter needs --entity-name or --entity-default")
     if args.alter and not (args.add_config or args.delete_config):
         parser.error("--alter needs at least one of --add-config or --delete-config")
     if args.describe and (args.add_config or args.delete_config):
         parser.error("--add-config and --delete-config are only valid with --alter")
-    if args.zookeeper and args.entity_name is None and not args.entity_default:
+    if args.zookeeper and args.entity_type in ("topics", "brokers") and args.entity_name is None \
+            and not args.entity_default:
         parser.error("--zookeeper: --entity-name or --entity-default is required")
     if args.zk_tls_config_file and not args.zookeeper:
         parser.error("--bootstrap-server doesn't support --zk-tls-config-file option. If you intend the command to "
                      "communicate directly with ZooKeeper, use the --zookeeper option.")
     if args.all and not args.describe:
         parser.error("--all is only valid with --describe")
-    if args.entity_type == "users" and args.all:
-        parser.error("--all is not valid with --entity-type users")
+    if args.entity_type in quotas.QUOTA_ENTITY_TYPES and args.all:
+        parser.error(f"--all is not valid with --entity-type {args.entity_type}")
     if args.entity_type == "brokers" and args.entity_name is not None and not args.entity_name.isdigit():
         parser.error(f"--entity-name: the entity name for brokers must be a broker id, got {args.entity_name!r}")
     for flag, parse in (("--add-config", parse_add_config), ("--delete-config", parse_delete_config)):
@@ -109,8 +144,8 @@ async def _zookeeper(args: argparse.Namespace, identity: ZkClientIdentity) -> in
     await zk.start()
     kzc = KafkaZkClient(zk)
     try:
-        if args.entity_type == "users":
-            return await _zookeeper_user(kzc, args)
+        if args.entity_type in quotas.QUOTA_ENTITY_TYPES:
+            return await _zookeeper_quotas(kzc, args)
         if args.entity_type == "topics" and entity not in await kzc.get_all_topics():
             raise ConfigCommandError(f"Topic {entity!r} does not exist")
         current = await kzc.get_entity_config(args.entity_type, entity)
@@ -135,16 +170,26 @@ async def _zookeeper(args: argparse.Namespace, identity: ZkClientIdentity) -> in
         await zk.close()
 
 
-async def _zookeeper_user(kzc: KafkaZkClient, args: argparse.Namespace) -> int:
-    name = users.entity_name(args.entity_name)
-    current = await kzc.get_entity_config("users", name)
-    if args.describe:
-        print("\n".join(users.describe_lines(args.entity_name, current)))
+async def _zookeeper_quotas(kzc: KafkaZkClient, args: argparse.Namespace) -> int:
+    """Users, clients and a user's client ids: ``/config/users|clients/...`` read and written whole (Kafka's
+    ``alterConfigWithZk`` / ``describeConfigWithZk``), SCRAM credentials kept."""
+    types, names = args.entity_types, args.entity_names
+    if args.describe and not quotas.fully_named(types, names):  # every entity of the unnamed types
+        configs = quotas.entities_of(await kzc.get_quota_entity_configs())
+        every_user = types == ["users"] and not names
+        for entity in select_entities(quotas.describe_filter(types, names), True, configs):
+            if configs[entity] or not every_user:  # Kafka skips the users that only hold client ids
+                print("\n".join(quotas.zookeeper_lines(entity, configs[entity])))
         return 0
-    config = users.apply_changes(current, parse_add_config(args.add_config) if args.add_config else {},
-                                 parse_delete_config(args.delete_config) if args.delete_config else [])
-    await kzc.change_entity_config("users", name, config)
-    print(f"Completed updating config for entity: user-principal '{args.entity_name}'.")
+    entity = quotas.quota_entity(types, names)
+    current = await kzc.get_entity_config(*entity.znode())
+    if args.describe:
+        print("\n".join(quotas.zookeeper_lines(entity, current)))
+        return 0
+    config = quotas.zookeeper_config(entity, current, parse_add_config(args.add_config) if args.add_config else {},
+                                     parse_delete_config(args.delete_config) if args.delete_config else [])
+    await kzc.change_entity_config(*entity.znode(), config)
+    print(f"Completed updating config for entity: {quotas.zookeeper_label(entity)}.")
     return 0
 
 
@@ -153,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_args(parser, args)
     try:
-        if args.bootstrap_server and args.entity_type == "users":
-            from scripts.tools.kafka_configs import users_admin as kafka_configs_users_admin
-            return kafka_configs_users_admin.run(args)
+        if args.bootstrap_server and args.entity_type in quotas.QUOTA_ENTITY_TYPES:
+            from scripts.tools.kafka_configs import quotas_admin as kafka_configs_quotas_admin
+            return kafka_configs_quotas_admin.run(args)
         if args.bootstrap_server:
             from scripts.tools.kafka_configs import admin as kafka_configs_admin
             return kafka_configs_admin.run(args)

@@ -34,7 +34,7 @@ def test_delete_config_splits_on_commas():
 
 @pytest.mark.parametrize("argv, flag", [
     (["--entity-type", "topics", "--entity-name", "t", "--describe"], "--bootstrap-server"),
-    (["--bootstrap-server", "h:1", "--entity-type", "clients", "--entity-name", "u", "--describe"], "--entity-type"),
+    (["--bootstrap-server", "h:1", "--entity-type", "ips", "--entity-name", "u", "--describe"], "--entity-type"),
     (["--bootstrap-server", "h:1", "--entity-type", "topics", "--entity-default", "--describe"], "--entity-default"),
     (["--bootstrap-server", "h:1", "--entity-type", "topics", "--entity-name", "t", "--alter"], "--add-config"),
     (["--bootstrap-server", "h:1", "--entity-type", "topics", "--alter", "--add-config", "a=1"], "--entity-name"),
