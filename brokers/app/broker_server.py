@@ -19,7 +19,7 @@ from typing import Any
 
 from brokers.admin.zk_admin import ZkAdmin
 from brokers.app import data_plane
-from brokers.app.config_handlers import DynamicConfigHandlers, quota_entities
+from brokers.app.config_handlers import DynamicConfigHandlers
 from brokers.app.control_plane import ControlPlane, health
 from brokers.app.registration import BrokerRegistration, check_meta_properties, resolve_broker_id
 from brokers.app.transaction_wiring import BrokerTransactions
@@ -38,7 +38,7 @@ from brokers.control import (
 )
 from brokers.dynamic_config.broker_config import DynamicBrokerConfig
 from brokers.dynamic_config.change_listener import ConfigChangeListener
-from brokers.quotas.entities import QuotaEntity
+from brokers.quotas.entities import QuotaEntity, entities_from_znodes
 from brokers.quotas.manager import QuotaConfig, QuotaManagers
 from brokers.http.auth import HttpSecurity
 from brokers.http.server import HttpServer
@@ -319,7 +319,7 @@ class BrokerServer:
 
     # -- client quota entities (ClientQuotaConfigs, for DescribeClientQuotas / AlterClientQuotas) ---
     async def quota_entity_configs(self) -> dict[QuotaEntity, dict[str, str]]:
-        return quota_entities(await self.kzc.get_quota_entity_configs())
+        return entities_from_znodes(await self.kzc.get_quota_entity_configs())  # type: ignore[return-value]
 
     async def set_quota_entity_config(self, entity: QuotaEntity, config: dict[str, str]) -> None:
         await self.kzc.change_entity_config(*entity.znode(), config)

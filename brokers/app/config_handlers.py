@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from brokers.config import ConfigError
 from brokers.dynamic_config.broker_config import DynamicBrokerConfig
 from brokers.dynamic_config.change_listener import Handler
-from brokers.quotas.entities import QuotaConfigError, QuotaEntity
+from brokers.quotas.entities import QuotaConfigError, QuotaEntity, entities_from_znodes
 from brokers.storage.log_config import InvalidConfigError, LogConfig
 
 if TYPE_CHECKING:
@@ -25,18 +25,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLUSTER_DEFAULT = "<default>"  # /config/brokers/<default>: every broker's dynamic defaults
-
-
-def quota_entities(configs: dict[tuple[str, str], dict[str, str]]) -> dict[QuotaEntity, dict[str, str]]:
-    """``KafkaZkClient.get_quota_entity_configs`` keyed by entity; a znode that names no entity is logged and
-    skipped."""
-    out: dict[QuotaEntity, dict[str, str]] = {}
-    for (entity_type, name), config in configs.items():
-        try:
-            out[QuotaEntity.from_znode(entity_type, name)] = config
-        except QuotaConfigError as exc:
-            log.error("ignoring %s", exc)
-    return out
 
 
 class DynamicConfigHandlers:
@@ -57,7 +45,7 @@ class DynamicConfigHandlers:
     # -- client quotas (Kafka's UserConfigHandler / ClientIdConfigHandler) -------------------------
     async def load_client_quotas(self) -> None:
         """Start-up: every quota entity in ZooKeeper, before the first request is read."""
-        for entity, config in quota_entities(await self.broker.kzc.get_quota_entity_configs()).items():
+        for entity, config in entities_from_znodes(await self.broker.kzc.get_quota_entity_configs()).items():
             self.broker.quotas.update_entity(entity, config)
 
     async def on_user_config_change(self, name: str) -> None:

@@ -21,9 +21,14 @@ quota set, the tags are ("", C) and the limit None (unlimited).
 from __future__ import annotations
 
 import enum
+import logging
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from brokers.protocol.scram import sanitize  # Kafka's Sanitizer: the znode name of a user (or a client id)
+
+log = logging.getLogger(__name__)
 
 DEFAULT = "<default>"  # Kafka's ConfigEntityName.Default
 USER, CLIENT_ID = "user", "client-id"  # Kafka's ClientQuotaEntity types (DescribeClientQuotas' entity_type)
@@ -46,11 +51,6 @@ QUOTA_KEYS: dict[str, QuotaType] = {quota_type.key: quota_type for quota_type in
 
 class QuotaConfigError(ValueError):
     """A quota entity or value Kafka refuses (INVALID_REQUEST); the message names what is wrong."""
-
-
-def sanitize(name: str) -> str:
-    """A user or client id as a znode name: Kafka's ``Sanitizer.sanitize`` (URL encoding)."""
-    return urllib.parse.quote(name, safe="").replace("~", "%7E")
 
 
 def desanitize(name: str) -> str:
@@ -103,6 +103,18 @@ class QuotaEntity:
         parts = [f"{kind} {'default' if name == DEFAULT else repr(name)}"
                  for kind, name in ((USER, self.user), (CLIENT_ID, self.client_id)) if name is not None]
         return ", ".join(parts)
+
+
+def entities_from_znodes(configs: Mapping[tuple[str, str], Mapping[str, str]]) -> dict[QuotaEntity, Mapping[str, str]]:
+    """Configs keyed by (entity type, sanitized name), as ``KafkaZkClient.get_quota_entity_configs`` reads them,
+    keyed by entity instead; a znode that names no entity is left out (logged)."""
+    out: dict[QuotaEntity, Mapping[str, str]] = {}
+    for (entity_type, name), config in configs.items():
+        try:
+            out[QuotaEntity.from_znode(entity_type, name)] = config
+        except QuotaConfigError as exc:
+            log.warning("ignoring %s", exc)
+    return out
 
 
 def _entity_name(sanitized: str) -> str:

@@ -44,6 +44,7 @@ import sys
 from brokers.dynamic_config.broker_config import validate_broker_overrides
 from brokers.quotas.admin import select_entities
 from brokers.storage.log_config import InvalidConfigError, LogConfig
+from brokers.quotas.entities import entities_from_znodes
 from brokers.zk.client import KafkaZkClient
 from brokers.zk.errors import ZkError
 from brokers.zk.paths import ConfigChangeNotificationZNode
@@ -175,7 +176,7 @@ async def _zookeeper_quotas(kzc: KafkaZkClient, args: argparse.Namespace) -> int
     ``alterConfigWithZk`` / ``describeConfigWithZk``), SCRAM credentials kept."""
     types, names = args.entity_types, args.entity_names
     if args.describe and not quotas.fully_named(types, names):  # every entity of the unnamed types
-        configs = quotas.entities_of(await kzc.get_quota_entity_configs())
+        configs = entities_from_znodes(await kzc.get_quota_entity_configs())
         every_user = types == ["users"] and not names
         for entity in select_entities(quotas.describe_filter(types, names), True, configs):
             if configs[entity] or not every_user:  # Kafka skips the users that only hold client ids

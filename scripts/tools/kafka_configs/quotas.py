@@ -214,15 +214,3 @@ def zookeeper_lines(entity: QuotaEntity, config: Mapping[str, str]) -> list[str]
     if scram and entity.user is not None:
         lines += users.describe_lines(entity.user, scram)
     return lines
-
-
-def entities_of(configs: Mapping[tuple[str, str], Mapping[str, str]]) -> dict[QuotaEntity, Mapping[str, str]]:
-    """``KafkaZkClient.get_quota_entity_configs`` (keyed by znode type and sanitized name) keyed by entity; a
-    znode that names no entity is left out."""
-    out: dict[QuotaEntity, Mapping[str, str]] = {}
-    for (entity_type, name), config in configs.items():
-        try:
-            out[QuotaEntity.from_znode(entity_type, name)] = config
-        except QuotaConfigError:
-            continue
-    return out

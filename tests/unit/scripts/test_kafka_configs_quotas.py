@@ -12,6 +12,7 @@ from brokers.quotas.entities import DEFAULT, QuotaEntity
 from brokers.server.context import ServerContext
 from brokers.server.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from scripts.tools.kafka_configs import quotas, quotas_admin
+from brokers.quotas.entities import entities_from_znodes
 from scripts.tools.kafka_configs.command import main
 from scripts.tools.kafka_configs.quotas import (
     EntityFlagsError,
@@ -19,7 +20,6 @@ from scripts.tools.kafka_configs.quotas import (
     check_entity_flags,
     completed_line,
     describe_filter,
-    entities_of,
     entity_flags,
     quota_entity,
     quota_line,
@@ -207,7 +207,7 @@ def test_zookeeper_lines(entity, config, lines):
 
 
 def test_entities_of_znode_names():
-    assert entities_of({("users", "CN%3Da"): {"x": "1"}, ("users", "%3Cdefault%3E/clients/<default>"): {},
+    assert entities_from_znodes({("users", "CN%3Da"): {"x": "1"}, ("users", "%3Cdefault%3E/clients/<default>"): {},
                         ("clients", "<default>"): {}, ("users", "a/b/c"): {}}) == {
         E("CN=a", None): {"x": "1"}, E("<default>", DEFAULT): {}, E(None, DEFAULT): {}}
 

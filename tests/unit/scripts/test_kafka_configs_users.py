@@ -7,7 +7,16 @@ from confluent_kafka.admin import ScramMechanism, UserScramCredentialDeletion, U
 
 from brokers.protocol.scram import ScramClient, ScramCredential, ScramServer
 from scripts.tools.kafka_configs.syntax import ConfigCommandError, parse_add_config
-from scripts.tools.kafka_configs.users import UserConfigError, apply_changes, describe_lines, entity_name
+from brokers.quotas.entities import QuotaEntity
+from scripts.tools.kafka_configs.quotas import zookeeper_config
+from scripts.tools.kafka_configs.users import UserConfigError, describe_lines
+
+ALICE = QuotaEntity("alice", None)
+
+
+def apply_changes(current: dict, added: dict, deleted: list) -> dict:
+    """``--zookeeper --alter`` of user alice's znode."""
+    return zookeeper_config(ALICE, current, added, deleted)
 from scripts.tools.kafka_configs.users_admin import alterations, client_config
 
 
@@ -28,20 +37,20 @@ def test_add_config_stores_kafkas_credential_and_no_password():
     ({"SCRAM-SHA-256": "iterations=8192"}, [], "password is required"),
     ({"SCRAM-SHA-256": "password=p,salt=x"}, [], "expected"),
     ({"SCRAM-SHA-1": "password=p"}, [], "SCRAM-SHA-1"),
-    ({"producer_byte_rate": "fast"}, [], "expected a number"),
+    ({"producer_byte_rate": "fast"}, [], "not a number"),
     ({}, ["SCRAM-SHA-512"], "Invalid config(s): SCRAM-SHA-512"),
 ])
 def test_bad_user_configs(added, deleted, message):
-    with pytest.raises(UserConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises((UserConfigError, ConfigCommandError), match=message.replace("(", r"\(").replace(")", r"\)")):
         apply_changes({}, added, deleted)
 
 
 def test_describe_shows_iterations_only():
     config = apply_changes({}, {"SCRAM-SHA-512": "password=p", "producer_byte_rate": "1024"}, [])
     assert describe_lines("alice", config) == [
-        "Quota configs for user-principal 'alice' are producer_byte_rate=1024",
         "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-512=iterations=4096"]
-    assert entity_name("CN=a,O=b") == "CN%3Da%2CO%3Db"
+    assert describe_lines("alice", {"producer_byte_rate": "1024"}) == []
+    assert QuotaEntity("CN=a,O=b", None).znode() == ("users", "CN%3Da%2CO%3Db")
 
 
 def test_bootstrap_alterations():
