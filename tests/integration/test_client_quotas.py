@@ -286,3 +286,20 @@ def test_a_quota_set_live_reaches_an_open_connection_within_a_second(cluster):
             assert time.monotonic() - written < 5, "the quota never applied"
             time.sleep(0.02)
         assert time.monotonic() - written < 1.0
+
+
+# -- request time ------------------------------------------------------------------------------------
+def test_request_time_over_request_percentage_is_throttled_at_most_one_window(cluster):
+    set_quota(cluster, "clients", "busy", {"request_percentage": "0.0001"})  # 0.1 µs of handling per second
+    with RawConnection("127.0.0.1", cluster.kafka_port(1), client_id="busy") as raw:
+        def throttled_ms() -> float:
+            return raw.request(ApiKey.METADATA, 9, topics=None, allow_auto_topic_creation=False,
+                               include_cluster_authorized_operations=False,
+                               include_topic_authorized_operations=False).throttle_time.total_seconds() * 1000
+
+        wait_for(lambda: throttled_ms() > 0, 10, "the request quota to apply")
+        assert 0 < throttled_ms() <= 1000  # Kafka's request throttle is at most one quota window
+    with RawConnection("127.0.0.1", cluster.kafka_port(1), client_id="idle") as raw:
+        answer = raw.request(ApiKey.METADATA, 9, topics=None, allow_auto_topic_creation=False,
+                             include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
+        assert answer.throttle_time.total_seconds() == 0

@@ -19,7 +19,7 @@ from brokers.protocol.framing import RequestHeader
 from brokers.replication.partition import Partition
 from brokers.replication.replica_manager import PartitionError, leader_partition
 from brokers.security.acls import TOPIC
-from brokers.server.context import ServerContext
+from brokers.server.context import REQUEST_THROTTLE, ServerContext
 
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.AdminClientId: may produce to internal topics
 METADATA_POLL_SECONDS = 0.01
@@ -28,6 +28,13 @@ METADATA_POLL_SECONDS = 0.01
 def response(header: RequestHeader, **fields: Any) -> Any:
     """The response entity of the request's API and version, never throttled (``throttle_time`` 0)."""
     return codec.build_response(header, throttle_time=0, **fields)
+
+
+def throttle_time_ms() -> int:
+    """The request's client quota throttle time, for an answer encoded by hand (Produce, Metadata; KafkaApis puts
+    it into response entities itself): decided here, at the first call."""
+    throttle = REQUEST_THROTTLE.get()
+    return throttle.throttle_time_ms() if throttle is not None else 0
 
 
 def by_topic(answers: Iterable[tuple[TopicPartition, dict[str, Any]]], name_field: str = "name") -> list[dict[str, Any]]:

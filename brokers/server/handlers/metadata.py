@@ -45,7 +45,7 @@ from brokers.protocol.framing import RequestHeader
 from brokers.protocol.metadata_response import TOPIC_IDS_VERSION, encode_metadata_response, encode_topic, topic_tail
 from brokers.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, NO_AUTHORIZED_OPERATIONS, TOPIC
 from brokers.server.context import ServerContext
-from brokers.server.handlers import response
+from brokers.server.handlers import response, throttle_time_ms
 
 log = logging.getLogger(__name__)
 NO_LEADER = -1
@@ -196,7 +196,7 @@ async def handle_metadata(context: ServerContext, header: RequestHeader, request
     controller = context.metadata_cache.controller_id
     return [encode_metadata_response(version, header.correlation_id, brokers, context.cluster_id(),
                                      NO_LEADER if controller is None else controller, topics,
-                                     _cluster_operations(context, request))]
+                                     _cluster_operations(context, request), throttle_time_ms())]
 
 
 async def handle_describe_cluster(context: ServerContext, header: RequestHeader, request: Any) -> Any:

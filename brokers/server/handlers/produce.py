@@ -74,8 +74,8 @@ from brokers.protocol.record_batch import (
 )
 from brokers.replication.replica_manager import PartitionError
 from brokers.security.acls import TRANSACTIONAL_ID, WRITE
-from brokers.server.context import REQUEST_THROTTLE, ServerContext
-from brokers.server.handlers import ADMIN_CLIENT_ID, leader_for, timeout_seconds
+from brokers.server.context import ServerContext
+from brokers.server.handlers import ADMIN_CLIENT_ID, leader_for, throttle_time_ms, timeout_seconds
 from brokers.storage.producer_state import SENTINEL_VERIFICATION_GUARD, VerificationGuard
 
 log = logging.getLogger(__name__)
@@ -292,6 +292,5 @@ async def handle_produce(context: ServerContext, header: RequestHeader, request:
             raise ProtocolError(f"acks=0 produce failed for {failed}: closing the connection as Kafka does")
         return None
     topics = [(topic["name"], topic["partition_responses"]) for topic in responses]
-    throttle = REQUEST_THROTTLE.get()  # the request's bytes were counted as it arrived (KafkaApis)
-    return [encode_produce_response(header.api_version, header.correlation_id, topics,
-                                    throttle.throttle_time_ms() if throttle is not None else 0)]
+    # the request's bytes were counted against its producer quota as it arrived (KafkaApis)
+    return [encode_produce_response(header.api_version, header.correlation_id, topics, throttle_time_ms())]
