@@ -16,7 +16,6 @@ ZooKeeper exactly as Kafka 2.8's ``kafka-configs`` writes them (``/config/client
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import threading
@@ -32,10 +31,10 @@ from brokers.protocol.api_versions import ApiKey
 from brokers.protocol.errors import ErrorCode
 from brokers.protocol.record import Record, build_batch
 from brokers.protocol.sasl import SaslClientConfig
-from scripts.local.cluster import Cluster, ClusterError, ClusterSpec
-from scripts.local.zookeeper import find_free_base_port
+from scripts.local.cluster import Cluster
 from tests.integration.conditions import wait_for
 from tests.integration.raw_client import RawConnection
+from tests.integration.window_broker import sasl_port, start_cluster
 from tests.integration.znodes import connected_zk
 
 MIB = 1 << 20
@@ -44,41 +43,20 @@ PLAIN_JAAS = ("org.apache.kafka.common.security.plain.PlainLoginModule required 
               + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";")
 
 
-def _spec() -> ClusterSpec:
-    for _ in range(10):
-        spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000)
-        sasl = find_free_base_port(1)
-        if sasl not in (spec.zookeeper_port, spec.kafka_port_base, spec.http_port_base):
-            break
-    return dataclasses.replace(spec, properties={
-        "listeners": f"PLAINTEXT://127.0.0.1:{{kafka_port}},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        "offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "1",
-        "group.initial.rebalance.delay.ms": "0", "default.replication.factor": "1",
-    })
+PROPERTIES = {
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+    "offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "1",
+    "group.initial.rebalance.delay.ms": "0", "default.replication.factor": "1",
+}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("quotas")
-    for attempt in (1, 2):
-        cluster = Cluster(directory / f"cluster-{attempt}", _spec())
-        try:
-            cluster.up(timeout=60)
-            break
-        except ClusterError as exc:
-            if attempt == 2 or "address already in use" not in str(exc):
-                raise
+    cluster = start_cluster(tmp_path_factory.mktemp("quotas"), PROPERTIES)
     try:
         yield cluster
     finally:
         cluster.down()
-
-
-def sasl_port(cluster: Cluster) -> int:
-    return int(cluster.spec.properties["listeners"].rsplit(":", 1)[1])
 
 
 def set_quota(cluster: Cluster, entity_type: str, name: str, config: dict[str, str] | None) -> None:
@@ -205,7 +183,7 @@ def produce_throttle_ms(cluster: Cluster, user: str | None, client_id: str, size
     PLAINTEXT, User:ANONYMOUS) with ``client_id``, on a new connection."""
     async def call() -> tuple[int, int]:
         sasl = SaslClientConfig("PLAIN", user, USERS[user]) if user else None
-        port = sasl_port(cluster) if user else cluster.kafka_port(1)
+        port = sasl_port(cluster.spec) if user else cluster.kafka_port(1)
         connection = KafkaConnection("127.0.0.1", port, client_id, sasl=sasl)
         await connection.connect(15)
         try:

@@ -30,8 +30,20 @@ PLAIN_TOKEN = b"\x00admin\x00admin-secret"
 TIMEOUT = 30
 
 
-def spec_with_sasl_listener() -> ClusterSpec:
-    """One broker: PLAINTEXT on its Kafka port, SASL_PLAINTEXT on a second free port."""
+WINDOW_PROPERTIES = {
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "super.users": "User:ANONYMOUS;User:admin",
+    "offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+
+
+def spec_with_sasl_listener(properties: dict[str, str] | None = None) -> ClusterSpec:
+    """One broker: PLAINTEXT on its Kafka port, SASL_PLAINTEXT (PLAIN) on a second free port, with
+    ``properties`` (the API window's broker by default; they name the SASL listener's JAAS users)."""
     for _ in range(10):
         spec = ClusterSpec.on_free_ports(1, tick_time=500, session_timeout_ms=6000)
         sasl = find_free_base_port(1)
@@ -42,13 +54,7 @@ def spec_with_sasl_listener() -> ClusterSpec:
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:ANONYMOUS;User:admin",
-        "offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        "transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
+        **(WINDOW_PROPERTIES if properties is None else properties),
     })
 
 
@@ -56,10 +62,11 @@ def sasl_port(spec: ClusterSpec) -> int:
     return int(spec.properties["listeners"].rsplit(":", 1)[1])
 
 
-def start_cluster(directory: Path) -> Cluster:
-    """The one-broker cluster, started; once more on fresh ports if a port was taken in between."""
+def start_cluster(directory: Path, properties: dict[str, str] | None = None) -> Cluster:
+    """The one-broker cluster (``spec_with_sasl_listener(properties)``), started; once more on fresh ports if a
+    port was taken in between."""
     for attempt in (1, 2):
-        cluster = Cluster(directory / f"cluster-{attempt}", spec_with_sasl_listener())
+        cluster = Cluster(directory / f"cluster-{attempt}", spec_with_sasl_listener(properties))
         try:
             cluster.up(timeout=60)
             return cluster

@@ -1,6 +1,6 @@
 """Recipes of the admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
-IncrementalAlterConfigs, ElectLeaders, the reassignment APIs, the ACL APIs, the SCRAM credential APIs,
-DeleteRecords, the log dir APIs and DescribeCluster.
+IncrementalAlterConfigs, ElectLeaders, the reassignment APIs, the ACL APIs, the SCRAM credential APIs, the client
+quota APIs, DeleteRecords, the log dir APIs and DescribeCluster.
 A recipe that changes something reads the change back through another API."""
 from __future__ import annotations
 
@@ -302,3 +302,46 @@ def describe_user_scram_credentials(broker: WindowBroker, version: int) -> Recip
         assert result.user == "nobody"
         expect(result.error_code, ErrorCode.RESOURCE_NOT_FOUND, result)  # no credential of that user
     return Recipe(dict(users=[dict(name="nobody")]), check)
+
+
+# --- client quotas (KIP-546) ---------------------------------------------------------------------------------
+
+def _client_quota(broker: WindowBroker, client_id: str, rate: float) -> None:
+    """A client id's producer quota, set at AlterClientQuotas v0."""
+    response = broker.call(ApiKey.ALTER_CLIENT_QUOTAS, 0, validate_only=False, entries=[dict(
+        entity=[dict(entity_type="client-id", entity_name=client_id)],
+        ops=[dict(key="producer_byte_rate", value=rate, remove=False)])])
+    expect(only(response.entries).error_code, ErrorCode.NONE, response)
+
+
+def _quotas_of(broker: WindowBroker, client_id: str) -> list[tuple[str, float]]:
+    described = broker.call(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, strict=True, components=[
+        dict(entity_type="client-id", match_type=0, match=client_id)])
+    return [(v.key, v.value) for entry in described.entries for v in entry.values]
+
+
+@recipe(ApiKey.ALTER_CLIENT_QUOTAS)
+def alter_client_quotas(broker: WindowBroker, version: int) -> Recipe:
+    client_id = f"window-quota-alter-v{version}"
+
+    def check(response) -> None:
+        entry = only(response.entries)
+        expect(entry.error_code, ErrorCode.NONE, entry)
+        assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("client-id", client_id)]
+        assert _quotas_of(broker, client_id) == [("producer_byte_rate", 1048576.0)]
+    return Recipe(dict(validate_only=False, entries=[dict(
+        entity=[dict(entity_type="client-id", entity_name=client_id)],
+        ops=[dict(key="producer_byte_rate", value=1048576.0, remove=False)])]), check)
+
+
+@recipe(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+def describe_client_quotas(broker: WindowBroker, version: int) -> Recipe:
+    client_id = f"window-quota-describe-v{version}"
+    _client_quota(broker, client_id, 2048.0)
+
+    def check(response) -> None:
+        expect(response.error_code, ErrorCode.NONE, response)
+        entry = only(response.entries)
+        assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("client-id", client_id)]
+        assert [(v.key, v.value) for v in entry.values] == [("producer_byte_rate", 2048.0)]
+    return Recipe(dict(strict=True, components=[dict(entity_type="client-id", match_type=0, match=client_id)]), check)
