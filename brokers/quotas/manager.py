@@ -218,10 +218,7 @@ class QuotaManagers:
         self.by_type = {QuotaType.PRODUCE: self.produce, QuotaType.FETCH: self.fetch, QuotaType.REQUEST: self.request,
                         QuotaType.CONTROLLER_MUTATION: self.controller_mutation}
 
-    @property
-    def enabled(self) -> bool:
-        """Whether any quota at all is configured: with none, requests skip quota work entirely."""
-        return any(manager.quotas for manager in self.by_type.values())
+        self.enabled = False  # any quota at all configured: with none, requests skip quota work entirely
 
     def update_entity(self, entity: QuotaEntity, config: Mapping[str, str]) -> None:
         """An entity's stored config (its whole ``/config/...`` znode, {} when gone) becomes its quotas: every
@@ -229,6 +226,7 @@ class QuotaManagers:
         bounds = quotas_of(config)
         for quota_type, manager in self.by_type.items():
             manager.update(entity, bounds.get(quota_type))
+        self.enabled = any(manager.quotas for manager in self.by_type.values())
 
     def entities(self) -> dict[QuotaEntity, dict[str, float]]:
         """Every configured entity with its quota keys: what this broker enforces now."""
