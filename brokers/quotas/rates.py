@@ -28,11 +28,12 @@ class RateMeter:
 
     def record(self, value: float, now_ms: int) -> None:
         start = now_ms - now_ms % self.window_ms
-        self._expire(now_ms)
-        if self._samples and self._samples[-1][0] == start:
-            self._samples[-1][1] += value
+        samples = self._samples
+        if samples and samples[-1][0] == start:  # windows are aligned: nothing expires before the next one starts
+            samples[-1][1] += value
         else:
-            self._samples.append([start, value])
+            self._expire(now_ms)
+            samples.append([start, value])
         self._total += value
 
     def window_size_ms(self, now_ms: int) -> int:
@@ -52,6 +53,8 @@ class RateMeter:
     def throttle_time_ms(self, bound: float, now_ms: int) -> int:
         """Kafka's ``QuotaUtils.throttleTime``: how long the client must stay quiet for the rate to come back
         to ``bound`` (O * W / (W + X) = T, so X = (O - T) / T * W), 0 within the bound."""
+        if self._total * 1000.0 <= bound * max(1, (self.num_samples - 1) * self.window_ms):
+            return 0  # the window is never shorter than that, and an unexpired total only overstates the rate
         window = self.window_size_ms(now_ms)
         observed = self._total * 1000.0 / window
         if observed <= bound:

@@ -88,13 +88,14 @@ def render(result: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, body: str) -> None:
-    """Put ``body`` between the markers of ``path`` (appending a section with markers the first time)."""
+def write_section(path: Path, body: str, begin: str = BEGIN, end: str = END, heading: str = HEADING) -> None:
+    """Put ``body`` between the markers ``begin`` and ``end`` of ``path`` (the suite's by default; other benches
+    pass theirs), appending a section under ``heading`` with the markers the first time."""
     text = path.read_text() if path.exists() else ""
-    block = f"{BEGIN}\n{body.rstrip()}\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
-        text = f"{text.rstrip()}\n\n{HEADING}\n\n{block}\n"
+        text = f"{text.rstrip()}\n\n{heading}\n\n{block}\n"
     path.write_text(text)
