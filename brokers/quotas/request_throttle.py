@@ -32,28 +32,34 @@ class LoopTime:
     def __init__(self, coroutine: Coroutine[Any, Any, Any]):
         self.coroutine = coroutine
         self.seconds = 0.0
-        self._step_started: float | None = None
+        self._step_started = 0.0  # perf_counter() at the start of the step running now, 0.0 between steps
 
     def elapsed(self) -> float:
         """Seconds so far, the step running now included (the handler asks while encoding its answer)."""
-        running = time.perf_counter() - self._step_started if self._step_started is not None else 0.0
-        return self.seconds + running
+        started = self._step_started
+        return self.seconds + (time.perf_counter() - started if started else 0.0)
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        coroutine, value, error = self.coroutine, None, None
+        clock, send, throw = time.perf_counter, self.coroutine.send, self.coroutine.throw
+        value = error = None
         while True:
-            self._step_started = started = time.perf_counter()
+            self._step_started = started = clock()
             try:
-                yielded = coroutine.send(value) if error is None else coroutine.throw(error)
+                yielded = send(value) if error is None else throw(error)
             except StopIteration as stop:
+                self.seconds += clock() - started
+                self._step_started = 0.0
                 return stop.value
-            finally:
-                self.seconds += time.perf_counter() - started
-                self._step_started = None
+            except BaseException:
+                self.seconds += clock() - started
+                self._step_started = 0.0
+                raise
+            self.seconds += clock() - started
+            self._step_started = 0.0
             try:
                 value, error = (yield yielded), None
             except GeneratorExit:
-                coroutine.close()
+                self.coroutine.close()
                 raise
             except BaseException as exc:  # cancellation and friends go into the handler, as a plain await would
                 value, error = None, exc

@@ -113,12 +113,13 @@ def create_and_fill(cluster: Cluster) -> None:
     assert producer.flush(60) == 0
 
 
-def wait_page(driver, condition, timeout: float, what: str) -> dict:
-    """The first DOM snapshot for which ``condition`` holds; on timeout the last one is in the message."""
+def wait_page(driver, condition, timeout: float, what: str, snapshot_js: str = SNAPSHOT_JS) -> dict:
+    """The first DOM snapshot (``snapshot_js``'s answer: this module's, or another dashboard test's) for which
+    ``condition`` holds; on timeout the last one is in the message."""
     last: list[dict] = [{}]
 
     def check():
-        last[0] = driver.execute_script(SNAPSHOT_JS)
+        last[0] = driver.execute_script(snapshot_js)
         return condition(last[0]) and last[0]
     try:
         return wait_for(check, timeout, what, interval=0.2)

@@ -19,8 +19,8 @@ from selenium.webdriver.chrome.service import Service
 from brokers.client.connection import KafkaConnection
 from brokers.protocol import codec
 from scripts.local.cluster import running_cluster
+from tests.dashboard import test_dashboard as dashboard
 from tests.dashboard.test_dashboard import CHROME_ARGS, CHROMEDRIVER, REPO
-from tests.integration.conditions import wait_for
 
 TOPIC, CLIENT_ID, LIMIT = "dash-quota", "dash-throttled", 1024
 ALTER_CLIENT_QUOTAS = 49
@@ -74,15 +74,7 @@ def set_producer_quota(bootstrap: str, client_id: str, rate: int) -> None:
 
 
 def wait_page(driver, condition, timeout: float, what: str) -> dict:
-    last: list[dict] = [{}]
-
-    def check():
-        last[0] = driver.execute_script(SNAPSHOT_JS)
-        return condition(last[0]) and last[0]
-    try:
-        return wait_for(check, timeout, what, interval=0.2)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; last page state: {last[0]}") from None
+    return dashboard.wait_page(driver, condition, timeout, what, SNAPSHOT_JS)
 
 
 def test_a_throttled_client_and_its_quota_on_the_dashboard(cluster, browser):

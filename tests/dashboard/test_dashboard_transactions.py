@@ -15,8 +15,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 from scripts.local.cluster import running_cluster
+from tests.dashboard import test_dashboard as dashboard
 from tests.dashboard.test_dashboard import CHROME_ARGS, CHROMEDRIVER, REPO
-from tests.integration.conditions import wait_for
 
 TOPIC, TXN_ID = "dash-txn", "dash-txn-producer"
 SNAPSHOT_JS = """
@@ -53,16 +53,7 @@ def browser(tmp_path):
 
 
 def wait_page(driver, condition, timeout: float, what: str) -> dict:
-    """The first DOM snapshot for which ``condition`` holds; on timeout the last one is in the message."""
-    last: list[dict] = [{}]
-
-    def check():
-        last[0] = driver.execute_script(SNAPSHOT_JS)
-        return condition(last[0]) and last[0]
-    try:
-        return wait_for(check, timeout, what, interval=0.2)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; last page state: {last[0]}") from None
+    return dashboard.wait_page(driver, condition, timeout, what, SNAPSHOT_JS)
 
 
 def test_open_transaction_and_lso_on_the_dashboard(cluster, browser):
