@@ -2,6 +2,10 @@
 ``ClientQuotaManager``, ``ClientRequestQuotaManager`` and ``ControllerMutationQuotaManager``); ``QuotaManagers``
 holds the four a broker has. Single-threaded: only the broker's event loop calls these.
 
+A byte rate's throttle time is the longer of Kafka's (the sampled rate back at its bound) and a one-window token
+bucket's (``SMOOTHED``): a client is never more than one window's worth ahead of its quota, so it gets its quota
+evenly instead of in Kafka's 10-window bursts. The request-time quota and KIP-599's mutations are Kafka's alone.
+
 A connection is measured by the ``ClientSensor`` of its metric tags (``brokers.quotas.entities.metric_tags``):
 clients whose quota comes from one user-only entity share that user's rate, and so on. Each sensor keeps its
 rate (a ``RateMeter``, or a ``TokenBucket`` for controller mutations) and what ``/metrics`` and the dashboard
@@ -24,6 +28,10 @@ from brokers.quotas.rates import RateMeter, TokenBucket
 log = logging.getLogger(__name__)
 
 SENSOR_EXPIRY_MS = 3600 * 1000
+# Byte rates are also held by a token bucket of one window (zkafka's, not Kafka's): Kafka's sampled rate alone lets
+# a client take 10 windows' worth at once and then nothing until that sample leaves the 11-window rate, so a
+# client that always wants more runs in ~11 s steps; with the bucket it gets its quota window by window.
+SMOOTHED = frozenset({QuotaType.PRODUCE, QuotaType.FETCH})
 EXPIRY_CHECK_MS = 60 * 1000
 
 
@@ -97,7 +105,10 @@ class ClientQuotaManager:
                  "removed" if bound is None else f"now {bound:g}")
         self._by_client.clear()
         for sensor in self.sensors.values():
-            sensor.limit = quota_limit(self.quotas, sensor.tags)
+            limit = quota_limit(self.quotas, sensor.tags)
+            if limit != sensor.limit and self.quota_type in SMOOTHED:
+                sensor.bucket = TokenBucket(1, self.window_ms)  # a new bound starts level, not in the old one's debt
+            sensor.limit = limit
         return True
 
     # -- measurement ---------------------------------------------------------------------------
@@ -120,7 +131,8 @@ class ClientQuotaManager:
         limit = quota_limit(self.quotas, tags)
         if self.quota_type is QuotaType.CONTROLLER_MUTATION:
             return ClientSensor(tags, limit, None, TokenBucket(self.num_samples, self.window_ms))
-        return ClientSensor(tags, limit, RateMeter(self.num_samples, self.window_ms), None)
+        smoother = TokenBucket(1, self.window_ms) if self.quota_type in SMOOTHED else None
+        return ClientSensor(tags, limit, RateMeter(self.num_samples, self.window_ms), smoother)
 
     def _expire(self, now_ms: int) -> None:
         self._expired_at_ms = now_ms
@@ -137,12 +149,15 @@ class ClientQuotaManager:
             return 0
         sensor = self.sensor(user, client_id)
         assert sensor.meter is not None
-        now = sensor.last_used_ms
+        now, limit = sensor.last_used_ms, sensor.limit
         sensor.meter.record(value, now)
         sensor.recorded_total += value
-        if sensor.limit is None:
+        if limit is None:
             return 0
-        throttle_ms = sensor.meter.throttle_time_ms(sensor.limit, now)
+        throttle_ms = sensor.meter.throttle_time_ms(limit, now)
+        if sensor.bucket is not None:  # a byte rate: never more than one window's worth ahead of the quota
+            sensor.bucket.record(value, limit, now)
+            throttle_ms = max(throttle_ms, sensor.bucket.throttle_time_ms(limit, now))
         if self.max_throttle_ms is not None:
             throttle_ms = min(throttle_ms, self.max_throttle_ms)
         return throttle_ms
@@ -154,6 +169,8 @@ class ClientQuotaManager:
             assert sensor.meter is not None
             sensor.meter.record(-value, sensor.last_used_ms)
             sensor.recorded_total -= value
+            if sensor.bucket is not None and sensor.limit is not None:
+                sensor.bucket.record(-value, sensor.limit, sensor.last_used_ms)
 
     def throttled(self, user: str, client_id: str, throttle_ms: int) -> None:
         """The response carries ``throttle_ms`` because of this quota: count it (Kafka's throttle-time sensor)."""
@@ -162,12 +179,16 @@ class ClientQuotaManager:
             sensor.note_throttle(throttle_ms, sensor.last_used_ms)
 
     def max_value_in_window(self, user: str, client_id: str) -> float | None:
-        """The most one request may take without being throttled for sure (Kafka's ``getMaxValueInQuotaWindow``:
-        the bound over all but one window), None when unlimited: what caps a throttled consumer's fetch."""
+        """The most one request may take without being throttled for sure, None when unlimited: what caps a
+        consumer's fetch. Kafka's ``getMaxValueInQuotaWindow`` is the bound over all but one window; a byte rate
+        here is also held within one window's worth (``SMOOTHED``), so that is the cap."""
         if not self.quotas:
             return None
         limit = self.sensor(user, client_id).limit
-        return None if limit is None else limit * (self.num_samples - 1) * self.window_ms / 1000.0
+        if limit is None:
+            return None
+        windows = 1 if self.quota_type in SMOOTHED else self.num_samples - 1
+        return limit * windows * self.window_ms / 1000.0
 
     # -- controller mutations (KIP-599) ----------------------------------------------------------
     def record_mutations(self, user: str, client_id: str, permits: float, strict: bool) -> int:

@@ -94,7 +94,7 @@ def test_metrics_are_kafkas_quota_sensors_with_user_and_client_id_labels(quotas)
         'kafka_server_produce_byte_rate{client_id="",user="alice"}': 2048.0,
         'kafka_server_produce_byte_rate{client_id="tool",user=""}': 100.0,
         'kafka_server_produce_quota_limit{client_id="",user="alice"}': 1024.0,  # none for the unlimited tags
-        'kafka_server_produce_throttle_time_ms_total{client_id="",user="alice"}': 10_000.0,
+        'kafka_server_produce_throttle_time_ms_total{client_id="",user="alice"}': 19_000.0,
         'kafka_server_produce_throttle_time_ms_total{client_id="tool",user=""}': 0.0,
         'kafka_server_produce_throttled_responses_total{client_id="",user="alice"}': 1.0,
         'kafka_server_produce_throttled_responses_total{client_id="tool",user=""}': 0.0,
@@ -164,7 +164,7 @@ def test_the_quotas_endpoint_answers_this_brokers_entities_and_sensors(quotas):
     assert [(e["user"], e["client_id"]) for e in body["entities"]] == [("<default>", "<default>"), ("alice", None)]
     alice = next(s for s in body["sensors"] if s["user"] == "alice")
     assert (alice["broker"], alice["rate"], alice["limit"], alice["throttle_time_ms_total"], alice["throttled_now"],
-            alice["throttle_remaining_ms"]) == (2, 2048.0, 1024.0, 10_000, True, 10_000)
+            alice["throttle_remaining_ms"]) == (2, 2048.0, 1024.0, 19_000, True, 19_000)
 
 
 def test_the_cluster_scope_asks_every_live_broker_and_merges(quotas, clock, monkeypatch):

@@ -42,19 +42,19 @@ def test_nothing_is_shown_while_no_quota_is_configured(quotas):
 
 def test_a_throttled_producer_shows_its_rate_limit_and_throttle_until_it_is_over(quotas, clock):
     quotas.update_entity(QuotaEntity("alice", None), {"producer_byte_rate": "1024"})
-    throttle_ms = quotas.produce.record("alice", "app", 20_480)  # 2048 B/s over the 10 s window
-    assert throttle_ms == 10_000
+    throttle_ms = quotas.produce.record("alice", "app", 20_480)  # 19 windows' worth beyond the one-window bucket
+    assert throttle_ms == 19_000
     quotas.produce.throttled("alice", "app", throttle_ms)
     clock.now += 2_500
     # a user-only quota measures all of alice's clients together: 20480 B over 10.5 s
     row = sensors(quotas)[("Produce", "alice", "")]
     assert row == {"broker": 1, "quota_type": "Produce", "quota_key": "producer_byte_rate", "user": "alice",
                    "client_id": "", "metric": "byte_rate", "unit": "bytes/s", "rate": 1950.476, "tokens": None,
-                   "limit": 1024.0, "limit_unit": "bytes/s", "usage": 1.905, "throttle_time_ms_total": 10_000,
-                   "throttled_responses": 1, "throttled_now": True, "throttle_remaining_ms": 7_500}
-    clock.now += 7_500
+                   "limit": 1024.0, "limit_unit": "bytes/s", "usage": 1.905, "throttle_time_ms_total": 19_000,
+                   "throttled_responses": 1, "throttled_now": True, "throttle_remaining_ms": 16_500}
+    clock.now += 16_500
     row = sensors(quotas)[("Produce", "alice", "")]
-    assert (row["throttled_now"], row["throttle_remaining_ms"], row["throttle_time_ms_total"]) == (False, 0, 10_000)
+    assert (row["throttled_now"], row["throttle_remaining_ms"], row["throttle_time_ms_total"]) == (False, 0, 19_000)
     json.dumps(quota_views.local_quotas(quotas, 1), allow_nan=False)  # plain JSON: no NaN, no tuples
 
 
@@ -92,7 +92,7 @@ def test_reading_a_sensor_changes_no_later_answer(quotas, clock):
     clock.now += 3_000
     quota_views.readings(quotas)  # a scrape between two requests
     clock.now += 1_000
-    assert quotas.produce.record("u", "app", 0) == 5_000  # 1500 B/s: (1500 - 1000) / 1000 * 10 s
+    assert quotas.produce.record("u", "app", 0) == 10_000  # the bucket: 1000 - 15000 + 4 s x 1000 = -10000 B
     assert quotas.controller_mutation.mutation_throttle_ms("u", "app") == 5_000  # 11 - 20 + 4 = -5 at 1/s
 
 

@@ -71,9 +71,22 @@ def test_nothing_is_recorded_without_a_quota_of_the_type():
 def test_a_client_over_its_quota_is_throttled_and_others_are_not():
     m = manager()
     m.update(QuotaEntity(None, "noisy"), 1000.0)
-    assert m.record("ANONYMOUS", "noisy", 20_000) == 10_000
+    assert m.record("ANONYMOUS", "noisy", 20_000) == 19_000  # the one-window bucket: 1000 - 20000 B at 1000 B/s
     assert m.record("ANONYMOUS", "quiet", 20_000) == 0
-    assert m.max_value_in_window("ANONYMOUS", "noisy") == 10_000 and m.max_value_in_window("x", "quiet") is None
+    assert m.max_value_in_window("ANONYMOUS", "noisy") == 1000 and m.max_value_in_window("x", "quiet") is None
+
+
+def test_a_byte_rate_is_held_window_by_window_not_in_kafkas_ten_window_bursts():
+    clock = Clock(0)
+    m = manager(clock=clock)
+    m.update(QuotaEntity(None, "c"), 1000.0)
+    assert m.record("u", "c", 1000) == 0  # one window's worth at once
+    assert m.record("u", "c", 1000) == 1000  # Kafka's rate alone would let 9 more through now
+    clock.now = 2000
+    assert m.record("u", "c", 1000) == 0
+    taken = ClientQuotaManager(QuotaType.REQUEST, 11, 1000, Clock(0))
+    taken.update(QuotaEntity(None, "c"), 1000.0)
+    assert taken.record("u", "c", 10_000) == 0  # the request-time quota is Kafka's alone
 
 
 def test_a_changed_quota_applies_to_existing_sensors_at_once():
@@ -144,8 +157,8 @@ def test_a_request_answers_its_longest_throttle_and_charges_that_quota():
     quotas = QuotaManagers(QuotaConfig(), clock)
     quotas.update_entity(QuotaEntity(None, "c"), {"producer_byte_rate": "1000", "request_percentage": "1"})
     throttle = RequestThrottle(quotas, "u", "c")
-    assert throttle.bandwidth(quotas.produce, 30_000) == 20_000
-    assert throttle.throttle_time_ms() == 20_000 and throttle.throttle_time_ms() == 20_000
+    assert throttle.bandwidth(quotas.produce, 30_000) == 29_000
+    assert throttle.throttle_time_ms() == 29_000 and throttle.throttle_time_ms() == 29_000
     assert quotas.produce.sensors[("", "c")].throttled == 1 and not quotas.request.sensors
     exempt = RequestThrottle(quotas, "u", "c")
     exempt.exempt = True
