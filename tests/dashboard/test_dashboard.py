@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 
 from scripts.local.cluster import Cluster, running_cluster
 from tests.integration.conditions import wait_for
@@ -58,20 +56,6 @@ def cluster(tmp_path):
     with running_cluster(tmp_path / "cluster", 3, tick_time=500, session_timeout_ms=3000, properties={
                          "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"}) as c:
         yield c
-
-
-@pytest.fixture
-def browser(tmp_path):
-    if not CHROMEDRIVER.exists():
-        pytest.fail(f"{CHROMEDRIVER} is missing: run `make tools` (installs Debian's chromium and chromium-driver)",
-                    pytrace=False)
-    options = webdriver.ChromeOptions()
-    for arg in CHROME_ARGS + [f"--user-data-dir={tmp_path / 'chrome-profile'}"]:
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    yield driver
-    driver.quit()
 
 
 class PollingConsumer:

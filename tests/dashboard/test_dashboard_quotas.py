@@ -13,14 +13,12 @@ import pytest
 import requests
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 
 from brokers.client.connection import KafkaConnection
 from brokers.protocol import codec
 from scripts.local.cluster import running_cluster
 from tests.dashboard import test_dashboard as dashboard
-from tests.dashboard.test_dashboard import CHROME_ARGS, CHROMEDRIVER, REPO
+from tests.dashboard.test_dashboard import REPO
 
 TOPIC, CLIENT_ID, LIMIT = "dash-quota", "dash-throttled", 1024
 ALTER_CLIENT_QUOTAS = 49
@@ -41,18 +39,6 @@ return {
 def cluster(tmp_path):
     with running_cluster(tmp_path / "cluster", 1, tick_time=500, session_timeout_ms=6000) as c:
         yield c
-
-
-@pytest.fixture
-def browser(tmp_path):
-    if not CHROMEDRIVER.exists():
-        pytest.fail(f"{CHROMEDRIVER} is missing: run `make tools`", pytrace=False)
-    options = webdriver.ChromeOptions()
-    for arg in CHROME_ARGS + [f"--user-data-dir={tmp_path / 'chrome-profile'}"]:
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    yield driver
-    driver.quit()
 
 
 def set_producer_quota(bootstrap: str, client_id: str, rate: int) -> None:

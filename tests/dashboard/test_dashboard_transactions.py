@@ -11,12 +11,10 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 
 from scripts.local.cluster import running_cluster
 from tests.dashboard import test_dashboard as dashboard
-from tests.dashboard.test_dashboard import CHROME_ARGS, CHROMEDRIVER, REPO
+from tests.dashboard.test_dashboard import REPO
 
 TOPIC, TXN_ID = "dash-txn", "dash-txn-producer"
 SNAPSHOT_JS = """
@@ -38,18 +36,6 @@ def cluster(tmp_path):
             "transaction.state.log.num.partitions": "3", "transaction.state.log.replication.factor": "1",
             "transaction.state.log.min.isr": "1", "offsets.topic.num.partitions": "1"}) as c:
         yield c
-
-
-@pytest.fixture
-def browser(tmp_path):
-    if not CHROMEDRIVER.exists():
-        pytest.fail(f"{CHROMEDRIVER} is missing: run `make tools`", pytrace=False)
-    options = webdriver.ChromeOptions()
-    for arg in CHROME_ARGS + [f"--user-data-dir={tmp_path / 'chrome-profile'}"]:
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    yield driver
-    driver.quit()
 
 
 def wait_page(driver, condition, timeout: float, what: str) -> dict:
