@@ -108,7 +108,3 @@ class RequestThrottle:
             by.throttled(self.user, self.client_id, decided)
         self._decided = decided
         return decided
-
-    def decided(self) -> int:
-        """The throttle time once decided (KafkaApis mutes the connection for it), 0 before."""
-        return self._decided or 0
