@@ -42,6 +42,7 @@ VIOLATIONS = {
     "public-api-stands-alone": ("zkafka.testing.cluster", "scripts.local.cluster"),
     "tools-independent": ("scripts.tools.kafka_acls", "scripts.tools.kafka_leader_election"),
     "configs-syntax": ("scripts.tools.kafka_configs.syntax", "scripts.tools.kafka_configs.command"),
+    "mirror-pure": ("scripts.tools.kafka_mirror_maker.offset_sync", "confluent_kafka"),
     "no-cycles": ("brokers.protocol.record_batch", "brokers.protocol.record"),
     "config-leaf": ("brokers.config", "brokers.storage.log_config"),
     "app-steps": ("brokers.app.registration", "brokers.app.control_plane"),
