@@ -173,7 +173,7 @@ def test_zookeeper_config_keeps_credentials_and_stores_values_as_given():
                               ["consumer_byte_rate"])
     assert config == {"SCRAM-SHA-256": SCRAM, "producer_byte_rate": "1024", "request_percentage": "12.5"}
     scram = zookeeper_config(E("bob", None), {}, {"SCRAM-SHA-512": "iterations=8192,password=pw"}, [])
-    assert scram["SCRAM-SHA-512"].endswith("iterations=8192") and "pw" not in scram["SCRAM-SHA-512"]
+    assert scram["SCRAM-SHA-512"].endswith("iterations=8192") and "password" not in scram["SCRAM-SHA-512"]
 
 
 @pytest.mark.parametrize("entity, added, deleted, error, message", [
