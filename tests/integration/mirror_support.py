@@ -1,59 +1,11 @@
-"""What the mirroring tests (and the demo's test) share: a ``kafka-mirror-maker`` process run by the test,
-an acknowledged-records producer on its own thread, and reading a topic's partitions back."""
+"""What the mirroring tests share: an acknowledged-records producer on its own thread, and reading a topic's
+partitions back (the mirror process itself: ``scripts.tools.kafka_mirror_maker.launcher.MirrorProcess``)."""
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
-from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-
-from tests.integration.conditions import wait_for
-
-
-class MirrorProcess:
-    """``python -m scripts.tools.kafka_mirror_maker CONFIG --http-port 0``; its stderr in ``log``."""
-
-    def __init__(self, config: Path, log: Path):
-        self.config, self.log = config, log
-        self.proc: subprocess.Popen | None = None
-        self.http_port: int | None = None
-
-    def start(self, timeout: float = 60.0) -> "MirrorProcess":
-        out = open(self.log, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "scripts.tools.kafka_mirror_maker", str(self.config),
-                                      "--http-port", "0"], stdout=subprocess.PIPE, stderr=out,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        line = wait_for(self._started_line, timeout, f"kafka-mirror-maker to start (log: {self.log})", 0)
-        self.http_port = int(re.search(r":(\d+)/", line).group(1))
-        return self
-
-    def _started_line(self) -> str | None:
-        line = self.proc.stdout.readline().decode()
-        if not line and self.proc.poll() is not None:
-            raise AssertionError(f"kafka-mirror-maker exited {self.proc.returncode}: {self.log.read_text()[-3000:]}")
-        return line if line.startswith("kafka-mirror-maker started") else None
-
-    def api(self) -> dict:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/api/v1/mirror", timeout=5) as response:
-            return json.loads(response.read())
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self, timeout: float = 90.0) -> int:
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
 
 
 class AckedProducer:

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -18,7 +17,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from scripts.local.cluster import running_cluster
 from scripts.tools.kafka_mirror_maker.records import Heartbeat
 from tests.integration.conditions import wait_for
-from tests.integration.mirror_support import AckedProducer, MirrorProcess, read_partition
+from scripts.tools.kafka_mirror_maker.launcher import MirrorProcess
+from tests.integration.mirror_support import AckedProducer, read_partition
 
 COMMON = {"group.initial.rebalance.delay.ms": "0", "replica.fetch.backoff.ms": "200",
           "offsets.topic.num.partitions": "4", "transaction.state.log.num.partitions": "2"}
@@ -215,8 +215,7 @@ def test_mirrors_through_kills_and_a_group_fails_over(clusters, tmp_path):
     flow = mirror.api()["flows"][0]
     assert flow["heartbeats"] > 0 and flow["checkpoints"] > 0 and flow["offset_syncs"] > 0
     assert flow["replication_latency_ms"]["count"] > 0
-    with urllib.request.urlopen(f"http://127.0.0.1:{mirror.http_port}/metrics", timeout=5) as response:
-        text = response.read().decode()
+    text = mirror.metrics_text()
     assert 'kafka_connect_mirror_source_record_count_total{source="a",target="b",topic="a.app-orders",partition="0"}' \
         in text
     beat = read_partition(b.bootstrap_servers, "heartbeats", 0)[-1]

@@ -5,8 +5,8 @@ by its ``run``.
 """
 from __future__ import annotations
 
-from scripts.bench.commands import (clients, cluster, formats, group, http, quotas, reassign, replication, scale,
-                                    security, spark, storage, suite, testcontainers, txn)
+from scripts.bench.commands import (clients, cluster, formats, group, http, mirror, quotas, reassign, replication,
+                                    scale, security, spark, storage, suite, testcontainers, txn)
 
 COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign, formats, txn, scale,
-            testcontainers, quotas)
+            testcontainers, quotas, mirror)

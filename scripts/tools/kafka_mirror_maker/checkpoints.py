@@ -103,19 +103,17 @@ class CheckpointEmitter:
     def emit(self) -> int:
         """Write the changed checkpoints; returns how many."""
         topic = self.flow.policy.checkpoints_topic(self.flow.source)
-        written = 0
-        for checkpoint in self.checkpoints():
-            key = (checkpoint.group, checkpoint.topic, checkpoint.partition)
-            if self.emitted.get(key) == checkpoint:
-                continue
+        changed = [c for c in self.checkpoints() if self.emitted.get((c.group, c.topic, c.partition)) != c]
+        for checkpoint in changed:
             self.producer.produce(topic, checkpoint.value(), checkpoint.key(), 0)
-            self.emitted[key] = checkpoint
-            written += 1
-        if written:
-            if self.producer.flush(TIMEOUT_S):
-                raise KafkaException(f"checkpoints not acknowledged by {self.flow.target} in {TIMEOUT_S} s")
-            self.metrics.add("checkpoints", written)
-        return written
+        if not changed:
+            return 0
+        if self.producer.flush(TIMEOUT_S):
+            raise KafkaException(f"checkpoints not acknowledged by {self.flow.target} in {TIMEOUT_S} s")
+        for checkpoint in changed:  # only once acknowledged: a lost one is written again next round
+            self.emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
+        self.metrics.add("checkpoints", len(changed))
+        return len(changed)
 
     def sync_group_offsets(self) -> int:
         """Commit the newest translated offsets at the target for groups inactive there; returns how many

@@ -78,3 +78,14 @@ def reader(cluster: ClusterConfig, client_id: str) -> Consumer:
 
 def admin(cluster: ClusterConfig) -> AdminClient:
     return AdminClient({**cluster.client, **cluster.admin})
+
+
+def check_settings(flow: FlowConfig, source: ClusterConfig, target: ClusterConfig) -> None:
+    """Builds (and drops) each kind of client once, so a setting librdkafka refuses (``a.consumer.bogus``) is the
+    process's error at start-up rather than a task failing for ever; raises ``KafkaException`` naming it."""
+    for make in (lambda: source_consumer(flow, source), lambda: progress_consumer(flow, target)):
+        make().close()
+    for producer in (target_producer(flow, target), offset_syncs_producer(flow, source),
+                     plain_producer(flow, target, "checkpoints")):
+        producer.flush(0)
+    admin(source), admin(target)

@@ -1,14 +1,15 @@
 """``kafka-mirror-maker``: MirrorMaker 2's dedicated mode (Kafka's ``connect-mirror-maker.sh``) and the
 offset translation tool.
 
-    kafka-mirror-maker [--clusters ALIAS ...] [--http-port PORT] [--http-host HOST] mm2.properties
+    kafka-mirror-maker mm2.properties [--clusters ALIAS ...] [--http-port PORT] [--http-host HOST]
     kafka-mirror-maker translate-offsets --config mm2.properties --source A --target B --group G [--execute]
 
 The first runs every enabled flow of the file (``--clusters``: only the flows into those clusters, as MM2's flag
 does) until SIGTERM or SIGINT, then stops cleanly: each flow's task commits what the target acknowledged, the
 process exits 0. It prints ``kafka-mirror-maker started: <flows>`` once every flow runs. A bad file (unknown
 cluster alias, invalid regex, a value of the wrong type) is one line ``Error: <key>: <problem>`` and exit 1,
-before any connection; so is an internal topic that cannot be created.
+before any connection; so is a client setting librdkafka refuses, a port already taken, or an internal topic that
+cannot be created.
 """
 from __future__ import annotations
 
@@ -74,14 +75,17 @@ def run_mirror_maker(config: MirrorMakerConfig, http_host: str, http_port: int |
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    flows = [MirrorFlow(f, config.clusters[f.source], config.clusters[f.target], stop) for f in config.flows]
-    server = MirrorHttpServer(http_host, http_port, lambda: [f.metrics for f in flows]) \
-        if http_port is not None else None
+    flows: list[MirrorFlow] = []
     try:
+        flows += [MirrorFlow(f, config.clusters[f.source], config.clusters[f.target], stop) for f in config.flows]
+        server = MirrorHttpServer(http_host, http_port, lambda: [f.metrics for f in flows]) \
+            if http_port is not None else None
         for flow in flows:
             flow.start()
-    except (InternalTopicError, KafkaException) as exc:
+    except (InternalTopicError, KafkaException, OSError) as exc:
         stop.set()
+        for flow in flows:
+            flow.join(STOP_GRACE_S)
         return _fail(str(exc))
     if server is not None:
         server.start()

@@ -23,8 +23,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from confluent_kafka import KafkaException
-
 from scripts.tools.kafka_mirror_maker import clients
 from scripts.tools.kafka_mirror_maker.checkpoints import CheckpointEmitter, HeartbeatEmitter
 from scripts.tools.kafka_mirror_maker.config import ClusterConfig, FlowConfig
@@ -42,6 +40,24 @@ class Job:
     interval_s: float
     run: Callable[[], object]
     due: float = 0.0
+
+
+def job_schedule(flow: FlowConfig) -> list[tuple[str, float, float]]:
+    """(name, interval, delay of its first run after the scheduler starts) of the flow's jobs, in the order
+    they run when due together: topics are refreshed once before the scheduler starts, and group offsets are
+    synced one interval in (after checkpoints were emitted); only with checkpoints, which they come from."""
+    jobs = []
+    if flow.refresh_topics_enabled:
+        jobs.append(("refresh topics", flow.refresh_topics_interval_s, flow.refresh_topics_interval_s))
+    if flow.sync_topic_configs_enabled:
+        jobs.append(("sync topic configs", flow.sync_topic_configs_interval_s, 0.0))
+    if flow.emit_heartbeats_enabled:
+        jobs.append(("emit heartbeats", flow.emit_heartbeats_interval_s, 0.0))
+    if flow.emit_checkpoints_enabled:
+        jobs.append(("emit checkpoints", flow.emit_checkpoints_interval_s, 0.0))
+        if flow.sync_group_offsets_enabled:
+            jobs.append(("sync group offsets", flow.sync_group_offsets_interval_s, flow.sync_group_offsets_interval_s))
+    return jobs
 
 
 def due_jobs(jobs: list[Job], now: float) -> list[Job]:
@@ -62,7 +78,9 @@ class MirrorFlow:
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        """Creates the internal topics (an error here is the process's: it names the setting), then runs."""
+        """Checks every client's settings, creates the internal topics (an error here is the process's: it
+        names the setting), then runs."""
+        clients.check_settings(self.flow, self.source, self.target)
         self.topics.ensure_internal_topics()
         self._refresh_topics()
         self.threads = [threading.Thread(target=self.task.run, name=f"{self.flow.name}-task", daemon=True),
@@ -81,22 +99,16 @@ class MirrorFlow:
         self.task.set_topics(self.mirrored)
 
     def _jobs(self, checkpoints: CheckpointEmitter | None, heartbeats: HeartbeatEmitter | None) -> list[Job]:
-        flow, now = self.flow, time.monotonic()
-        jobs = []
-        if flow.refresh_topics_enabled:
-            jobs.append(Job("refresh topics", flow.refresh_topics_interval_s, self._refresh_topics,
-                            now + flow.refresh_topics_interval_s))
-        if flow.sync_topic_configs_enabled:
-            jobs.append(Job("sync topic configs", flow.sync_topic_configs_interval_s,
-                            lambda: self.topics.sync_configs(self.mirrored)))
-        if heartbeats is not None:
-            jobs.append(Job("emit heartbeats", flow.emit_heartbeats_interval_s, heartbeats.emit))
-        if checkpoints is not None:
-            jobs.append(Job("emit checkpoints", flow.emit_checkpoints_interval_s, checkpoints.emit))
-            if flow.sync_group_offsets_enabled:
-                jobs.append(Job("sync group offsets", flow.sync_group_offsets_interval_s,
-                                checkpoints.sync_group_offsets, now + flow.sync_group_offsets_interval_s))
-        return jobs
+        """``job_schedule``'s jobs (the emitters exist exactly when their jobs are enabled)."""
+        runs: dict[str, Callable[[], object] | None] = {
+            "refresh topics": self._refresh_topics,
+            "sync topic configs": lambda: self.topics.sync_configs(self.mirrored),
+            "emit heartbeats": heartbeats.emit if heartbeats is not None else None,
+            "emit checkpoints": checkpoints.emit if checkpoints is not None else None,
+            "sync group offsets": checkpoints.sync_group_offsets if checkpoints is not None else None}
+        now = time.monotonic()
+        return [Job(name, interval, run, now + delay if delay else 0.0)
+                for name, interval, delay in job_schedule(self.flow) if (run := runs[name]) is not None]
 
     def _schedule(self) -> None:
         flow = self.flow
@@ -116,5 +128,5 @@ class MirrorFlow:
     def _run_job(self, job: Job) -> None:
         try:
             job.run()
-        except (KafkaException, RuntimeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a job's failure must not end the scheduler
             log.warning("%s: %s failed (again in %.0f s): %s", self.flow.name, job.name, job.interval_s, exc)

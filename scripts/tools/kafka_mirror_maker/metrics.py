@@ -11,8 +11,8 @@ Per partition (source side of a flow, keyed by the remote topic as MM2 keys them
 
 Per flow: the latency histogram (``brokers.stats.LatencyHistogram``, Prometheus' shape) and the last
 ``RESERVOIR`` latencies for exact percentiles in ``/api/v1/mirror`` (the benchmark reads p50/p99 there);
-checkpoints emitted and ``checkpoint-latency-ms`` (the checkpoint's age: now minus the translated commit's
-time of emission round start); heartbeats emitted; restarts of the flow's task after a fatal client error.
+checkpoints emitted and ``checkpoint-latency-ms`` (how long the newest checkpoint round took: reading the
+syncs, listing the groups, translating); heartbeats emitted; restarts of the flow's task after a fatal client error.
 
 Written from the flow's threads and read by the HTTP thread: every update is a handful of int additions
 under one lock per flow; a scrape copies under the same lock.

@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections import deque
+from typing import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
@@ -40,6 +41,7 @@ from scripts.tools.kafka_mirror_maker.sync_writer import OffsetSyncWriter
 log = logging.getLogger("kafka_mirror_maker.source")
 POLL_RECORDS = 500
 POLL_TIMEOUT_S = 0.2
+BUSY_POLL_S = 0.002
 LAG_EVERY_S = 1.0
 CLIENT_TIMEOUT_S = 30.0
 RESTART_BACKOFF_S = 1.0
@@ -53,6 +55,18 @@ def _size(msg) -> int:
     headers = msg.headers() or ()
     return (len(msg.key() or b"") + len(msg.value() or b"")
             + sum(len(k) + len(v or b"") for k, v in headers))
+
+
+def progress_offsets(next_offset: dict[tuple[str, int], int], committed: dict[tuple[str, int], int],
+                     safe_offset: Callable[[tuple[str, int], int], int]) -> dict[tuple[str, int], int]:
+    """Source partition -> the progress to commit: its acknowledged next offset, held back by ``safe_offset``
+    (``OffsetSyncWriter.safe_offset``), for the partitions where that passes what is ``committed``."""
+    out = {}
+    for tp, offset in next_offset.items():
+        offset = safe_offset(tp, offset)
+        if committed.get(tp, -1) < offset:
+            out[tp] = offset
+    return out
 
 
 class MirrorSourceTask:
@@ -120,7 +134,7 @@ class _Run:
         interval = self.flow.offset_flush_interval_s
         while not self.task.stop.is_set():
             self._assign_new_partitions()
-            batch = [m for m in self.consumer.consume(POLL_RECORDS, POLL_TIMEOUT_S) if self._usable(m)]
+            batch = [m for m in self._poll() if self._usable(m)]
             if self.flow.exactly_once:
                 if batch:
                     self._transaction(batch)
@@ -138,6 +152,12 @@ class _Run:
                 if not self.flow.exactly_once:
                     self._emit_syncs(frontier=True)
                 last_lag = time.monotonic()
+
+    def _poll(self) -> list:
+        """What the consumer has, without waiting for a full batch (``consume`` would wait for
+        ``POLL_RECORDS`` or its timeout); short waits while acknowledgements are due, to serve them."""
+        first = self.consumer.poll(POLL_TIMEOUT_S if len(self.producer) == 0 else BUSY_POLL_S)
+        return [] if first is None else [first, *self.consumer.consume(POLL_RECORDS - 1, 0)]
 
     def _usable(self, msg) -> bool:
         error = msg.error()
@@ -215,12 +235,8 @@ class _Run:
 
     def _progress_offsets(self) -> list[TopicPartition]:
         """Each partition's acknowledged next offset, held back by its unacknowledged gap syncs."""
-        out = []
-        for tp, offset in self.next_offset.items():
-            offset = self.sync_writer.safe_offset(tp, offset)
-            if self.committed.get(tp, -1) < offset:
-                out.append(TopicPartition(self.remote[tp], tp[1], offset))
-        return out
+        offsets = progress_offsets(self.next_offset, self.committed, self.sync_writer.safe_offset)
+        return [TopicPartition(self.remote[tp], tp[1], offset) for tp, offset in offsets.items()]
 
     def _commit(self, final: bool = False) -> None:
         """At least once: commit the progress the target acknowledged (``final``: everything sent)."""
@@ -243,7 +259,8 @@ class _Run:
         self.producer.begin_transaction()
         try:
             self._send(batch)
-            self.producer.flush(CLIENT_TIMEOUT_S)
+            if self.producer.flush(CLIENT_TIMEOUT_S):
+                raise TaskFailed(f"target producer: records unacknowledged after {CLIENT_TIMEOUT_S} s")
             self._emit_syncs(frontier=True)  # durable before the commit; one naming an aborted record is harmless
             if self.sync_writer.flush(CLIENT_TIMEOUT_S):
                 raise TaskFailed(f"offset syncs unacknowledged by {self.flow.source} after {CLIENT_TIMEOUT_S} s")

@@ -33,7 +33,12 @@ class OffsetSyncWriter:
             tp = (sync.topic, sync.partition)
             self.in_flight.append((tp, sync.upstream_offset))
             self.unacked.setdefault(tp, deque()).append(sync.upstream_offset)
-            self.producer.produce(self.topic, sync.value(), sync.key(), 0, on_delivery=self._delivered)
+            while True:
+                try:
+                    self.producer.produce(self.topic, sync.value(), sync.key(), 0, on_delivery=self._delivered)
+                    break
+                except BufferError:  # the source is slow: wait for room, the syncs must all be written
+                    self.producer.poll(0.05)
         self.written += len(syncs)
         self.producer.poll(0)
 
@@ -42,7 +47,7 @@ class OffsetSyncWriter:
         if error is not None:
             self.failure = self.failure or error
             return
-        self.unacked[tp].popleft()
+        self.unacked[tp].remove(upstream)  # not popleft: a failed one before it stays unacknowledged
 
     def safe_offset(self, tp: tuple[str, int], next_offset: int) -> int:
         """The progress ``tp`` may be committed at: ``next_offset``, or the record of its oldest sync

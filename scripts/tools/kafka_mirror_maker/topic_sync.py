@@ -1,8 +1,9 @@
 """Which topics a flow mirrors, and keeping their remote copies shaped like the source (MM2's
 ``MirrorSourceConnector``: ``refreshTopicPartitions``, ``createTopicPartitions``, ``syncTopicConfigs``).
 
-``plan_topics`` is the decision (pure): a source topic is mirrored when the flow's ``topics`` regexes match it,
-``topics.exclude`` does not, it is not an internal topic and it did not come from the target (the naming
+``plan_topics`` is the decision (pure): a source topic is mirrored when the flow's ``topics`` regexes match it
+and ``topics.exclude`` does not (or it is a heartbeats topic, which MM2 always passes on), it is not an internal
+topic and it did not come from the target (the naming
 policy's cycle check: ``b.x`` is never mirrored back to ``b``). Its remote topic is created with the source's
 partition count, or grown to it; a remote topic never shrinks (Kafka cannot). ``plan_configs`` picks the source
 topic's dynamic configs that ``config.properties.exclude`` lets through.
@@ -38,7 +39,7 @@ class TopicPlan:
 
 def mirrors(flow: FlowConfig, topic: str) -> bool:
     policy = flow.policy
-    return (flow.topic_allowed(topic) and not policy.is_internal_topic(topic)
+    return ((flow.topic_allowed(topic) or policy.is_heartbeats_topic(topic)) and not policy.is_internal_topic(topic)
             and not policy.is_cycle(topic, flow.target))
 
 
