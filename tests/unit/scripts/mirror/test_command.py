@@ -117,3 +117,17 @@ def test_translate_offsets_with_a_bad_file_is_one_error_line(tmp_path, capsys):
 def test_translate_offsets_with_an_unknown_alias_fails_before_connecting(tmp_path, capsys):
     assert command.main(translate_argv(write(tmp_path, GOOD), **{"--source": "z"})) == 1
     assert one_error_line(capsys) == "unknown cluster alias 'z' (clusters = a, b)"
+
+
+@pytest.mark.parametrize("key", ["a.consumer.no.such.setting", "b.producer.no.such.setting", "a.admin.no.such.setting"])
+def test_a_client_setting_librdkafka_refuses_is_one_error_line_at_start(tmp_path, key):
+    """The process exits 1 with one line naming the setting, before it connects anywhere (the bootstrap servers
+    are closed ports) and before printing that it started."""
+    import subprocess
+    import sys
+    path = write(tmp_path, {**GOOD, key: "1"})
+    out = subprocess.run([sys.executable, "-m", "scripts.tools.kafka_mirror_maker", path], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 1 and "started" not in out.stdout
+    errors = [line for line in out.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "no.such.setting" in errors[0]
