@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -263,3 +264,40 @@ def test_exactly_once_mirror_killed_twice_leaves_no_duplicates(clusters, tmp_pat
                          for p in range(2)), 120, "every acknowledged record committed at the target", 0.5)
     assert assert_mirrored(a, b, {"eos-data": 2}, acked) == 0
     assert mirror.stop() == 0
+
+
+def test_two_flows_in_one_process_mirror_both_ways_without_cycles(clusters, tmp_path):
+    """a->b and b->a in one process (active-active): each side's topic reaches the other as a remote topic,
+    nothing comes back (no ``b.a.dc-a``), and heartbeats travel both ways and onwards (``a.heartbeats`` at b)."""
+    a, b = clusters
+    source = AdminClient({"bootstrap.servers": a.bootstrap_servers})
+    target = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+    create_topics(source, {"dc-a": 1})
+    create_topics(target, {"dc-b": 1}, replication_factor=1)
+    config = write_config(tmp_path / "mm2.properties", a, b, **{
+        "b->a.enabled": "true", "topics": "dc-.*", "b->a.offset-syncs.topic.replication.factor": "1",
+        "b->a.replication.factor": "3",  # a has min.insync.replicas=2
+        "a->b.checkpoints.topic.replication.factor": "1", "b->a.checkpoints.topic.replication.factor": "3",
+        "b->a.heartbeats.topic.replication.factor": "3"})
+    for bootstrap, topic in ((a.bootstrap_servers, "dc-a"), (b.bootstrap_servers, "dc-b")):
+        producer = AckedProducer(bootstrap, {topic: 1})
+        for i in range(50):
+            producer.producer.produce(topic, f"{topic}/{i}".encode(), on_delivery=producer._delivered)
+        assert producer.producer.flush(30) == 0
+    mirror = MirrorProcess(config, tmp_path / "mirror.log").start()
+    try:
+        flows = {f["flow"]: f for f in mirror.api()["flows"]}
+        assert set(flows) == {"a->b", "b->a"}
+        wait_for(lambda: all(f["record_count"] >= 50 for f in mirror.api()["flows"]), 60, "both flows copying")
+        wait_for(lambda: "a.heartbeats" in target.list_topics(timeout=10).topics, 30, "a's heartbeats at b")
+        assert [r.value() for r in read_partition(b.bootstrap_servers, "a.dc-a", 0)] == \
+            [f"dc-a/{i}".encode() for i in range(50)]
+        assert [r.value() for r in read_partition(a.bootstrap_servers, "b.dc-b", 0)] == \
+            [f"dc-b/{i}".encode() for i in range(50)]
+        page = urllib.request.urlopen(f"http://127.0.0.1:{mirror.http_port}/", timeout=5).read().decode()
+        assert "kafka-mirror-maker" in page and "/api/v1/mirror" in page
+    finally:
+        assert mirror.stop() == 0
+    at_a, at_b = set(source.list_topics(timeout=10).topics), set(target.list_topics(timeout=10).topics)
+    assert {"b.dc-b", "heartbeats"} <= at_a and {"a.dc-a", "heartbeats", "a.heartbeats"} <= at_b
+    assert not {t for t in at_a | at_b if t.startswith(("a.b.", "b.a."))}, "a remote topic went back where it came from"
