@@ -21,8 +21,9 @@ from brokers.control import LeaderAndIsrRequest, PartitionState, UpdateMetadataR
 from brokers.model import BrokerInfo, EndPoint
 from brokers.model import TopicPartition as TP
 from brokers.protocol.errors import ErrorCode, KafkaError
-from brokers.protocol.record import Record, build_batch
+from brokers.protocol.record import Record, build_batch, iter_records
 from brokers.protocol.record_batch import iter_batches, read_header
+from brokers.replication.fetch_session import FetchSessionCache
 from brokers.replication.metadata_cache import MetadataCache
 from brokers.replication.replica_manager import ReplicaManager
 from brokers.server.apis import KafkaApis
@@ -75,7 +76,8 @@ class Broker:
             ME, TransactionConfig.from_broker(self.config), ReplicaTransactionLog(self.replica_manager, self.config),
             TransactionMarkerChannelManager(ME, self.cache, "PLAINTEXT"), producer_ids=self)
         context = self.context = ServerContext(ME, self.config, self.cache, self.replica_manager,
-                                               lambda: "zkafka-local", self, transaction_coordinator=coordinator)
+                                               lambda: "zkafka-local", self, transaction_coordinator=coordinator,
+                                               fetch_sessions=FetchSessionCache())
         self.listener = KafkaListener(KafkaApis(context, TRANSACTION_HANDLERS).handle, "127.0.0.1", 0)
         await self.listener.start()
         self.info = BrokerInfo(ME, (EndPoint("PLAINTEXT", "127.0.0.1", self.listener.port),), None, 100)
@@ -325,3 +327,62 @@ def test_a_range_sent_partly_with_sendfile_to_a_slow_reader_arrives_whole_and_in
     assert bytes(first[1].responses[0].partitions[0].records) == stored
     assert second[1].responses[0].partitions[0].high_watermark == end
     assert not second[1].responses[0].partitions[0].records
+
+
+def session_fetch(topic: str, partitions: list[int], session_id: int, epoch: int, max_wait_ms: int):
+    """Fetch v12, READ_UNCOMMITTED from offset 0 of ``partitions`` (none: an incremental request)."""
+    from brokers.protocol import codec
+    return codec.build(codec.request_class(1, 12), replica_id=-1, max_wait=max_wait_ms, min_bytes=1,
+                       max_bytes=1 << 20, isolation_level=0, session_id=session_id, session_epoch=epoch, rack_id="",
+                       forgotten_topics_data=[], topics=[dict(topic=topic, partitions=[dict(
+                           partition=p, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                           log_start_offset=-1, partition_max_bytes=1 << 20) for p in partitions])] if partitions else [])
+
+
+@pytest.mark.parametrize("session", ["sessionless", "quiet session"])
+def test_a_parked_fetch_is_answered_by_a_produce_long_before_its_max_wait(broker, session):
+    """A consumer's long poll over the wire (listener, Fetch, purgatory): parked on partitions with nothing to
+    read, it is answered with the records as soon as a Produce appends to one of them, not at max_wait (a
+    minute here, past this test's socket timeout). ``quiet session``: an incremental fetch of a KIP-227
+    session whose partitions went quiet (the previous incremental fetch found nothing), so the wake-up comes
+    through the partition's ``touch`` of the session; ``sessionless``: librdkafka's way (session 0, epoch -1)."""
+    import socket
+
+    from brokers.protocol import codec
+
+    topic = f"parked-{session.replace(' ', '-')}"
+    broker.call(broker._lead(topic, 2))
+    stats = broker.context.stats
+    with socket.create_connection(("127.0.0.1", broker.listener.port), TIMEOUT) as sock:
+        def fetch(correlation_id: int, request) -> tuple[int, object]:
+            sock.sendall(codec.encode_request(1, 12, correlation_id, "long-poll", request))
+            return codec.decode_response(1, 12, read_frames(sock, 1)[0])
+
+        if session == "quiet session":
+            _, opened = fetch(1, session_fetch(topic, [0, 1], 0, 0, 0))
+            assert opened.error_code == 0 and opened.session_id != 0
+            _, idle = fetch(2, session_fetch(topic, [], opened.session_id, 1, 0))
+            assert idle.responses == ()  # nothing to answer: both partitions go quiet
+            request = session_fetch(topic, [], opened.session_id, 2, 60_000)
+        else:
+            request = session_fetch(topic, [0, 1], 0, -1, 60_000)
+        parked = stats.fetches_parked
+        sock.sendall(codec.encode_request(1, 12, 3, "long-poll", request))
+        deadline = time.monotonic() + TIMEOUT
+        while stats.fetches_parked == parked:
+            assert time.monotonic() < deadline, "the fetch never parked"
+            time.sleep(0.005)
+
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": 1, "linger.ms": 0,
+                             "enable.idempotence": False})
+        for i in range(3):
+            producer.produce(topic, f"v{i}".encode(), partition=1)
+        assert producer.flush(TIMEOUT) == 0
+        sock.settimeout(10)  # far below max_wait: only a wake-up by the append answers in time
+        correlation_id, body = codec.decode_response(1, 12, read_frames(sock, 1)[0])
+    assert correlation_id == 3 and body.error_code == 0
+    answered = [(t.topic, p.partition_index) for t in body.responses for p in t.partitions if p.records]
+    assert answered == [(topic, 1)]
+    (partition,) = [p for t in body.responses for p in t.partitions if p.records]
+    assert partition.high_watermark == 3
+    assert [r.value for r in iter_records(bytes(partition.records))] == [b"v0", b"v1", b"v2"]
