@@ -7,7 +7,7 @@ Every subcommand lives in its room's command module, which exposes ``add_parser(
 * ``bench all|storage|cluster|produce|consume|replication|group|spark|http|reassign|security|formats|txn``:
   scripts/bench/commands/;
 * ``zookeeper start|stop|status``, ``cluster up|status|down``: scripts/local/commands/;
-* ``demo groups|spark|cluster|transactions`` (``make demo``): scripts/demo/commands/;
+* ``demo groups|spark|cluster|transactions|mirror`` (``make demo``): scripts/demo/commands/;
 * ``soak`` (a containerized cluster under random faults, its history checked): scripts/soak/command.py;
 * ``images build`` (the images of ``zkafka.testing`` and compose): scripts/images/command.py.
 

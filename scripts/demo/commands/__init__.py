@@ -2,6 +2,6 @@
 (the demonstration itself is imported by ``run``)."""
 from __future__ import annotations
 
-from scripts.demo.commands import cluster, groups, spark, transactions
+from scripts.demo.commands import cluster, groups, mirror, spark, transactions
 
-COMMANDS = (groups, spark, cluster, transactions)
+COMMANDS = (groups, spark, cluster, transactions, mirror)

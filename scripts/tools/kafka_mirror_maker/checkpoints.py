@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
 from scripts.tools.kafka_mirror_maker import clients
 from scripts.tools.kafka_mirror_maker.config import ClusterConfig, FlowConfig
@@ -43,10 +43,13 @@ def read_to_end(consumer, topic: str, partition: int = 0, start: int | None = No
     consumer.assign([TopicPartition(topic, partition, position)])
     deadline = time.monotonic() + timeout_s
     while position < high and time.monotonic() < deadline:
-        for msg in consumer.consume(500, 0.2):
+        first = consumer.poll(0.1)  # not consume(n, t), which waits for n records or t
+        for msg in [] if first is None else [first, *consumer.consume(499, 0)]:
             if msg.error() is None:
                 records.append(msg)
                 position = msg.offset() + 1
+            elif msg.error().code() == KafkaError._PARTITION_EOF:  # compacted away or markers up to the end
+                return records, max(position, high)
     return records, position
 
 

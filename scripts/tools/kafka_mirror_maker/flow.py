@@ -32,6 +32,7 @@ from scripts.tools.kafka_mirror_maker.topic_sync import TopicSync
 
 log = logging.getLogger("kafka_mirror_maker.flow")
 TICK_S = 0.1
+SCHEDULER_GRACE_S = 1.0
 
 
 @dataclass
@@ -89,10 +90,14 @@ class MirrorFlow:
             thread.start()
 
     def join(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        for thread in self.threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        return not any(t.is_alive() for t in self.threads)
+        """Waits for the source task (its final commit) up to ``timeout``, the scheduler a moment at most: a
+        job stuck on a cluster that is gone (a 30 s client timeout) has nothing to save. True if the task ended."""
+        if not self.threads:
+            return True
+        task, scheduler = self.threads
+        task.join(timeout)
+        scheduler.join(SCHEDULER_GRACE_S)
+        return not task.is_alive()
 
     def _refresh_topics(self) -> None:
         self.mirrored = self.topics.refresh()

@@ -45,6 +45,7 @@ BUSY_POLL_S = 0.002
 LAG_EVERY_S = 1.0
 CLIENT_TIMEOUT_S = 30.0
 RESTART_BACKOFF_S = 1.0
+FINAL_SYNCS_WAIT_S = 2.0
 
 
 class TaskFailed(RuntimeError):
@@ -127,7 +128,7 @@ class _Run:
         finally:
             self.consumer.close()
             self.progress.close()
-            self.sync_writer.flush(CLIENT_TIMEOUT_S)
+            self.sync_writer.flush(0.5)  # the source may be gone: a stop must not wait on it
 
     def _loop(self) -> None:
         last_commit = last_lag = time.monotonic()
@@ -227,10 +228,10 @@ class _Run:
         latency = int(time.time() * 1000) - timestamp if timestamp > 0 else 0
         self.metrics.records_acknowledged(key[0], key[1], 1, size, latency)
 
-    def _check(self) -> None:
+    def _check(self, syncs: bool = True) -> None:
         if self.failure is not None:
             raise TaskFailed(f"target producer: {self.failure}")
-        if self.sync_writer.failure is not None:
+        if syncs and self.sync_writer.failure is not None:
             raise TaskFailed(f"offset syncs producer: {self.sync_writer.failure}")
 
     def _progress_offsets(self) -> list[TopicPartition]:
@@ -240,12 +241,12 @@ class _Run:
 
     def _commit(self, final: bool = False) -> None:
         """At least once: commit the progress the target acknowledged (``final``: everything sent)."""
-        if final:
+        if final:  # the syncs only get a short wait: any unacknowledged one holds its partition's progress back
             self._emit_syncs(frontier=False)
-            for producer, what in ((self.producer, "records"), (self.sync_writer, "offset syncs")):
-                if producer.flush(CLIENT_TIMEOUT_S):
-                    raise TaskFailed(f"{what} unacknowledged after {CLIENT_TIMEOUT_S} s")
-        self._check()
+            if self.producer.flush(CLIENT_TIMEOUT_S):
+                raise TaskFailed(f"records unacknowledged after {CLIENT_TIMEOUT_S} s")
+            self.sync_writer.flush(FINAL_SYNCS_WAIT_S)
+        self._check(syncs=not final)
         offsets = self._progress_offsets()
         if offsets:
             self.progress.commit(offsets=offsets, asynchronous=False)
