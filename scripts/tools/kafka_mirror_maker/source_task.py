@@ -77,7 +77,6 @@ class MirrorSourceTask:
         self.metrics, self.stop = metrics, stop
         self._topics_lock = threading.Lock()
         self._wanted: dict[str, tuple[str, int]] = {}
-        self.started = threading.Event()
 
     def set_topics(self, mirrored: dict[str, tuple[str, int]]) -> None:
         """Called by the flow's scheduler: source topic -> (remote topic, partitions existing at both)."""
@@ -121,7 +120,6 @@ class _Run:
         try:
             if self.flow.exactly_once:
                 self.producer.init_transactions(CLIENT_TIMEOUT_S)
-            self.task.started.set()
             self._loop()
             if not self.flow.exactly_once:
                 self._commit(final=True)
