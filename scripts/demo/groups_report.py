@@ -10,9 +10,9 @@ from dataclasses import dataclass
 MEMBERS = ("member-1", "member-2", "member-3")
 
 
-def parse_event(line: str) -> dict | None:
-    """A member's report line (a JSON object with a string ``event`` and ``member``), or None for
-    anything else (a stray print, a truncated line from a killed process)."""
+def parse_event(line: str, keys: tuple[str, ...] = ("event", "member")) -> dict | None:
+    """A member's report line (a JSON object with a string for each of ``keys``), or None for anything
+    else (a stray print, a truncated line from a killed process). The mirror demo's app reports too."""
     line = line.strip()
     if not line.startswith("{"):
         return None
@@ -20,7 +20,7 @@ def parse_event(line: str) -> dict | None:
         event = json.loads(line)
     except ValueError:
         return None
-    if not isinstance(event, dict) or not all(isinstance(event.get(k), str) for k in ("event", "member")):
+    if not isinstance(event, dict) or not all(isinstance(event.get(k), str) for k in keys):
         return None
     return event
 

@@ -13,11 +13,12 @@ what an offset translation may fall behind by, ``offset.lag.max`` records per pa
 """
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from scripts.demo import groups_report
 
 Record = tuple[int, int, int]  # (partition, offset, value) as the group member consumed it
 
@@ -40,14 +41,7 @@ def mirror_properties(a: str, b: str, topic: str, interval_s: float, offset_lag_
 
 def parse_event(line: str) -> dict | None:
     """A member's report line (a JSON object with a string ``event``), or None for anything else."""
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+    return groups_report.parse_event(line, ("event",))
 
 
 def parse_translate_table(lines: Iterable[str], topic: str) -> dict[int, tuple[int, int]]:
