@@ -3,25 +3,14 @@ one, a clean leave, a SIGKILL, and the at-least-once check ("0 lost") with exit 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.demo_run import DemoRun
+
 
 
 def test_demo_groups_loses_nothing_through_joins_a_leave_and_a_kill():
-    proc = subprocess.run([sys.executable, "-m", "scripts.cli", "demo", "groups", "--duration-s", "20"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=280)
-    out = proc.stdout
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{proc.stderr[-5000:]}"
-    lines = out.splitlines()
-
-    def first(pattern: str, after: int = 0) -> int:
-        for i, line in enumerate(lines[after:], after):
-            if re.search(pattern, line):
-                return i
-        raise AssertionError(f"no line matching {pattern!r} after line {after}:\n{out}")
+    run = DemoRun(["groups", "--duration-s", "20"], 280)
+    out, first = run.out, run.first
 
     # member-1 alone owns everything; member-2 and member-3 join and the group splits the partitions
     first(r"rebalance: member-1 assigned \[0,1,2,3,4,5\] \(generation \d+, member id \S+")

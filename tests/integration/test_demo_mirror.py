@@ -4,11 +4,9 @@ the tally ``produced N, consumed N distinct, lost 0`` and the re-read within its
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.demo_run import DemoRun
+
 RECORDS = 3000
 
 
@@ -17,17 +15,8 @@ def offsets(text: str, topic: str) -> dict[int, int]:
 
 
 def test_demo_mirror_moves_a_group_to_the_second_cluster_losing_nothing():
-    proc = subprocess.run([sys.executable, "-m", "scripts.cli", "demo", "mirror", "--records", str(RECORDS)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180)
-    out = proc.stdout
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{proc.stderr[-5000:]}"
-    lines = out.splitlines()
-
-    def first(pattern: str, after: int = 0) -> int:
-        for i, line in enumerate(lines[after:], after):
-            if re.search(pattern, line):
-                return i
-        raise AssertionError(f"no line matching {pattern!r} after line {after}:\n{out}")
+    run = DemoRun(["mirror", "--records", str(RECORDS)], 180)
+    out, lines, first = run.out, run.lines, run.first
 
     assert re.search(r"a: produced [\d,]+ \| mirror: copied [\d,]+ to b, \d+ checkpoints? \| orders-app at a: "
                      r"processed [\d,]+, committed [\d,]+", out)

@@ -4,26 +4,15 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.demo_run import DemoRun
+
 RECORDS = 6000
 
 
 def test_demo_transactions_copies_exactly_once_through_a_killed_copier():
-    proc = subprocess.run([sys.executable, "-m", "scripts.cli", "demo", "transactions", "--records", str(RECORDS),
-                           "--rate", "4000"], cwd=ROOT, capture_output=True, text=True, timeout=240)
-    out = proc.stdout
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{proc.stderr[-5000:]}"
-    lines = out.splitlines()
-
-    def first(pattern: str, after: int = 0) -> int:
-        for i, line in enumerate(lines[after:], after):
-            if re.search(pattern, line):
-                return i
-        raise AssertionError(f"no line matching {pattern!r} after line {after}:\n{out}")
+    run = DemoRun(["transactions", "--records", str(RECORDS), "--rate", "4000"], 240)
+    out, first = run.out, run.first
 
     inside = first(r"copier-1 is inside transaction \d+: its records are in the log, uncommitted \(([1-9]\d*) offsets")
     killed = first(r"copier-1 killed \(SIGKILL", inside)
