@@ -100,9 +100,11 @@ class TopicSync:
         self.applied_configs: dict[str, dict[str, str]] = {}
 
     def ensure_internal_topics(self) -> None:
+        admins = {"source": self.source_admin, "target": self.target_admin}
+        existing = {side: set(partition_counts(admin)) for side, admin in admins.items()}  # one listing each
         for side, topic, replication_factor, key in internal_topics(self.flow):
-            admin = self.source_admin if side == "source" else self.target_admin
-            if topic in partition_counts(admin):
+            admin = admins[side]
+            if topic in existing[side]:
                 continue
             new = NewTopic(topic, num_partitions=1, replication_factor=replication_factor,
                            config={"cleanup.policy": "compact"})
