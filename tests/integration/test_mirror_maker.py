@@ -12,14 +12,16 @@ import time
 import urllib.request
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic
 
+from scripts.demo.mirror_clients import group_offsets
 from scripts.local.cluster import running_cluster
+from scripts.tools.kafka_mirror_maker.launcher import MirrorProcess
 from scripts.tools.kafka_mirror_maker.records import Heartbeat
 from tests.integration.conditions import wait_for
-from scripts.tools.kafka_mirror_maker.launcher import MirrorProcess
 from tests.integration.mirror_support import AckedProducer, read_partition
+from tests.integration.txn_support import end_offsets
 
 COMMON = {"group.initial.rebalance.delay.ms": "0", "replica.fetch.backoff.ms": "200",
           "offsets.topic.num.partitions": "4", "transaction.state.log.num.partitions": "2"}
@@ -79,14 +81,6 @@ def leader_of(admin: AdminClient, topic: str, partition: int) -> int:
     return admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
 
 
-def end_offset(bootstrap: str, topic: str, partition: int) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-test-watermarks"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
-    finally:
-        consumer.close()
-
-
 def dedup(records) -> tuple[list, int]:
     """(the records with each value's repeats after its first dropped, how many were dropped)."""
     seen, out = set(), []
@@ -131,14 +125,8 @@ def assert_mirrored(a, b, topics: dict[str, int], acked: dict, *, remote_prefix:
 
 
 def caught_up(b, topics: dict[str, int], acked: dict, prefix: str = "a.") -> bool:
-    return all(end_offset(b.bootstrap_servers, prefix + t, p) >= len(acked.get((t, p), []))
+    return all(end_offsets(b.bootstrap_servers, prefix + t, n)[p] >= len(acked.get((t, p), []))
                for t, n in topics.items() for p in range(n))
-
-
-def group_offsets(admin: AdminClient, group: str) -> dict[tuple[str, int], int]:
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
-    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or [] if tp.offset >= 0}
 
 
 def first_records(bootstrap: str, topic: str, group: str, partitions: int) -> dict[int, bytes]:
