@@ -1,7 +1,7 @@
 """Replica assignment and topic-name rules (pure: data in, data out).
 
-Kafka's rack-unaware placement (``AdminUtils.assignReplicasToBrokersRackUnaware``, reference §3.1),
-its continuation for CreatePartitions (``AdminZkClient.addPartitions``, reference §2.5 "Partition
+Kafka's placement (``AdminUtils.assignReplicasToBrokers``: rack-unaware, reference §3.1, and rack-aware when
+every broker has a ``broker.rack``), its continuation for CreatePartitions (``AdminZkClient.addPartitions``, reference §2.5 "Partition
 addition") with the checks of explicitly given new replica lists (``partitions_to_add``), and its
 topic-name rules (``org.apache.kafka.common.internals.Topic``).
 
@@ -15,6 +15,15 @@ The algorithm, with ``B`` the broker ids sorted ascending and ``n = len(B)``:
 
 Leaders (first replicas) therefore go round-robin over the brokers, and followers are shifted after
 each full round so the same replica lists do not repeat.
+
+Rack-aware (Kafka's ``assignReplicasToBrokersRackAware``), when the brokers come with racks (a mapping
+``{broker id: rack}``) and every rack is set (some set, some not -> ``UNKNOWN_SERVER_ERROR``, Kafka's
+``AdminOperationException``): ``B`` is the *rack-alternated* list (racks sorted by name, each rack's brokers
+sorted by id, one broker from each rack in turn: racks ``r1: 0, 5; r2: 3, 4; r3: 1, 2`` give ``0, 3, 1, 5, 4,
+2``) and the draws are the same. Replica 0 is ``B[first]`` as above; the followers walk
+``B[_replica_index(first, shift * racks, k, n)]`` for ``k = 0, 1, ...``, skipping a broker whose rack already
+holds a replica while some rack holds none, and a broker that already holds one while some broker holds none.
+So with at least as many replicas as racks every rack gets one, and with fewer no rack gets two.
 """
 from __future__ import annotations
 
@@ -68,13 +77,14 @@ def topics_collide(a: str, b: str) -> bool:
 
 # -- replica assignment ----------------------------------------------------------------------------
 
-def assign_replicas_to_brokers(broker_ids: Iterable[int], num_partitions: int, replication_factor: int, *,
-                               start_index: int = -1, start_partition_id: int = 0,
+def assign_replicas_to_brokers(broker_ids: Iterable[int] | Mapping[int, str | None], num_partitions: int,
+                               replication_factor: int, *, start_index: int = -1, start_partition_id: int = 0,
                                rng: random.Random | None = None) -> dict[int, list[int]]:
-    """Kafka's rack-unaware assignment: ``{partition id: [replica broker ids]}``.
+    """Kafka's assignment: ``{partition id: [replica broker ids]}``.
 
-    ``broker_ids`` are sorted ascending (Kafka's admin path sorts broker metadata by id); duplicates
-    are ignored. With ``start_index < 0`` the start index and the initial follower shift are drawn
+    ``broker_ids`` are ids, or Kafka's broker metadata as ``{id: rack or None}``: rack-aware when every rack
+    is set (module docstring), rack-unaware when none is. Ids are sorted ascending (Kafka's admin path sorts
+    broker metadata by id); duplicates are ignored. With ``start_index < 0`` the start index and the initial follower shift are drawn
     from ``rng`` (a fresh module-level ``random.Random`` when None), in that order; with
     ``start_index >= 0`` both are ``start_index``. Partition ids start at
     ``max(0, start_partition_id)``.
@@ -82,7 +92,8 @@ def assign_replicas_to_brokers(broker_ids: Iterable[int], num_partitions: int, r
     Errors (Kafka's codes): ``num_partitions <= 0`` -> ``INVALID_PARTITIONS`` (37);
     ``replication_factor <= 0`` or greater than the number of brokers -> ``INVALID_REPLICATION_FACTOR`` (38).
     """
-    brokers = sorted(set(broker_ids))
+    racks = _racks(broker_ids)
+    brokers = sorted(set(broker_ids)) if racks is None else rack_alternated_broker_list(racks)
     _validate(len(brokers), num_partitions, replication_factor)
     n = len(brokers)
     if start_index >= 0:
@@ -97,18 +108,63 @@ def assign_replicas_to_brokers(broker_ids: Iterable[int], num_partitions: int, r
         if partition > 0 and partition % n == 0:
             shift += 1
         first = (partition + first_index) % n
-        replicas = [brokers[first]]
-        replicas.extend(brokers[_replica_index(first, shift, j, n)] for j in range(replication_factor - 1))
+        if racks is None:
+            replicas = [brokers[first]]
+            replicas.extend(brokers[_replica_index(first, shift, j, n)] for j in range(replication_factor - 1))
+        else:
+            replicas = _rack_aware_replicas(brokers, racks, first, shift, replication_factor)
         assignment[partition] = replicas
         partition += 1
     return assignment
 
 
+def _racks(brokers: Iterable[int] | Mapping[int, str | None]) -> dict[int, str] | None:
+    """``{id: rack}`` when every broker has a rack, None when none has (or only ids were given)."""
+    if not isinstance(brokers, Mapping) or all(rack is None for rack in brokers.values()):
+        return None
+    if any(rack is None for rack in brokers.values()):
+        raise KafkaError("Not all brokers have rack information for replica rack aware assignment.",
+                         ErrorCode.UNKNOWN_SERVER_ERROR)
+    return {int(b): str(rack) for b, rack in brokers.items()}
+
+
+def rack_alternated_broker_list(racks: Mapping[int, str]) -> list[int]:
+    """Kafka's ``getRackAlternatedBrokerList``: one broker of each rack in turn (racks by name, ids ascending)."""
+    by_rack: dict[str, list[int]] = {}
+    for broker in sorted(racks):
+        by_rack.setdefault(racks[broker], []).append(broker)
+    columns = [by_rack[rack] for rack in sorted(by_rack)]
+    depth = max(len(column) for column in columns)
+    return [column[i] for i in range(depth) for column in columns if i < len(column)]
+
+
+def _rack_aware_replicas(brokers: list[int], racks: Mapping[int, str], first: int, shift: int,
+                         replication_factor: int) -> list[int]:
+    """One partition's replicas: the leader ``brokers[first]``, then followers biased to racks (and brokers)
+    that hold no replica yet, until every rack (broker) has one."""
+    n, n_racks = len(brokers), len(set(racks.values()))
+    replicas = [brokers[first]]
+    racks_used, k = {racks[brokers[first]]}, 0
+    while len(replicas) < replication_factor:
+        broker = brokers[_replica_index(first, shift * n_racks, k, n)]
+        k += 1
+        if racks[broker] in racks_used and len(racks_used) < n_racks:
+            continue
+        if broker in replicas and len(replicas) < n:
+            continue
+        replicas.append(broker)
+        racks_used.add(racks[broker])
+    return replicas
+
+
 def _replica_index(first_replica_index: int, shift: int, replica_index: int, n_brokers: int) -> int:
     """Kafka's ``AdminUtils.replicaIndex``: the broker index of follower ``replica_index``.
 
-    The offset from the first replica is in ``[1, n - 1]``, so a follower never lands on the leader.
+    The offset from the first replica is in ``[1, n - 1]``, so a follower never lands on the leader (one
+    broker: offset 0, the replication factor is 1 then and no follower is asked for).
     """
+    if n_brokers == 1:
+        return first_replica_index
     offset = 1 + (shift + replica_index) % (n_brokers - 1)
     return (first_replica_index + offset) % n_brokers
 
@@ -123,14 +179,15 @@ def _validate(n_brokers: int, num_partitions: int, replication_factor: int) -> N
                          ErrorCode.INVALID_REPLICATION_FACTOR)
 
 
-def assign_new_partitions(existing: Mapping[int, list[int]], broker_ids: Iterable[int],
+def assign_new_partitions(existing: Mapping[int, list[int]], broker_ids: Iterable[int] | Mapping[int, str | None],
                           new_total: int) -> dict[int, list[int]]:
     """Replica lists for the partitions CreatePartitions adds: ``{partition id: replicas}``, new ones only.
 
     Kafka's ``AdminZkClient.addPartitions``: the replication factor is partition 0's; partition ids
     continue from the current count; the fixed start index is the position in the sorted broker list
     of the first broker whose id is ``>=`` partition 0's first replica (0 when there is none), so the
-    round-robin carries on where topic creation left it.
+    round-robin carries on where topic creation left it. ``broker_ids`` with racks: rack-aware as at creation
+    (the start index is still the sorted list's, as in Kafka).
 
     Errors: ``existing`` empty or without partition 0 -> ``UNKNOWN_TOPIC_OR_PARTITION``;
     ``new_total <= len(existing)`` -> ``INVALID_PARTITIONS`` (partitions can only be added); plus the
@@ -145,11 +202,13 @@ def assign_new_partitions(existing: Mapping[int, list[int]], broker_ids: Iterabl
     brokers = sorted(set(broker_ids))
     partition0 = existing[0]
     start_index = next((i for i, b in enumerate(brokers) if b >= partition0[0]), 0)
-    return assign_replicas_to_brokers(brokers, new_total - current, len(partition0),
+    return assign_replicas_to_brokers(broker_ids if isinstance(broker_ids, Mapping) else brokers,
+                                      new_total - current, len(partition0),
                                       start_index=start_index, start_partition_id=current)
 
 
-def partitions_to_add(existing: Mapping[int, list[int]], live_brokers: Iterable[int], new_total: int,
+def partitions_to_add(existing: Mapping[int, list[int]], live_brokers: Iterable[int] | Mapping[int, str | None],
+                      new_total: int,
                       assignments: list[list[int]] | None = None) -> dict[int, list[int]]:
     """The replica lists of the partitions a CreatePartitions adds: ``{partition id: replicas}``, new ones only.
 
@@ -201,6 +260,7 @@ __all__ = [
     "assign_new_partitions",
     "assign_replicas_to_brokers",
     "partitions_to_add",
+    "rack_alternated_broker_list",
     "topics_collide",
     "validate_topic_name",
 ]

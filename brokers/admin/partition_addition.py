@@ -66,7 +66,7 @@ async def _decide(kzc: KafkaZkClient, topic: str, new_total: int,
     if read.reassigning:
         raise KafkaError(f"A partition reassignment is in progress for the topic '{topic}'.",
                          ErrorCode.REASSIGNMENT_IN_PROGRESS)
-    added = partitions_to_add(read.assignment, await kzc.get_broker_ids(), new_total, assignments)
+    added = partitions_to_add(read.assignment, await kzc.get_broker_racks(), new_total, assignments)
     return added, read.zk_version
 
 

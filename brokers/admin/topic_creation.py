@@ -18,9 +18,11 @@ log = logging.getLogger(__name__)
 
 async def create_topic(kzc: KafkaZkClient, topic: str, num_partitions: int, replication_factor: int,
                        config: dict[str, str] | None = None, *, rng: random.Random | None = None,
-                       check: Callable[[dict[int, list[int]]], None] | None = None) -> dict[int, list[int]]:
-    """Validate, assign replicas (Kafka's rack-unaware algorithm) and write the topic's znodes; ``check`` sees
-    the assignment before anything is written (it raises to refuse it: the partition caps)."""
+                       check: Callable[[dict[int, list[int]]], None] | None = None,
+                       rack_aware: bool = True) -> dict[int, list[int]]:
+    """Validate, assign replicas (Kafka's algorithm, rack-aware when the brokers have racks) and write the topic's znodes; ``check`` sees
+    the assignment before anything is written (it raises to refuse it: the partition caps). ``rack_aware``
+    False is ``kafka-topics --disable-rack-aware`` (Kafka's ``RackAwareMode.Disabled``)."""
     validate_topic_name(topic)
     existing = await kzc.get_all_topics()
     if topic in existing:
@@ -29,7 +31,7 @@ async def create_topic(kzc: KafkaZkClient, topic: str, num_partitions: int, repl
     if clash is not None:
         raise KafkaError(f"topic {topic!r} collides with existing topic {clash!r} ('.' and '_' clash in metric names)",
                          ErrorCode.INVALID_TOPIC_EXCEPTION)
-    brokers = await kzc.get_broker_ids()
+    brokers = await kzc.get_broker_racks() if rack_aware else await kzc.get_broker_ids()
     assignment = assign_replicas_to_brokers(brokers, num_partitions, replication_factor, rng=rng)
     if check is not None:
         check(assignment)

@@ -75,7 +75,8 @@ class ZkAdmin:
         if assignment:
             self._check_partition_limits({int(p): list(r) for p, r in assignment.items()})
         elif validate_only:
-            self._check_partition_limits(assign_replicas_to_brokers(brokers, num_partitions, replication_factor))
+            self._check_partition_limits(assign_replicas_to_brokers(await self.kzc.get_broker_racks(), num_partitions,
+                                                                    replication_factor))
         if validate_only:
             return
         if assignment:

@@ -145,6 +145,10 @@ class BrokersZkMixin(ZkClientBase):
                 brokers[broker_id] = info
         return brokers
 
+    async def get_broker_racks(self) -> dict[int, str | None]:
+        """Kafka's ``getBrokerMetadatas``: each live broker's ``broker.rack`` (None when unset), for placement."""
+        return {broker_id: info.rack for broker_id, info in (await self.get_all_brokers()).items()}
+
     async def allocate_producer_id_block(self, broker_id: int, size: int = 1000) -> tuple[int, int]:
         """Claim the next ``size`` producer ids: a compare-and-set on ``/latest_producer_id_block``."""
         while True:

@@ -50,6 +50,7 @@ class ClusterSpec:
     session_timeout_ms: int = 18000
     properties: dict[str, str] = field(default_factory=dict)
     kafka_listener: str = "PLAINTEXT"  # the listener (and protocol) on each kafka port: PLAINTEXT or SSL
+    racks: list[str] = field(default_factory=list)  # broker i's broker.rack is racks[i - 1]; empty: no racks
 
     @classmethod
     def on_free_ports(cls, brokers: int, **settings) -> "ClusterSpec":
@@ -149,6 +150,8 @@ class Cluster:
             **{k: v.replace("{kafka_port}", str(self.kafka_port(broker_id))).replace("{broker_id}", str(broker_id))
                for k, v in self.spec.properties.items()},
         }
+        if self.spec.racks:
+            props["broker.rack"] = self.spec.racks[broker_id - 1]
         path = self.broker_dir(broker_id) / "server.properties"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

@@ -28,6 +28,9 @@ def add_parser(subparsers) -> None:
                          "instead of PLAINTEXT: --property 'listeners=SASL_SSL://127.0.0.1:{kafka_port}' --property "
                          "inter.broker.listener.name=SASL_SSL; a second listener per broker needs ports of its own: "
                          "'listeners=SASL_PLAINTEXT://127.0.0.1:{kafka_port},SSL://127.0.0.1:1909{broker_id}'")
+    up.add_argument("--racks", type=lambda v: v.split(","), default=[], metavar="RACK,RACK,...",
+                    help="broker.rack of each broker in id order, e.g. a,a,b,c: topics then get Kafka's rack-aware "
+                         "replica placement (default: no racks)")
     up.set_defaults(subparser=up)
     status = commands.add_parser("status", help="ZooKeeper, each broker and the controller")
     status.add_argument("--json", action="store_true")
@@ -58,8 +61,11 @@ def up(args: argparse.Namespace) -> int:
         args.subparser.error(f"--brokers must be between 1 and 64, got {args.brokers}")
     if any("=" not in item for item in args.property):
         args.subparser.error("--property takes KEY=VALUE")
+    if args.racks and (len(args.racks) != args.brokers or not all(args.racks)):
+        args.subparser.error(f"--racks needs one non-empty rack per broker ({args.brokers}), got {','.join(args.racks)}")
     spec = ClusterSpec(args.brokers, args.zookeeper_port, args.kafka_port_base, args.http_port_base,
-                       args.tick_time, args.session_timeout_ms, dict(i.split("=", 1) for i in args.property))
+                       args.tick_time, args.session_timeout_ms, dict(i.split("=", 1) for i in args.property),
+                       racks=args.racks)
     cluster = Cluster(args.dir, spec)
     cluster.up(args.timeout)
     print_status(cluster.status())

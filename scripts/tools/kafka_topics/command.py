@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--replication-factor", type=int)
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--if-not-exists", action="store_true")
+    parser.add_argument("--disable-rack-aware", action="store_true",
+                        help="with --zookeeper: place replicas without regard to broker.rack")
     parser.add_argument("--replica-assignment", metavar="B1:B2,B1:B2,...",
                         help="with --alter: the replica lists of all partitions, existing ones first")
     return parser
@@ -68,7 +70,8 @@ async def _run(args: argparse.Namespace, identity: ZkClientIdentity) -> int:
         if args.create:
             config = dict(item.split("=", 1) for item in args.config)
             try:
-                await create_topic(kzc, args.topic, args.partitions, args.replication_factor, config)
+                await create_topic(kzc, args.topic, args.partitions, args.replication_factor, config,
+                                   rack_aware=not args.disable_rack_aware)
             except KafkaError as exc:
                 if args.if_not_exists and exc.code.name == "TOPIC_ALREADY_EXISTS":
                     return 0
