@@ -31,6 +31,7 @@ from consumer_group.spark.ranges import OffsetRange
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 30.0
+OFFSETS_TIMEOUT_S = 10.0  # one attempt at a partition's offsets (watermarks retries)
 POLL_S = 0.5
 BATCH = 5000
 STALL_S = 60.0
@@ -70,13 +71,27 @@ def topic_partitions(options: SourceOptions) -> list[TP]:
     return sorted((t, p) for t in names for p in topics[t].partitions)
 
 
-def watermarks(params: dict[str, str], partitions: list[TP]) -> dict[TP, tuple[int, int]]:
-    """(log start offset, high watermark) of each partition."""
-    consumer = _consumer(params)
-    try:
-        return {tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=TIMEOUT_S) for tp in partitions}
-    finally:
-        consumer.close()
+def watermarks(options: SourceOptions, partitions: list[TP]) -> dict[TP, tuple[int, int]]:
+    """(log start offset, high watermark) of each partition. A retriable failure (a leader that just died and
+    whose successor is not known yet) is asked again with a new client, ``fetchOffset.numRetries`` times
+    ``fetchOffset.retryIntervalMs`` apart, as Spark's Kafka source does."""
+    for attempt in range(options.fetch_offset_retries + 1):
+        consumer = _consumer(options.kafka_params)
+        try:
+            return {tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=OFFSETS_TIMEOUT_S)
+                    for tp in partitions}
+        except KafkaException as exc:
+            if attempt == options.fetch_offset_retries or not _retriable(exc):
+                raise
+        finally:
+            consumer.close()
+        time.sleep(options.fetch_offset_retry_interval_ms / 1000)
+    raise AssertionError("unreachable")
+
+
+def _retriable(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and (error.retriable() or error.code() == KafkaError._TIMED_OUT)
 
 
 def offsets_for_times(params: dict[str, str], timestamps: dict[TP, int]) -> dict[TP, int]:

@@ -103,7 +103,7 @@ class ZkafkaBatchReader(DataSourceReader):
     def partitions(self) -> list[KafkaInputPartition]:
         o = self.options
         tps = kafka_io.topic_partitions(o)
-        bounds = kafka_io.watermarks(o.kafka_params, tps)
+        bounds = kafka_io.watermarks(o, tps)
         start = resolve(o, o.starting_offsets, o.starting_timestamp, o.starting_offsets_by_timestamp, tps, bounds)
         end = resolve(o, o.ending_offsets, o.ending_timestamp, o.ending_offsets_by_timestamp, tps, bounds, "latest")
         ranges = [OffsetRange(t, p, start[(t, p)], end[(t, p)]) for t, p in tps if end[(t, p)] > start[(t, p)]]
@@ -123,12 +123,12 @@ class ZkafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         o = self.options
         tps = kafka_io.topic_partitions(o)
-        bounds = kafka_io.watermarks(o.kafka_params, tps)
+        bounds = kafka_io.watermarks(o, tps)
         start = resolve(o, o.starting_offsets, o.starting_timestamp, o.starting_offsets_by_timestamp, tps, bounds)
         return offsets_to_json_dict(start)
 
     def _bounds(self) -> dict[kafka_io.TP, tuple[int, int]]:
-        return kafka_io.watermarks(self.options.kafka_params, kafka_io.topic_partitions(self.options))
+        return kafka_io.watermarks(self.options, kafka_io.topic_partitions(self.options))
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.target = {tp: high for tp, (_, high) in self._bounds().items()}

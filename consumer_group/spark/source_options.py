@@ -44,6 +44,7 @@ _SOURCE_OPTIONS = (
     "startingTimestamp", "endingTimestamp",
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "maxOffsetsPerTrigger", "minPartitions", "failOnDataLoss", "includeHeaders",
+    "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
 )
 _STRATEGIES = ("subscribe", "subscribePattern", "assign")
 _ENDING_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
@@ -51,8 +52,7 @@ _ENDING_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp
 # Options of Spark's Kafka source that zkafka does not implement: a clearer error than "unknown".
 _SPARK_ONLY_OPTIONS = (
     "minOffsetsPerTrigger", "maxTriggerDelay", "maxRecordsPerPartition", "groupIdPrefix",
-    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
-    "startingOffsetsByTimestampStrategy",
+    "kafkaConsumer.pollTimeoutMs", "startingOffsetsByTimestampStrategy",
 )
 
 # Kafka params Spark's source refuses, with what to do instead (KafkaSourceProvider.validateGeneralOptions).
@@ -108,6 +108,8 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     kafka_params: dict[str, str] = field(default_factory=dict)
+    fetch_offset_retries: int = 3  # Spark's fetchOffset.numRetries: offsets asked again after a failure
+    fetch_offset_retry_interval_ms: int = 1000  # Spark's fetchOffset.retryIntervalMs
 
 
 def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
@@ -138,6 +140,10 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         fail_on_data_loss=parse_bool("failOnDataLoss", opts.get("failondataloss", "true")),
         include_headers=parse_bool("includeHeaders", opts.get("includeheaders", "false")),
         kafka_params=params,
+        fetch_offset_retries=parse_int("fetchOffset.numRetries", opts.get("fetchoffset.numretries", "3"),
+                                       non_negative=True),
+        fetch_offset_retry_interval_ms=parse_int("fetchOffset.retryIntervalMs",
+                                                 opts.get("fetchoffset.retryintervalms", "1000"), non_negative=True),
     )
 
 

@@ -2,6 +2,6 @@
 ``add_parser(subparsers)`` and ``run(args) -> int``."""
 from __future__ import annotations
 
-from scripts.local.commands import cluster, zookeeper
+from scripts.local.commands import cluster, spark, zookeeper
 
-COMMANDS = (zookeeper, cluster)
+COMMANDS = (zookeeper, cluster, spark)

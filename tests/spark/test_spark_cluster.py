@@ -1,0 +1,139 @@
+"""zkafka pipelines on a real Spark standalone cluster: a master and two workers, each its own JVM
+(``zkafka spark up``'s code), applications sent with ``spark-submit --master spark://...`` by ``zkafka spark
+submit``'s code, which ships the executors' Python environment (``--archives``) and zkafka's code
+(``--py-files``). The executors read the brokers themselves; the driver only plans.
+
+The short form of the issue's fault runs: a checkpointed streaming copy into Spark's file sink (exactly once)
+while one executor JVM is SIGKILLed and then a partition leader broker is SIGKILLed; every input record is in
+the committed output exactly once.
+"""
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from scripts.local.cluster import running_cluster
+from scripts.local.spark.standalone import SparkClusterSpec, SparkStandaloneCluster
+from scripts.local.spark.submit import job_result, start, submit
+from tests.integration.conditions import wait_for
+
+TIMEOUT = 180
+EXECUTOR = {"spark.executor.memory": "512m", "spark.executor.cores": "1"}
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    with running_cluster(tmp_path_factory.mktemp("kafka") / "cluster", 3, tick_time=500, session_timeout_ms=6000,
+                         properties={"min.insync.replicas": "2"}) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    cluster = SparkStandaloneCluster(tmp_path_factory.mktemp("spark"), SparkClusterSpec.on_free_ports(2))
+    try:
+        yield cluster.up(timeout=120)
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("spark-env")
+
+
+def make_topic(kafka, name: str, partitions: int, records: int) -> dict[tuple[int, int], bytes]:
+    """A topic of ``records`` acknowledged records spread over ``partitions``: ``{(partition, offset): value}``."""
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(60)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "acks": "all", "linger.ms": 20,
+                         "enable.idempotence": True})
+    acked: dict[tuple[int, int], bytes] = {}
+
+    def on_delivery(err, msg):
+        assert err is None, err
+        acked[(msg.partition(), msg.offset())] = msg.value()
+
+    for i in range(records):
+        producer.produce(name, value=b"record-%06d" % i, partition=i % partitions, on_delivery=on_delivery)
+        if i % 5000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    assert len(acked) == records
+    return acked
+
+
+def test_batch_count_runs_on_both_workers_with_the_shipped_environment(kafka, spark, cache_dir, tmp_path):
+    acked = make_topic(kafka, "spark-batch", 12, 24_000)
+    log = tmp_path / "count.log"
+    code = submit(spark.master_url, "zkafka:count", ["--bootstrap-server", kafka.bootstrap_servers,
+                                                     "--topic", "spark-batch"],
+                  conf=EXECUTOR, cache_dir=cache_dir, log=log, timeout=TIMEOUT)
+    assert code == 0, log.read_text()[-3000:]
+    result = job_result(log)
+    assert result["records"] == len(acked)
+    assert result["partitions"] == {str(p): 2000 for p in range(12)}
+    # each worker ran an executor, in the unpacked environment the submission shipped (not this venv)
+    for worker in (1, 2):
+        envs = list((spark.dir / f"worker-{worker}" / "work").glob("app-*/*/zkafka-env/bin/python"))
+        assert envs, f"worker {worker} ran no executor with the shipped zkafka-env"
+
+
+def committed_output(folder: Path) -> list[tuple[int, int, str]]:
+    """The rows of Spark's file sink that its ``_spark_metadata`` log commits (files of failed or retried
+    tasks that no batch committed are not read): ``(partition, offset, value)``."""
+    log_dir = folder / "_spark_metadata"
+    batches = sorted((p for p in log_dir.iterdir() if p.name.split(".")[0].isdigit()),
+                     key=lambda p: int(p.name.split(".")[0]))
+    compacts = [p for p in batches if p.name.endswith(".compact")]
+    start = int(compacts[-1].name.split(".")[0]) if compacts else -1
+    entries = [p for p in batches if int(p.name.split(".")[0]) > start] + compacts[-1:]
+    files = set()
+    for entry in entries:
+        for line in entry.read_text().splitlines()[1:]:
+            record = json.loads(line)
+            (files.add if record["action"] == "add" else files.discard)(record["path"].removeprefix("file://"))
+    rows = []
+    for file in files:
+        rows += [(r["partition"], r["offset"], r["value"]) for r in map(json.loads, Path(file).read_text().splitlines())]
+    return rows
+
+
+def batches_done(folder: Path) -> int:
+    log_dir = folder / "_spark_metadata"
+    return len([p for p in log_dir.iterdir() if p.name.split(".")[0].isdigit()]) if log_dir.is_dir() else 0
+
+
+def test_streaming_copy_is_exactly_once_through_an_executor_kill_and_a_leader_kill(kafka, spark, cache_dir, tmp_path):
+    acked = make_topic(kafka, "spark-stream", 4, 16_000)
+    output, log = tmp_path / "out", tmp_path / "copy.log"
+    process = start(spark.master_url, "zkafka:copy",
+                    ["--bootstrap-server", kafka.bootstrap_servers, "--topic", "spark-stream",
+                     "--checkpoint", str(tmp_path / "checkpoint"), "--output", str(output),
+                     "--trigger", "processing-time", "--interval-s", "0.5", "--max-offsets-per-trigger", "800"],
+                    conf=EXECUTOR, cache_dir=cache_dir, log=log)
+    try:
+        wait_for(lambda: batches_done(output) >= 3, timeout=TIMEOUT, what="three committed micro-batches")
+        victims = spark.executor_pids()
+        assert victims, "no executor JVM runs"
+        spark.kill_executor(victims[0])
+        done = batches_done(output)
+        wait_for(lambda: batches_done(output) >= done + 3, timeout=TIMEOUT,
+                 what="three more micro-batches after the executor kill")
+        leader = AdminClient({"bootstrap.servers": kafka.bootstrap_servers}).list_topics(
+            "spark-stream", timeout=10).topics["spark-stream"].partitions[0].leader
+        kafka.signal_broker(leader, signal.SIGKILL)
+        assert process.wait(TIMEOUT) == 0, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert victims[0] not in spark.executor_pids()
+    rows = committed_output(output)
+    seen = [(p, o) for p, o, _ in rows]
+    assert len(seen) == len(set(seen)), "a record appears twice in the committed output"
+    assert {(p, o): v.encode() for p, o, v in rows} == acked
