@@ -1,5 +1,6 @@
 """zkafka in Docker for your tests: ``ZkafkaContainer`` (one broker and its own ZooKeeper in one
-container), ``ZkafkaCluster`` (a ZooKeeper ensemble of 1 or 3 and N brokers, with fault helpers), and
+container), ``ZkafkaCluster`` (a ZooKeeper ensemble of 1 or 3 and N brokers, with fault helpers),
+``RackedCluster`` (the same in racks: one Docker network per rack joined by a router, ``broker.rack`` set), and
 the pytest plugin ``zkafka.testing.plugin`` (fixtures ``zkafka`` and ``zkafka_cluster``, loaded by
 pytest through the ``pytest11`` entry point).
 
@@ -23,10 +24,11 @@ from zkafka.testing.conditions import wait_for
 if TYPE_CHECKING:
     from zkafka.testing.cluster import ZkafkaCluster
     from zkafka.testing.container import ContainerNotReady, ZkafkaContainer
+    from zkafka.testing.racks import RackedCluster
 
 _LAZY = {"ZkafkaContainer": "zkafka.testing.container", "ContainerNotReady": "zkafka.testing.container",
-         "ZkafkaCluster": "zkafka.testing.cluster"}
-__all__ = ["ContainerNotReady", "ImageNotFound", "ZkafkaCluster", "ZkafkaContainer", "wait_for"]
+         "ZkafkaCluster": "zkafka.testing.cluster", "RackedCluster": "zkafka.testing.racks"}
+__all__ = ["ContainerNotReady", "ImageNotFound", "RackedCluster", "ZkafkaCluster", "ZkafkaContainer", "wait_for"]
 
 
 def __getattr__(name: str):

@@ -146,8 +146,7 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
         finally:
             client.client.close()
         ensure_reaper()  # once, before the concurrent starts below
-        self.network = Network(docker_network_kw={"labels": LABELS})
-        self.network.create()
+        self._create_networks()
         self.zookeeper_containers = {z: self._zookeeper(z) for z in self.zookeeper_ids}
         _start_together(self.zookeeper_containers.values())
         if self.small_log_dir is not None:
@@ -162,6 +161,11 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
         self.ready_seconds = wait_for_acknowledged_produce(self.bootstrap_servers, timeout, min(3, self.brokers))
         for name in self.nodes:
             self.node_ip(name)
+
+    def _create_networks(self) -> None:
+        """The network the nodes join (``RackedCluster``: one per rack, and the router between them)."""
+        self.network = Network(docker_network_kw={"labels": LABELS})
+        self.network.create()
 
     def _container(self, image: str, alias: str) -> DockerContainer:
         container = DockerContainer(image, name=f"{self.name}-{alias}")
@@ -285,8 +289,9 @@ class ZkafkaCluster(ClusterObservation, NetworkFaults, SmallLogDirFaults):
             raise RuntimeError(f"{node} has no address on {self.network.name}")
         return self._ips[node]
 
-    def gateway_ip(self) -> str:
-        """The network's gateway: the host's connections to published ports arrive from it."""
+    def gateway_ip(self, node: str | None = None) -> str:
+        """The gateway of the node's network (here every node's): the host's connections to the node's published
+        ports arrive from it."""
         attrs = docker_api().networks.get(self.network.name).attrs
         return attrs["IPAM"]["Config"][0]["Gateway"]
 

@@ -26,9 +26,8 @@ class NetworkFaults:
     def cut_clients(self) -> None:
         """Every broker drops the host's connections to its published Kafka port; its HTTP port, the
         inter-broker traffic and ZooKeeper stay."""
-        gateway = self.gateway_ip()
         for b in self.broker_ids:
-            self.exec_root(f"broker{b}", net.drop_script([gateway], port=self.kafka_ports[b]))
+            self.exec_root(f"broker{b}", net.drop_script([self.gateway_ip(f"broker{b}")], port=self.kafka_ports[b]))
 
     def heal_partitions(self, nodes: list[str] | None = None) -> list[str]:
         """Flush the nemesis chain on every running node; returns the nodes that could not be reached."""
