@@ -89,9 +89,13 @@ def watermarks(options: SourceOptions, partitions: list[TP]) -> dict[TP, tuple[i
     raise AssertionError("unreachable")
 
 
+# librdkafka's local errors of a leader that just died: asked again with a new client (fresh metadata)
+_LEADER_GONE = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER, KafkaError._ALL_BROKERS_DOWN)
+
+
 def _retriable(exc: KafkaException) -> bool:
     error = exc.args[0] if exc.args else None
-    return isinstance(error, KafkaError) and (error.retriable() or error.code() == KafkaError._TIMED_OUT)
+    return isinstance(error, KafkaError) and (error.retriable() or error.code() in _LEADER_GONE)
 
 
 def offsets_for_times(params: dict[str, str], timestamps: dict[TP, int]) -> dict[TP, int]:

@@ -109,30 +109,38 @@ def batches_done(folder: Path) -> int:
     return len([p for p in log_dir.iterdir() if p.name.split(".")[0].isdigit()]) if log_dir.is_dir() else 0
 
 
-def test_streaming_copy_is_exactly_once_through_an_executor_kill_and_a_leader_kill(kafka, spark, cache_dir, tmp_path):
-    acked = make_topic(kafka, "spark-stream", 4, 16_000)
+@pytest.mark.parametrize("trigger,kill_leader", [("processing-time", True), ("available-now", False)])
+def test_streaming_copy_is_exactly_once_through_faults(kafka, spark, cache_dir, tmp_path, trigger, kill_leader):
+    """processing-time: an executor kill, then a partition leader's; available-now: an executor kill."""
+    topic = f"spark-stream-{trigger}"
+    acked = make_topic(kafka, topic, 4, 16_000)
     output, log = tmp_path / "out", tmp_path / "copy.log"
     process = start(spark.master_url, "zkafka:copy",
-                    ["--bootstrap-server", kafka.bootstrap_servers, "--topic", "spark-stream",
+                    ["--bootstrap-server", kafka.bootstrap_servers, "--topic", topic,
                      "--checkpoint", str(tmp_path / "checkpoint"), "--output", str(output),
-                     "--trigger", "processing-time", "--interval-s", "0.5", "--max-offsets-per-trigger", "800"],
+                     "--trigger", trigger, "--interval-s", "0.5", "--max-offsets-per-trigger", "800"],
                     conf=EXECUTOR, cache_dir=cache_dir, log=log)
     try:
         wait_for(lambda: batches_done(output) >= 3, timeout=TIMEOUT, what="three committed micro-batches")
         victims = spark.executor_pids()
         assert victims, "no executor JVM runs"
         spark.kill_executor(victims[0])
-        done = batches_done(output)
-        wait_for(lambda: batches_done(output) >= done + 3, timeout=TIMEOUT,
-                 what="three more micro-batches after the executor kill")
-        leader = AdminClient({"bootstrap.servers": kafka.bootstrap_servers}).list_topics(
-            "spark-stream", timeout=10).topics["spark-stream"].partitions[0].leader
-        kafka.signal_broker(leader, signal.SIGKILL)
+        if kill_leader:
+            done = batches_done(output)
+            wait_for(lambda: batches_done(output) >= done + 3, timeout=TIMEOUT,
+                     what="three more micro-batches after the executor kill")
+            admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+            leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+            kafka.signal_broker(leader, signal.SIGKILL)
         assert process.wait(TIMEOUT) == 0, log.read_text()[-3000:]
     finally:
         if process.poll() is None:
             process.kill()
+        if kill_leader:  # the module's next test needs three brokers again
+            kafka.start_broker(leader)
+            kafka.wait_until_ready(timeout=TIMEOUT)
     assert victims[0] not in spark.executor_pids()
+    assert job_result(log)["records"] == len(acked)  # the micro-batches' input rows, each batch counted once
     rows = committed_output(output)
     seen = [(p, o) for p, o, _ in rows]
     assert len(seen) == len(set(seen)), "a record appears twice in the committed output"

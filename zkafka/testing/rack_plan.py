@@ -25,6 +25,7 @@ SUBNET_POOL = ipaddress.ip_network("10.231.0.0/16")
 GATEWAY_HOST = 1  # Docker's bridge on each rack network: the host, and the published ports' traffic
 ROUTER_HOST = 254
 FIRST_NODE_HOST = 10
+MAX_NODES_PER_RACK = ROUTER_HOST - FIRST_NODE_HOST  # .10 .. .253
 RACK_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,23}")
 ENTRYPOINT = "zkafka-entrypoint"  # the images' entrypoint, run again by the routed command
 
@@ -65,12 +66,17 @@ def rack_layout(racks: Mapping[str, int], zookeepers: int) -> RackLayout:
     for rack, count in racks.items():
         if not isinstance(rack, str) or not RACK_NAME.fullmatch(rack):
             raise ValueError(f"rack name {rack!r}: lowercase letters, digits and '-' (it names containers too)")
-        if not isinstance(count, int) or count < 0:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValueError(f"rack {rack!r}: a number of brokers, not {count!r}")
     names = tuple(racks)
     brokers = [rack for rack in names for _ in range(racks[rack])]
     if not brokers:
         raise ValueError("racks: at least one broker")
+    zookeepers_per_rack = -(-zookeepers // len(names))
+    crowded = [r for r in names if racks[r] + zookeepers_per_rack > MAX_NODES_PER_RACK]
+    if crowded:
+        raise ValueError(f"rack {crowded[0]!r}: more than {MAX_NODES_PER_RACK} nodes do not fit its /24 "
+                         f"(.{FIRST_NODE_HOST} up to the router's .{ROUTER_HOST})")
     return RackLayout(names, {b: rack for b, rack in enumerate(brokers, start=1)},
                       {z: names[(z - 1) % len(names)] for z in range(1, zookeepers + 1)})
 

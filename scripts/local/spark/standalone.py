@@ -54,7 +54,13 @@ class SparkClusterSpec:
 
     @classmethod
     def on_free_ports(cls, workers: int = 2, **settings) -> "SparkClusterSpec":
-        return cls(workers, master_port=find_free_base_port(1), master_webui_port=find_free_base_port(1), **settings)
+        """A spec whose master port and web UI port are free now and distinct (each is found free on its own,
+        so the two can come back as the same port: drawn again then)."""
+        for _ in range(100):
+            master, webui = find_free_base_port(1), find_free_base_port(1)
+            if master != webui:
+                return cls(workers, master_port=master, master_webui_port=webui, **settings)
+        raise SparkClusterError("no two distinct free ports after 100 attempts")
 
 
 class SparkStandaloneCluster:

@@ -9,6 +9,7 @@ jobs (``consumer_group/spark/jobs.py``: ``count``, ``copy``).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import os
 import shutil
@@ -27,8 +28,16 @@ from scripts.local.spark.standalone import spark_home
 
 JOBS = Path(__file__).resolve().parents[3] / "consumer_group" / "spark" / "jobs.py"
 DEFAULT_CACHE = Path.home() / ".cache" / "zkafka" / "spark"
-LOOPBACK = ("127.0.0.1", "localhost")
 RESULT_PREFIX = "ZKAFKA-JOB-RESULT "
+
+
+def on_loopback(master: str) -> bool:
+    """Whether the master URL names this host's loopback (then the driver binds and advertises 127.0.0.1)."""
+    host = urlparse(master.replace("spark://", "http://", 1)).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def application(app: str) -> tuple[str, list[str]]:
@@ -37,7 +46,7 @@ def application(app: str) -> tuple[str, list[str]]:
         return str(JOBS), [app.split(":", 1)[1]]
     if not Path(app).is_file():
         raise FileNotFoundError(f"application {app!r} is not a file (or zkafka:count / zkafka:copy)")
-    return app, []
+    return str(Path(app).resolve()), []  # spark-submit runs in the driver folder: the path must not be relative
 
 
 def submit_command(master: str, app: str, app_args: Sequence[str], *, env_archive: Path, code: Path,
@@ -45,7 +54,7 @@ def submit_command(master: str, app: str, app_args: Sequence[str], *, env_archiv
     """The spark-submit command line (pure)."""
     file, leading = application(app)
     settings = {"spark.pyspark.python": f"./{ENV_NAME}/bin/python", "spark.pyspark.driver.python": driver_python}
-    if urlparse(master.replace("spark://", "http://")).hostname in LOOPBACK:
+    if on_loopback(master):
         settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     settings.update(conf)
     command = [str(spark_home() / "bin" / "spark-submit"), "--master", master,
@@ -75,13 +84,14 @@ def start(master: str, app: str, app_args: Sequence[str], *, conf: Mapping[str, 
           cache_dir: Path = DEFAULT_CACHE, log: Path | None = None) -> subprocess.Popen:
     """Pack (or reuse) the environment, zip the code and start spark-submit; its output goes to ``log`` (to
     this process's when None). The caller waits for it (``submit`` does)."""
+    application(app)  # a missing application is an error before anything is packed
     env_archive = pack(cache_dir)
     run_dir = driver_dir(env_archive)
     code = _content_named(code_zip(run_dir / f"zkafka-code-{os.getpid()}-{time.monotonic_ns()}.partial"))
     command = submit_command(master, app, app_args, env_archive=env_archive, code=code, conf=conf)
     # the driver JVM's own Python workers (a streaming source's planner) see --py-files only through this
     env = dict(os.environ, SPARK_HOME=str(spark_home()), PYTHONPATH=str(code))
-    if urlparse(master.replace("spark://", "http://")).hostname in LOOPBACK:
+    if on_loopback(master):
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
     out = None
     if log is not None:

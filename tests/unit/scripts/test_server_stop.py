@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
 import pytest
 
