@@ -5,6 +5,7 @@ each partition's replicas in distinct racks, as Kafka's ``AdminUtils.assignRepli
 """
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -67,3 +68,21 @@ def test_kafka_topics_zookeeper_mode_is_rack_aware_unless_disabled(cluster, admi
     assert all(sorted(r) == ["a", "b", "c"] for r in replica_racks(admin, aware, 8).values())
     # rack-unaware round robin over 1..4 puts brokers 1 and 2 (both rack a) together in some partitions
     assert any(len(set(r)) < 3 for r in replica_racks(admin, unaware, 8).values())
+
+
+def test_reassign_generate_is_rack_aware_unless_disabled(cluster, admin, tmp_path):
+    topic = f"moving-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 8, 3)])[topic].result(TIMEOUT)
+    replica_racks(admin, topic, 8)
+    topics_file = tmp_path / "topics.json"
+    topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+
+    def proposed(*flags: str) -> list[list[str]]:
+        result = tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap_servers, "--generate",
+                      "--topics-to-move-json-file", str(topics_file), "--broker-list", "1,2,3,4", *flags)
+        assert result.returncode == 0, result.stderr
+        plan = json.loads(result.stdout.split("Proposed partition reassignment configuration")[1].strip())
+        return [[RACKS[b] for b in p["replicas"]] for p in plan["partitions"]]
+
+    assert all(sorted(r) == ["a", "b", "c"] for r in proposed())
+    assert any(len(set(r)) < 3 for r in proposed("--disable-rack-aware"))

@@ -109,6 +109,10 @@ class ClusterAdmin:
     async def broker_ids(self) -> list[int]:
         return sorted(int(b.node_id) for b in (await self.metadata([])).brokers)
 
+    async def broker_racks(self) -> dict[int, str | None]:
+        """Each live broker's ``broker.rack`` (None when unset), from Metadata."""
+        return {int(b.node_id): b.rack for b in (await self.metadata([])).brokers}
+
     async def assignment(self, topics: list[str]) -> dict[TopicPartition, list[int]]:
         """The replica lists of ``topics`` (unknown topics are left out)."""
         metadata = await self.metadata(topics)

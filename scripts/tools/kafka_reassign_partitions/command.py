@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--reassignment-json-file", type=Path)
     parser.add_argument("--throttle", type=int, default=-1, metavar="BYTES_PER_S")
     parser.add_argument("--additional", action="store_true")
+    parser.add_argument("--disable-rack-aware", action="store_true",
+                        help="with --generate: place replicas without regard to broker.rack")
     parser.add_argument("--preserve-throttles", action="store_true")
     parser.add_argument("--timeout", type=int, default=30000, metavar="MS")
     return parser
@@ -78,14 +80,16 @@ async def _generate(admin: ClusterAdmin, args: argparse.Namespace) -> int:
     missing = sorted(set(topics) - {tp.topic for tp in current})
     if missing:
         raise ClusterAdminError(f"UNKNOWN_TOPIC_OR_PARTITION: topics {missing} do not exist")
-    unknown = sorted(set(args.brokers) - set(await admin.broker_ids()))
+    racks = await admin.broker_racks()
+    unknown = sorted(set(args.brokers) - set(racks))
     if unknown:
         raise ClusterAdminError(f"--broker-list names brokers that are not registered: {unknown}")
+    brokers = list(args.brokers) if args.disable_rack_aware else {b: racks[b] for b in args.brokers}
     print("Current partition replica assignment")
     print(plan_.format_assignment(current))
     print()
     print("Proposed partition reassignment configuration")
-    print(plan_.format_assignment(plan_.generate(current, args.brokers)))
+    print(plan_.format_assignment(plan_.generate(current, brokers)))
     return 0
 
 

@@ -138,8 +138,10 @@ def format_assignment(assignment: Mapping[TopicPartition, Iterable[int]]) -> str
         for tp, replicas in sorted(assignment.items())]}, separators=(",", ":"))
 
 
-def generate(current: Assignment, brokers: list[int], rng: random.Random | None = None) -> Assignment:
-    """``--generate``: each topic's partitions spread over ``brokers`` with Kafka's rack-unaware assignment,
+def generate(current: Assignment, brokers: list[int] | Mapping[int, str | None],
+             rng: random.Random | None = None) -> Assignment:
+    """``--generate``: each topic's partitions spread over ``brokers`` with Kafka's assignment (rack-aware when
+    ``brokers`` maps ids to racks and every rack is set, as ``--generate`` does unless ``--disable-rack-aware``),
     keeping each topic's replication factor (that of its partition 0)."""
     by_topic: dict[str, list[TopicPartition]] = {}
     for tp in sorted(current):

@@ -110,3 +110,17 @@ def test_move_state_lines_are_kafkas():
     assert not done
     assert plan.move_state_lines({(T0, 1): "/b"}, {(T0, 1): ("/b", None)}) == (
         ["Reassignment of replica t-0-1 completed successfully."], True)
+
+
+def test_generate_with_racks_puts_each_partition_in_distinct_racks():
+    racks = {1: "a", 2: "a", 3: "b", 4: "c"}
+    current = {TopicPartition("t", p): [1, 2, 3] for p in range(8)}
+    proposed = plan.generate(current, racks, rng=random.Random(7))
+    assert all(sorted(racks[b] for b in replicas) == ["a", "b", "c"] for replicas in proposed.values())
+    unaware = plan.generate(current, list(racks), rng=random.Random(7))
+    assert any(len({racks[b] for b in replicas}) < 3 for replicas in unaware.values())
+
+
+def test_disable_rack_aware_is_a_reassign_flag():
+    assert build_parser().parse_args(["--bootstrap-server", "h:1", "--generate", "--disable-rack-aware"]
+                                     ).disable_rack_aware
