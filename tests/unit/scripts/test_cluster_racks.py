@@ -43,7 +43,8 @@ def test_the_racks_survive_the_cluster_json_and_an_older_one_has_none(tmp_path):
 
 
 @pytest.mark.parametrize("racks", ["a,b", "a,b,c,d", "a,,b", "a,b,"])
-def test_racks_must_be_one_non_empty_rack_per_broker(tmp_path, capsys, racks):
+def test_racks_must_be_one_non_empty_rack_per_broker(tmp_path, capsys, monkeypatch, racks):
+    monkeypatch.setattr(Cluster, "up", lambda self, timeout=60.0: pytest.fail("a cluster was started"))
     with pytest.raises(SystemExit) as info:
         cli.main(["cluster", "up", "--brokers", "3", "--racks", racks, "--dir", str(tmp_path / "c")])
     assert info.value.code == 2
