@@ -205,6 +205,43 @@ def _checked_start(consumer: Consumer, rng: OffsetRange, fail_on_data_loss: bool
     return rng.from_offset
 
 
+class BatchMarker:
+    """Which streaming micro-batch a task's transaction wrote, kept where Kafka keeps things atomically with a
+    transaction: a committed offset. Group ``<transactional id>.<query id>`` (one per task of the query), partition 0 of
+    ``topic`` (an existing topic: the output's), offset ``batch id + 1``, sent with the rows in the task's
+    transaction (``send_offsets_to_transaction``). A task that re-runs a micro-batch whose transaction already
+    committed (the driver failed after the commit, before its checkpoint recorded the batch; or the task's
+    executor was lost after committing) finds its marker at or past the batch and writes nothing: exactly once
+    per (micro-batch, task) for deterministic queries. Read after ``init_transactions``, which fences an earlier
+    attempt and waits for its transaction to complete, with ``isolation.level=read_committed`` so a pending
+    transactional offset is waited for (KIP-447's require_stable), never missed."""
+
+    def __init__(self, params: dict[str, str], group: str, topic: str, batch_id: int):
+        self.params, self.group, self.topic, self.batch_id = params, group, topic, batch_id
+        self._consumer: Consumer | None = None
+
+    def consumer(self) -> Consumer:
+        if self._consumer is None:
+            self._consumer = Consumer({**self.params, "group.id": self.group, "enable.auto.commit": False,
+                                       "isolation.level": "read_committed"})
+        return self._consumer
+
+    def already_written(self) -> bool:
+        (committed,) = self.consumer().committed([TopicPartition(self.topic, 0)], timeout=TIMEOUT_S)
+        if committed.error is not None:
+            raise KafkaException(committed.error)
+        return committed.offset > self.batch_id
+
+    def send_in(self, producer: Producer) -> None:
+        producer.send_offsets_to_transaction([TopicPartition(self.topic, 0, self.batch_id + 1)],
+                                             self.consumer().consumer_group_metadata(), TIMEOUT_S)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+
 class RowProducer:
     """Produces rows with acks=all; ``close`` waits for every delivery and raises the first failure.
 
@@ -216,6 +253,7 @@ class RowProducer:
         config = {"acks": "all", "enable.idempotence": True, "linger.ms": 5, **params}
         if transactional_id is not None:
             config["transactional.id"] = transactional_id
+        self.params, self.transactional_id = params, transactional_id
         self.producer = Producer(config)
         self.transactional = transactional_id is not None
         if self.transactional:
@@ -223,6 +261,8 @@ class RowProducer:
             self.producer.begin_transaction()
         self.errors: list[str] = []
         self.count = 0
+        self.batch_marker: BatchMarker | None = None
+        self.finished = False  # the transaction was committed or aborted
 
     def _delivered(self, err, _message) -> None:
         if err is not None:
@@ -242,20 +282,30 @@ class RowProducer:
         self.producer.poll(0)
 
     def close(self) -> int:
-        remaining = self.producer.flush(TIMEOUT_S * 4)
-        if remaining:
-            self.abort()
-            raise RuntimeError(f"{remaining} records were not delivered within {TIMEOUT_S * 4:.0f} s")
-        if self.errors:
-            self.abort()
-            raise RuntimeError(f"{len(self.errors)} records failed: {self.errors[0]}")
-        if self.transactional:
-            self.producer.commit_transaction(TIMEOUT_S * 2)
-        return self.count
+        """Wait for every delivery, then (transactional) send the batch marker and commit; on any failure the
+        transaction is aborted and the error raised. Returns the rows sent."""
+        try:
+            remaining = self.producer.flush(TIMEOUT_S * 4)
+            if remaining:
+                raise RuntimeError(f"{remaining} records were not delivered within {TIMEOUT_S * 4:.0f} s")
+            if self.errors:
+                raise RuntimeError(f"{len(self.errors)} records failed: {self.errors[0]}")
+            if self.transactional:
+                if self.batch_marker is not None:
+                    self.batch_marker.send_in(self.producer)
+                self.producer.commit_transaction(TIMEOUT_S * 2)
+                self.finished = True
+            return self.count
+        finally:
+            self.abort()  # nothing left to do after a commit
+            if self.batch_marker is not None:
+                self.batch_marker.close()
 
     def abort(self) -> None:
-        """Roll the transaction back (nothing to do without one: acknowledged records stay)."""
-        if self.transactional:
+        """Roll the transaction back unless it ended already (nothing to do without one: acknowledged records
+        stay). Idempotent."""
+        if self.transactional and not self.finished:
+            self.finished = True
             try:
                 self.producer.abort_transaction(TIMEOUT_S * 2)
             except KafkaException as exc:  # fenced or already failed: the coordinator aborts it anyway

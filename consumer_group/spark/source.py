@@ -9,6 +9,7 @@ clients are opened inside ``read``); ``partitions()`` returning nothing still ru
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 from pyspark import TaskContext
@@ -32,6 +33,8 @@ SCHEMA = ("key binary, value binary, topic string, partition int, offset long, t
           "timestampType int")
 HEADERS = ", headers array<struct<key: string, value: binary>>"
 EARLIEST, LATEST = -2, -1
+# the local properties Spark's micro-batch execution gives its tasks
+BATCH_ID_PROPERTY, QUERY_ID_PROPERTY = "streaming.sql.batchId", "sql.streaming.queryId"
 
 
 class ZkafkaDataSource(DataSource):
@@ -173,10 +176,13 @@ class _Sink:
     With ``transactionalIdPrefix`` each task's rows are one Kafka transaction, committed when the task has
     sent them all (before Spark's driver-side commit, which cannot take over a task's open transaction):
     a task that fails aborts its transaction, and a retried or speculative attempt (same transactional id)
-    fences an earlier one still running; but an attempt that committed and was then retried (its executor
-    lost before reporting) commits again, and a job that fails keeps the transactions of the tasks that
-    finished. So read_committed readers never see a failed attempt's rows, and see each task's rows
-    all at once: at least once across task retries, exactly once per attempt."""
+    fences an earlier one still running. In a streaming query the transaction also carries the task's batch
+    marker (``kafka_io.BatchMarker``: the micro-batch id as a committed offset of a group of its own), so a
+    task that runs a micro-batch again after its transaction committed (its executor lost after the commit,
+    the driver failed before its checkpoint recorded the batch) writes nothing: exactly once per micro-batch
+    for deterministic queries. A batch write (no micro-batch id) that is retried after a task committed
+    commits that task's rows again (at least once), and a job that fails keeps the transactions of the tasks
+    that finished; read_committed readers never see a failed attempt's rows."""
 
     def __init__(self, options: SinkOptions, columns: list[str]):
         if "value" not in columns:
@@ -188,20 +194,46 @@ class _Sink:
 
     def write(self, iterator) -> _SinkMessage:
         prefix = self.options.transactional_id_prefix
+        context = TaskContext.get()
         producer = kafka_io.RowProducer(self.options.kafka_params, None if prefix is None else transactional_id(
-            prefix, TaskContext.get().partitionId()))
-        has = set(self.columns)
+            prefix, context.partitionId()))
         try:
-            for row in iterator:
-                topic = row["topic"] if "topic" in has and row["topic"] is not None else self.options.topic
-                producer.send(topic, _bytes(row["value"]), _bytes(row["key"]) if "key" in has else None,
-                              row["partition"] if "partition" in has else None,
-                              [(h["key"], _bytes(h["value"])) for h in row["headers"] or []]
-                              if "headers" in has else None)
+            rows = self._rows(iterator)
+            if prefix is not None and self.streaming:
+                rows = self._unless_written(producer, rows, context.getLocalProperty(QUERY_ID_PROPERTY),
+                                            int(context.getLocalProperty(BATCH_ID_PROPERTY)))
+            for topic, value, key, partition, headers in rows:
+                producer.send(topic, value, key, partition, headers)
+            return _SinkMessage(producer.close())
         except BaseException:
             producer.abort()
             raise
-        return _SinkMessage(producer.close())
+
+    @staticmethod
+    def _unless_written(producer: kafka_io.RowProducer, rows: Iterator[tuple], query_id: str | None,
+                        batch_id: int) -> Iterator[tuple]:
+        """``rows``, or nothing when this task's transaction for ``batch_id`` already committed
+        (``kafka_io.BatchMarker``, then sent in the transaction); a task with no rows marks nothing. The
+        marker's group names the query (its id lives in the checkpoint), so a new checkpoint starts afresh."""
+        first = next(rows, None)
+        if first is None:
+            return iter(())
+        group = producer.transactional_id if query_id is None else f"{producer.transactional_id}.{query_id}"
+        marker = kafka_io.BatchMarker(producer.params, group, first[0], batch_id)
+        if marker.already_written():
+            marker.close()
+            return iter(())
+        producer.batch_marker = marker
+        return itertools.chain([first], rows)
+
+    def _rows(self, iterator) -> Iterator[tuple]:
+        """``(topic, value, key, partition, headers)`` of each row."""
+        has = set(self.columns)
+        for row in iterator:
+            topic = row["topic"] if "topic" in has and row["topic"] is not None else self.options.topic
+            yield (topic, _bytes(row["value"]), _bytes(row["key"]) if "key" in has else None,
+                   row["partition"] if "partition" in has else None,
+                   [(h["key"], _bytes(h["value"])) for h in row["headers"] or []] if "headers" in has else None)
 
 
 def _bytes(value) -> bytes | None:
@@ -213,10 +245,12 @@ def _bytes(value) -> bytes | None:
 
 
 class ZkafkaWriter(_Sink, DataSourceWriter):
-    pass
+    streaming = False
 
 
 class ZkafkaStreamWriter(_Sink, DataSourceStreamWriter):
+    streaming = True
+
     def commit(self, messages, batchId) -> None:
         """Each task flushed with acks=all before reporting: nothing is left to commit."""
 

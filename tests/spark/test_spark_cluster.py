@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.local.cluster import running_cluster
@@ -104,31 +104,62 @@ def committed_output(folder: Path) -> list[tuple[int, int, str]]:
     return rows
 
 
-def batches_done(folder: Path) -> int:
-    log_dir = folder / "_spark_metadata"
-    return len([p for p in log_dir.iterdir() if p.name.split(".")[0].isdigit()]) if log_dir.is_dir() else 0
+def committed_topic(kafka, topic: str, partitions: int) -> list[tuple[int, int, str]]:
+    """Every committed record of ``topic`` (read_committed, to the end), as ``(-1, -1, value)``: the copy
+    wrote values only."""
+    reader = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "check", "enable.partition.eof": True,
+                       "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    reader.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values, ended = [], set()
+    try:
+        while len(ended) < partitions:
+            message = reader.poll(10)
+            assert message is not None, f"no end of {topic} within 10 s"
+            if message.error() is None:
+                values.append((-1, -1, message.value().decode()))
+            elif message.error().code() == KafkaError._PARTITION_EOF:
+                ended.add(message.partition())
+            else:
+                raise AssertionError(message.error())
+    finally:
+        reader.close()
+    return values
 
 
-@pytest.mark.parametrize("trigger,kill_leader", [("processing-time", True), ("available-now", False)])
-def test_streaming_copy_is_exactly_once_through_faults(kafka, spark, cache_dir, tmp_path, trigger, kill_leader):
-    """processing-time: an executor kill, then a partition leader's; available-now: an executor kill."""
-    topic = f"spark-stream-{trigger}"
+@pytest.mark.parametrize("trigger,kill_leader,sink", [("processing-time", True, "files"),
+                                                      ("available-now", False, "files"),
+                                                      ("available-now", False, "topic")])
+def test_streaming_copy_is_exactly_once_through_faults(kafka, spark, cache_dir, tmp_path, trigger, kill_leader, sink):
+    """processing-time: an executor kill, then a partition leader's; available-now: an executor kill, into Spark's
+    file sink or a zkafka topic with transactionalIdPrefix (each task's batch marker: kafka_io.BatchMarker)."""
+    topic = f"spark-stream-{trigger}-{sink}"
     acked = make_topic(kafka, topic, 4, 16_000)
     output, log = tmp_path / "out", tmp_path / "copy.log"
+    if sink == "topic":
+        admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+        admin.create_topics([NewTopic(f"{topic}-out", 4, 3)])[f"{topic}-out"].result(60)
+        target = ["--output-topic", f"{topic}-out", "--transactional-id-prefix", f"{topic}-copy"]
+    else:
+        target = ["--output", str(output)]
     process = start(spark.master_url, "zkafka:copy",
                     ["--bootstrap-server", kafka.bootstrap_servers, "--topic", topic,
-                     "--checkpoint", str(tmp_path / "checkpoint"), "--output", str(output),
+                     "--checkpoint", str(tmp_path / "checkpoint"), *target,
                      "--trigger", trigger, "--interval-s", "0.5", "--max-offsets-per-trigger", "800"],
                     conf=EXECUTOR, cache_dir=cache_dir, log=log)
+
+    def batches() -> int:
+        """Micro-batches the query committed (its checkpoint's commit log)."""
+        return len(list((tmp_path / "checkpoint" / "commits").glob("[0-9]*")))
+
     try:
-        wait_for(lambda: batches_done(output) >= 3, timeout=TIMEOUT, what="three committed micro-batches")
+        wait_for(lambda: batches() >= 3, timeout=TIMEOUT,
+                 what="three committed micro-batches")
         victims = spark.executor_pids()
         assert victims, "no executor JVM runs"
         spark.kill_executor(victims[0])
         if kill_leader:
-            done = batches_done(output)
-            wait_for(lambda: batches_done(output) >= done + 3, timeout=TIMEOUT,
-                     what="three more micro-batches after the executor kill")
+            done = batches()
+            wait_for(lambda: batches() >= done + 3, timeout=TIMEOUT, what="three more micro-batches after the kill")
             admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
             leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
             kafka.signal_broker(leader, signal.SIGKILL)
@@ -141,7 +172,11 @@ def test_streaming_copy_is_exactly_once_through_faults(kafka, spark, cache_dir, 
             kafka.wait_until_ready(timeout=TIMEOUT)
     assert victims[0] not in spark.executor_pids()
     assert job_result(log)["records"] == len(acked)  # the micro-batches' input rows, each batch counted once
-    rows = committed_output(output)
-    seen = [(p, o) for p, o, _ in rows]
-    assert len(seen) == len(set(seen)), "a record appears twice in the committed output"
-    assert {(p, o): v.encode() for p, o, v in rows} == acked
+    if sink == "files":
+        rows = committed_output(output)
+        seen = [(p, o) for p, o, _ in rows]
+        assert len(seen) == len(set(seen)), "a record appears twice in the committed output"
+        assert {(p, o): v.encode() for p, o, v in rows} == acked
+    else:
+        assert sorted(v for _, _, v in committed_topic(kafka, f"{topic}-out", 4)) == sorted(
+            v.decode() for v in acked.values())

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from consumer_group.spark import local_session, register
@@ -172,3 +173,49 @@ def test_a_sink_task_failing_mid_write_aborts_its_transaction(spark, cluster):
     assert ends[0] == len(good) + 1  # the rows and the ABORT marker
     assert values(spark, cluster, topic, **{"kafka.isolation.level": "read_committed"}) == []
     assert values(spark, cluster, topic, **{"kafka.isolation.level": "read_uncommitted"}) == sorted(good)
+
+
+def copy_stream(spark, cluster: Cluster, source: str, target: str, checkpoint: Path, prefix: str | None) -> None:
+    """One availableNow run of a streaming copy ``source`` -> ``target`` (two micro-batches of 10 rows)."""
+    stream = (spark.readStream.format("zkafka").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+              .option("subscribe", source).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "10")
+              .load().selectExpr("value"))
+    writer = (stream.writeStream.format("zkafka").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+              .option("topic", target).option("checkpointLocation", str(checkpoint)).trigger(availableNow=True))
+    if prefix is not None:
+        writer = writer.option("transactionalIdPrefix", prefix)
+    query = writer.start()
+    assert query.awaitTermination(120), "the availableNow query did not finish"
+    assert query.exception() is None, query.exception()
+
+
+@pytest.mark.parametrize("prefix,copies_of_the_rerun_batch", [("spark-eos", 1), (None, 2)])
+def test_a_micro_batch_run_again_after_its_sink_commit_is_written_once(spark, cluster, tmp_path, prefix,
+                                                                       copies_of_the_rerun_batch):
+    """The driver fails after the sink committed micro-batch 1 and before its checkpoint recorded it (its
+    ``commits/1`` file is missing): the restarted query runs batch 1 again with the same offsets. With
+    ``transactionalIdPrefix`` each task finds its batch marker (the transaction's committed offset) at batch 1
+    and writes nothing: every source record once. Without it the batch is written twice (at least once)."""
+    source, target = f"eos-in-{prefix}", f"eos-out-{prefix}"
+    create_topic(cluster, source)
+    create_topic(cluster, target)
+    plain = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(20):
+        plain.produce(source, value=f"r{i:02d}".encode())
+    assert plain.flush(30) == 0
+    checkpoint = tmp_path / "checkpoint"
+    copy_stream(spark, cluster, source, target, checkpoint, prefix)
+    assert sorted(p.name for p in (checkpoint / "commits").iterdir() if not p.name.startswith(".")) == ["0", "1"]
+    for name in ("1", ".1.crc"):  # the commit and its checksum: as if the driver died before writing them
+        (checkpoint / "commits" / name).unlink()
+    copy_stream(spark, cluster, source, target, checkpoint, prefix)
+    wait_for(lambda: stable(cluster.bootstrap_servers, target), 30, f"LSO == high watermark on {target}", 0.2)
+    if prefix is not None:  # the task's marker: group <transactional id>.<query id>, batch 1 -> offset 2
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        groups = [g.group_id for g in admin.list_consumer_groups().result(30).valid]
+        (marker,) = [g for g in groups if g.startswith(f"{prefix}-0.")]
+        offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(marker)])[marker].result(30)
+        assert [(tp.topic, tp.partition, tp.offset) for tp in offsets.topic_partitions] == [(target, 0, 2)]
+    rerun = [f"r{i:02d}" for i in range(10, 20)]
+    expected = sorted([f"r{i:02d}" for i in range(10)] + rerun * copies_of_the_rerun_batch)
+    assert values(spark, cluster, target, **{"kafka.isolation.level": "read_committed"}) == expected
