@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -108,6 +110,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.job == "copy" and bool(args.output) == bool(args.output_topic):
         parser.error("copy needs exactly one of --output and --output-topic")
+    if args.job == "copy":  # relative to where `zkafka spark submit` was run, not to spark-submit's folder
+        base = Path(os.environ.get("ZKAFKA_SUBMIT_CWD", os.getcwd()))
+        args.checkpoint = str(base / args.checkpoint)
+        args.output = args.output and str(base / args.output)
     return args
 
 

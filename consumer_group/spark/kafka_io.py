@@ -207,14 +207,16 @@ def _checked_start(consumer: Consumer, rng: OffsetRange, fail_on_data_loss: bool
 
 class BatchMarker:
     """Which streaming micro-batch a task's transaction wrote, kept where Kafka keeps things atomically with a
-    transaction: a committed offset. Group ``<transactional id>.<query id>`` (one per task of the query), partition 0 of
-    ``topic`` (an existing topic: the output's), offset ``batch id + 1``, sent with the rows in the task's
+    transaction: a committed offset. Group ``<transactional id>.<query id>`` (one per task of the query),
+    partition 0 of ``topic`` (the sink's ``topic`` option), offset ``batch id + 1``, sent with the rows in the task's
     transaction (``send_offsets_to_transaction``). A task that re-runs a micro-batch whose transaction already
     committed (the driver failed after the commit, before its checkpoint recorded the batch; or the task's
     executor was lost after committing) finds its marker at or past the batch and writes nothing: exactly once
     per (micro-batch, task) for deterministic queries. Read after ``init_transactions``, which fences an earlier
     attempt and waits for its transaction to complete, with ``isolation.level=read_committed`` so a pending
-    transactional offset is waited for (KIP-447's require_stable), never missed."""
+    transactional offset is waited for (KIP-447's require_stable), never missed. Markers are committed offsets:
+    they expire with ``offsets.retention.minutes`` (7 days) like any group's, so a query stopped longer than that
+    in the middle of a micro-batch may write that batch again."""
 
     def __init__(self, params: dict[str, str], group: str, topic: str, batch_id: int):
         self.params, self.group, self.topic, self.batch_id = params, group, topic, batch_id
@@ -297,13 +299,13 @@ class RowProducer:
                 self.finished = True
             return self.count
         finally:
-            self.abort()  # nothing left to do after a commit
-            if self.batch_marker is not None:
-                self.batch_marker.close()
+            self.abort()  # after a commit: only the marker's client to close
 
     def abort(self) -> None:
         """Roll the transaction back unless it ended already (nothing to do without one: acknowledged records
-        stay). Idempotent."""
+        stay); close the batch marker's client. Idempotent."""
+        if self.batch_marker is not None:
+            self.batch_marker.close()
         if self.transactional and not self.finished:
             self.finished = True
             try:

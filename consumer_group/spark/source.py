@@ -209,18 +209,25 @@ class _Sink:
             producer.abort()
             raise
 
-    @staticmethod
-    def _unless_written(producer: kafka_io.RowProducer, rows: Iterator[tuple], query_id: str | None,
+    def _unless_written(self, producer: kafka_io.RowProducer, rows: Iterator[tuple], query_id: str | None,
                         batch_id: int) -> Iterator[tuple]:
         """``rows``, or nothing when this task's transaction for ``batch_id`` already committed
-        (``kafka_io.BatchMarker``, then sent in the transaction); a task with no rows marks nothing. The
-        marker's group names the query (its id lives in the checkpoint), so a new checkpoint starts afresh."""
+        (``kafka_io.BatchMarker`` on the ``topic`` option's partition 0, then sent in the transaction); a task
+        with no rows marks nothing. The marker's group names the query (its id lives in the checkpoint), so a
+        new checkpoint starts afresh."""
+        if query_id is None:
+            raise RuntimeError(f"no {QUERY_ID_PROPERTY} in the task's properties: cannot mark the micro-batch")
         first = next(rows, None)
         if first is None:
             return iter(())
-        group = producer.transactional_id if query_id is None else f"{producer.transactional_id}.{query_id}"
-        marker = kafka_io.BatchMarker(producer.params, group, first[0], batch_id)
-        if marker.already_written():
+        marker = kafka_io.BatchMarker(producer.params, f"{producer.transactional_id}.{query_id}", self.options.topic,
+                                      batch_id)
+        try:
+            written = marker.already_written()
+        except BaseException:
+            marker.close()
+            raise
+        if written:
             marker.close()
             return iter(())
         producer.batch_marker = marker
@@ -251,8 +258,15 @@ class ZkafkaWriter(_Sink, DataSourceWriter):
 class ZkafkaStreamWriter(_Sink, DataSourceStreamWriter):
     streaming = True
 
+    def __init__(self, options: SinkOptions, columns: list[str]):
+        super().__init__(options, columns)
+        if options.transactional_id_prefix is not None and options.topic is None:
+            raise ValueError("Option 'transactionalIdPrefix': a streaming query's transactional writes need the "
+                             "'topic' option (each task's micro-batch marker lives on its partition 0)")
+
     def commit(self, messages, batchId) -> None:
-        """Each task flushed with acks=all before reporting: nothing is left to commit."""
+        """Each task flushed with acks=all (and committed its transaction) before reporting: nothing is left."""
 
     def abort(self, messages, batchId) -> None:
-        """Records already acknowledged stay (committed transactions too): at least once."""
+        """Records already acknowledged stay: at least once without transactionalIdPrefix; with it a re-run of
+        the batch finds each committed task's marker and skips it."""

@@ -19,8 +19,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.local.cluster import running_cluster
 from scripts.local.spark.standalone import SparkClusterSpec, SparkStandaloneCluster
-from scripts.local.spark.submit import job_result, start, submit
+from scripts.local.spark.submit import job_result, start, stop, submit
 from tests.integration.conditions import wait_for
+from tests.integration.txn_support import stable
 
 TIMEOUT = 180
 EXECUTOR = {"spark.executor.memory": "512m", "spark.executor.cores": "1"}
@@ -106,7 +107,10 @@ def committed_output(folder: Path) -> list[tuple[int, int, str]]:
 
 def committed_topic(kafka, topic: str, partitions: int) -> list[tuple[int, int, str]]:
     """Every committed record of ``topic`` (read_committed, to the end), as ``(-1, -1, value)``: the copy
-    wrote values only."""
+    wrote values only. EndTxn is answered before the markers are written, so first the last stable offset
+    must reach the high watermark everywhere (a read_committed reader's end is the LSO)."""
+    wait_for(lambda: stable(kafka.bootstrap_servers, topic, partitions), timeout=60,
+             what=f"every transaction on {topic} completed (LSO == high watermark)")
     reader = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "check", "enable.partition.eof": True,
                        "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
     reader.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
@@ -151,25 +155,27 @@ def test_streaming_copy_is_exactly_once_through_faults(kafka, spark, cache_dir, 
         """Micro-batches the query committed (its checkpoint's commit log)."""
         return len(list((tmp_path / "checkpoint" / "commits").glob("[0-9]*")))
 
+    leader = None
     try:
-        wait_for(lambda: batches() >= 3, timeout=TIMEOUT,
-                 what="three committed micro-batches")
+        wait_for(lambda: batches() >= 3, timeout=TIMEOUT, what="three committed micro-batches")
         victims = spark.executor_pids()
-        assert victims, "no executor JVM runs"
+        assert victims and process.poll() is None, "the query should be running, on executors"
         spark.kill_executor(victims[0])
+        done = batches()
+        wait_for(lambda: batches() >= done + 2, timeout=TIMEOUT, what="two more micro-batches after the executor kill")
         if kill_leader:
-            done = batches()
-            wait_for(lambda: batches() >= done + 3, timeout=TIMEOUT, what="three more micro-batches after the kill")
             admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
             leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+            assert process.poll() is None, "the query should still be running when the leader dies"
             kafka.signal_broker(leader, signal.SIGKILL)
         assert process.wait(TIMEOUT) == 0, log.read_text()[-3000:]
     finally:
         if process.poll() is None:
-            process.kill()
-        if kill_leader:  # the module's next test needs three brokers again
+            stop(process)
+        if leader is not None:  # the module's next test needs three brokers again
             kafka.start_broker(leader)
             kafka.wait_until_ready(timeout=TIMEOUT)
+    assert "Lost executor" in log.read_text(errors="replace") or "ExecutorLost" in log.read_text(errors="replace")
     assert victims[0] not in spark.executor_pids()
     assert job_result(log)["records"] == len(acked)  # the micro-batches' input rows, each batch counted once
     if sink == "files":

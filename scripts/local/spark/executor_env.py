@@ -22,6 +22,7 @@ import re
 import sys
 import sysconfig
 import tarfile
+import tempfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -82,7 +83,18 @@ def pack(cache_dir: Path) -> Path:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
+    handle, name = tempfile.mkstemp(prefix=target.name, suffix=".partial", dir=target.parent)
+    os.close(handle)
+    partial = Path(name)  # one per packer: two packing at once each rename a whole archive into place
+    try:
+        _write_archive(partial, dists)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def _write_archive(partial: Path, dists: list[metadata.Distribution]) -> None:
     site = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
     with tarfile.open(partial, "w:gz", compresslevel=1) as tar:
         _add_bytes(tar, "pyvenv.cfg", _pyvenv_cfg().encode())
@@ -94,8 +106,6 @@ def pack(cache_dir: Path) -> Path:
                 path = Path(dist.locate_file(file))
                 if path.is_file() and "__pycache__" not in file.parts and not str(file).startswith(".."):
                     tar.add(path, f"{site}/{file}", recursive=False)
-    os.replace(partial, target)
-    return target
 
 
 def _pyvenv_cfg() -> str:

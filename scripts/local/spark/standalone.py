@@ -99,6 +99,8 @@ class SparkStandaloneCluster:
     def up(self, timeout: float = 90.0) -> "SparkStandaloneCluster":
         """Start the master and the workers; return once every worker is ALIVE at the master."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        if (self.dir / "spark-cluster.json").exists() and SparkStandaloneCluster(self.dir).running_pids():
+            raise SparkClusterError(f"a Spark cluster already runs from {self.dir} (zkafka spark down --dir {self.dir})")
         s = self.spec
         s.master_pid = self._spawn(["org.apache.spark.deploy.master.Master", "--host", s.host, "--port",
                                     str(s.master_port), "--webui-port", str(s.master_webui_port)],
@@ -154,16 +156,26 @@ class SparkStandaloneCluster:
     def kill_executor(self, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
+    def running_pids(self) -> list[int]:
+        """This cluster's live JVMs: its executors, then the recorded master and workers whose command line is
+        still a Spark daemon of this master (a recorded pid reused by another process is left alone)."""
+        recorded = [p for p in (*self.spec.worker_pids, self.spec.master_pid) if p]
+        ours = [p for p in recorded if _alive(p) and "org.apache.spark.deploy." in _cmdline(p)
+                and str(self.spec.master_port) in _cmdline(p)]
+        return [*self.executor_pids(), *ours]
+
     def down(self) -> None:
-        """Stop the workers (their executors with them) and the master: SIGTERM, then SIGKILL after 10 s."""
-        pids = [*self.executor_pids(), *self.spec.worker_pids, self.spec.master_pid]
-        for pid in filter(None, pids):
+        """Stop the workers (their executors with them) and the master: SIGTERM, then SIGKILL after 10 s; the
+        cluster's file goes, so a second ``down`` does nothing."""
+        pids = self.running_pids()
+        for pid in pids:
             _signal_group(pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
-        while any(_alive(p) for p in filter(None, pids)) and time.monotonic() < deadline:
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
-        for pid in filter(None, pids):
+        for pid in pids:
             _signal_group(pid, signal.SIGKILL)
+        (self.dir / "spark-cluster.json").unlink(missing_ok=True)
 
 
 def _cmdline(pid: int) -> str:
@@ -183,10 +195,12 @@ def _alive(pid: int) -> bool:
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """``sig`` to ``pid``'s process group (the daemons run in sessions of their own), never to ours."""
     try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
+        group = os.getpgid(pid)
+        if group == os.getpgrp():
             os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
+        else:
+            os.killpg(group, sig)
+    except ProcessLookupError:
+        pass

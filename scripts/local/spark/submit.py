@@ -29,6 +29,7 @@ from scripts.local.spark.standalone import spark_home
 JOBS = Path(__file__).resolve().parents[3] / "consumer_group" / "spark" / "jobs.py"
 DEFAULT_CACHE = Path.home() / ".cache" / "zkafka" / "spark"
 RESULT_PREFIX = "ZKAFKA-JOB-RESULT "
+KEEP_CODE_ZIPS = 5
 
 
 def on_loopback(master: str) -> bool:
@@ -69,14 +70,16 @@ def driver_dir(env_archive: Path) -> Path:
     run_dir = env_archive.with_name(env_archive.name.removesuffix(".tar.gz") + ".driver")
     if not (run_dir / ENV_NAME).is_dir():
         partial = Path(tempfile.mkdtemp(dir=env_archive.parent))
-        with tarfile.open(env_archive) as tar:
-            tar.extractall(partial / ENV_NAME, filter="tar")
-        run_dir.mkdir(exist_ok=True)
         try:
-            os.rename(partial / ENV_NAME, run_dir / ENV_NAME)
-        except OSError:  # another submission got there first
-            pass
-        shutil.rmtree(partial, ignore_errors=True)
+            with tarfile.open(env_archive) as tar:
+                tar.extractall(partial / ENV_NAME, filter="tar")
+            run_dir.mkdir(exist_ok=True)
+            try:
+                os.rename(partial / ENV_NAME, run_dir / ENV_NAME)
+            except OSError:  # another submission got there first
+                pass
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
     return run_dir
 
 
@@ -89,8 +92,10 @@ def start(master: str, app: str, app_args: Sequence[str], *, conf: Mapping[str, 
     run_dir = driver_dir(env_archive)
     code = _content_named(code_zip(run_dir / f"zkafka-code-{os.getpid()}-{time.monotonic_ns()}.partial"))
     command = submit_command(master, app, app_args, env_archive=env_archive, code=code, conf=conf)
-    # the driver JVM's own Python workers (a streaming source's planner) see --py-files only through this
-    env = dict(os.environ, SPARK_HOME=str(spark_home()), PYTHONPATH=str(code))
+    # the driver JVM's own Python workers (a streaming source's planner) see --py-files only through PYTHONPATH;
+    # zkafka's jobs resolve their relative paths against the caller's folder (spark-submit runs in run_dir)
+    env = dict(os.environ, SPARK_HOME=str(spark_home()), ZKAFKA_SUBMIT_CWD=os.getcwd(),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])))
     if on_loopback(master):
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
     out = None
@@ -109,19 +114,37 @@ def _content_named(path: Path) -> Path:
     """``path`` renamed after its contents' hash (one file per code version however often it is submitted)."""
     named = path.with_name(f"zkafka-code-{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}.zip")
     os.replace(path, named)
+    named.touch()  # newest use: the ones not used for longest go first
+    for old in sorted(path.parent.glob("zkafka-code-*.zip"), key=lambda p: p.stat().st_mtime)[:-KEEP_CODE_ZIPS]:
+        old.unlink(missing_ok=True)
     return named
 
 
 def submit(master: str, app: str, app_args: Sequence[str], *, conf: Mapping[str, str] = {},
            cache_dir: Path = DEFAULT_CACHE, log: Path | None = None, timeout: float | None = None) -> int:
-    """``start`` and wait: spark-submit's exit code (the process group is killed after ``timeout``)."""
+    """``start`` and wait: spark-submit's exit code. After ``timeout``, or when the wait is interrupted (Ctrl-C:
+    spark-submit runs in a session of its own, so the terminal's signal does not reach it), its process group
+    is stopped: SIGTERM, then SIGKILL after 10 s."""
     process = start(master, app, app_args, conf=conf, cache_dir=cache_dir, log=log)
     try:
         return process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    except BaseException:
+        stop(process)
         raise
+
+
+def stop(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """Stop a ``start``ed spark-submit and everything in its process group (the driver's Python workers)."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def job_result(log: Path) -> dict | None:

@@ -5,6 +5,8 @@ delivery, aborts the transaction instead and ``close`` raises. Without a transac
 made at all."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
@@ -135,3 +137,87 @@ def test_without_a_transactional_id_no_transaction_calls_are_made():
     with pytest.raises(RuntimeError, match="records failed"):
         rows.close()
     assert transaction_calls(fake) == ["flush", "flush"]
+
+
+class FakeMarker:
+    """BatchMarker as RowProducer uses it: ``send_in`` adds the offsets to the transaction, ``close`` the client."""
+
+    def __init__(self, fake: FakeProducer):
+        self.fake, self.closed = fake, 0
+
+    def send_in(self, producer):
+        assert producer is self.fake
+        self.fake.calls.append("send_offsets_to_transaction")
+
+    def close(self):
+        self.closed += 1
+
+
+def test_the_batch_marker_goes_in_the_transaction_before_the_commit_and_its_client_is_closed():
+    rows, fake = transactional()
+    rows.batch_marker = marker = FakeMarker(fake)
+    rows.send("out", b"v0")
+    assert rows.close() == 1
+    assert transaction_calls(fake) == ["init_transactions", "begin_transaction", "flush",
+                                       "send_offsets_to_transaction", "commit_transaction"]
+    assert marker.closed >= 1
+    rows.abort()  # after the commit: nothing to roll back
+    assert "abort_transaction" not in fake.calls
+
+
+def test_a_failed_close_sends_no_marker_and_aborts_once():
+    rows, fake = transactional()
+    rows.batch_marker = marker = FakeMarker(fake)
+    fake.fail = {b"bad"}
+    rows.send("out", b"bad")
+    with pytest.raises(RuntimeError, match="records failed"):
+        rows.close()
+    rows.abort()  # the task's own abort after the failure: idempotent
+    assert transaction_calls(fake).count("abort_transaction") == 1
+    assert "send_offsets_to_transaction" not in fake.calls and marker.closed >= 1
+
+
+class FakeConsumer:
+    """The marker's consumer: ``committed`` answers ``offset`` for the slot; records what it was asked."""
+
+    def __init__(self, config, offset=-1001, error=None):
+        self.config, self.offset, self.error, self.asked, self.closed = config, offset, error, [], False
+
+    def committed(self, partitions, timeout=None):
+        self.asked.extend((tp.topic, tp.partition) for tp in partitions)
+        return [SimpleNamespace(offset=self.offset, error=self.error)]
+
+    def consumer_group_metadata(self):
+        return f"metadata of {self.config['group.id']}"
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("committed,batch,written", [(-1001, 0, False), (1, 0, True), (1, 1, False), (3, 1, True)])
+def test_a_marker_at_or_past_the_batch_means_written(monkeypatch, committed, batch, written):
+    made = []
+    monkeypatch.setattr(kafka_io, "Consumer", lambda config: made.append(FakeConsumer(config, committed)) or made[-1])
+    marker = kafka_io.BatchMarker({"bootstrap.servers": "h:1"}, "app-3.q", "out", batch)
+    assert marker.already_written() is written
+    (consumer,) = made
+    assert consumer.config["group.id"] == "app-3.q" and consumer.config["isolation.level"] == "read_committed"
+    assert consumer.asked == [("out", 0)]
+    marker.close()
+    assert consumer.closed
+
+
+def test_the_marker_commits_batch_plus_one_for_its_group(monkeypatch):
+    monkeypatch.setattr(kafka_io, "Consumer", FakeConsumer)
+    sent = []
+    producer = SimpleNamespace(send_offsets_to_transaction=lambda offsets, metadata, timeout: sent.append(
+        ([(tp.topic, tp.partition, tp.offset) for tp in offsets], metadata)))
+    kafka_io.BatchMarker({"bootstrap.servers": "h:1"}, "app-3.q", "out", 7).send_in(producer)
+    assert sent == [([("out", 0, 8)], "metadata of app-3.q")]
+
+
+def test_a_marker_that_cannot_be_read_raises(monkeypatch):
+    monkeypatch.setattr(kafka_io, "Consumer", lambda config: FakeConsumer(
+        config, error=KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED)))
+    with pytest.raises(KafkaException):
+        kafka_io.BatchMarker({"bootstrap.servers": "h:1"}, "g", "out", 0).already_written()

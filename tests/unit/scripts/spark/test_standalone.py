@@ -105,3 +105,39 @@ def test_a_master_that_does_not_answer_has_no_state(tmp_path, monkeypatch):
         cluster = SparkStandaloneCluster(tmp_path, SparkClusterSpec(master_webui_port=port))
         assert cluster.state() is None
         assert cluster.alive_workers() == 0
+
+
+def test_recorded_pids_that_are_no_longer_this_clusters_daemons_are_left_alone(tmp_path, monkeypatch):
+    """A pid from spark-cluster.json that now belongs to another process (reused after a reboot, say) is not
+    this cluster's: running_pids leaves it out, so down never signals it."""
+    me = os.getpid()
+    spec = standalone.SparkClusterSpec(workers=1, master_port=17077, master_webui_port=18180, worker_pids=[me],
+                                       master_pid=me)
+    cluster = standalone.SparkStandaloneCluster(tmp_path, spec)
+    monkeypatch.setattr(standalone, "_cmdline", lambda pid: "python -m pytest")
+    assert cluster.running_pids() == []
+    monkeypatch.setattr(standalone, "_cmdline",
+                        lambda pid: "java org.apache.spark.deploy.worker.Worker spark://127.0.0.1:17077")
+    assert cluster.running_pids() == [me, me]
+    monkeypatch.setattr(standalone, "_cmdline",
+                        lambda pid: "java org.apache.spark.deploy.worker.Worker spark://127.0.0.1:27077")
+    assert cluster.running_pids() == []  # another cluster's worker
+
+
+def test_down_forgets_the_cluster_and_a_second_down_is_a_clear_error(tmp_path, monkeypatch):
+    spec = standalone.SparkClusterSpec(workers=1, master_port=17077, master_webui_port=18180, worker_pids=[],
+                                       master_pid=None)
+    (tmp_path / "spark-cluster.json").write_text(json.dumps(asdict(spec)))
+    standalone.SparkStandaloneCluster(tmp_path).down()
+    assert not (tmp_path / "spark-cluster.json").exists()
+    with pytest.raises(standalone.SparkClusterError, match="zkafka spark up"):
+        standalone.SparkStandaloneCluster(tmp_path)
+
+
+def test_up_refuses_a_dir_whose_cluster_still_runs(tmp_path, monkeypatch):
+    spec = standalone.SparkClusterSpec(workers=1, master_port=17077, master_webui_port=18180)
+    (tmp_path / "spark-cluster.json").write_text(json.dumps(asdict(spec)))
+    monkeypatch.setattr(standalone.SparkStandaloneCluster, "running_pids", lambda self: [12345])
+    monkeypatch.setattr(standalone.SparkStandaloneCluster, "_spawn", lambda *a: pytest.fail("started a JVM"))
+    with pytest.raises(standalone.SparkClusterError, match="already runs"):
+        standalone.SparkStandaloneCluster(tmp_path, spec).up()
