@@ -34,6 +34,7 @@ TIMEOUT_S = 30.0
 OFFSETS_TIMEOUT_S = 10.0  # one attempt at a partition's offsets (watermarks retries)
 POLL_S = 0.5
 BATCH = 5000
+FETCH_QUEUE_BACKOFF_MS = "10"
 STALL_S = 60.0
 # librdkafka's timestamp types -> Spark's timestampType (0 CreateTime, 1 LogAppendTime)
 _TIMESTAMP_TYPES = {1: 0, 2: 1}
@@ -49,7 +50,10 @@ class DataLossError(RuntimeError):
 
 
 def _consumer(params: dict[str, str]) -> Consumer:
-    return Consumer({**params, "group.id": params.get("group.id", f"spark-zkafka-{uuid.uuid4().hex}"),
+    # fetch.queue.backoff.ms: librdkafka pauses a partition's fetches that long (1 s by default) once its local
+    # queue holds queued.min.messages; a task drains that queue at once, so it should not wait (bench spark-cluster)
+    return Consumer({"fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS, **params,
+                     "group.id": params.get("group.id", f"spark-zkafka-{uuid.uuid4().hex}"),
                      "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "error"})
 
 
@@ -148,8 +152,10 @@ def read_chunks(params: dict[str, str], rng: OffsetRange, fail_on_data_loss: boo
             return
         consumer.assign([TopicPartition(rng.topic, rng.partition, start)])
         deadline = time.monotonic() + STALL_S
+        next_offset = start
         while True:
-            messages = consumer.consume(BATCH, timeout=POLL_S)
+            # never ask for more than the range holds: consume() would wait out POLL_S for the rest
+            messages = consumer.consume(max(1, min(BATCH, rng.until_offset - next_offset)), timeout=POLL_S)
             if messages:
                 deadline = time.monotonic() + STALL_S
             elif time.monotonic() > deadline:
@@ -157,6 +163,7 @@ def read_chunks(params: dict[str, str], rng: OffsetRange, fail_on_data_loss: boo
                 return
             chunk, done = _in_range(messages, rng)
             if chunk:
+                next_offset = chunk[-1].offset() + 1
                 yield chunk
             if done:
                 return

@@ -6,7 +6,7 @@ by its ``run``.
 from __future__ import annotations
 
 from scripts.bench.commands import (clients, cluster, formats, group, http, mirror, quotas, reassign, replication,
-                                    scale, security, spark, storage, suite, testcontainers, txn)
+                                    scale, security, spark, spark_cluster, storage, suite, testcontainers, txn)
 
-COMMANDS = (storage, cluster, clients, replication, group, spark, http, suite, security, reassign, formats, txn, scale,
-            testcontainers, quotas, mirror)
+COMMANDS = (storage, cluster, clients, replication, group, spark, spark_cluster, http, suite, security, reassign,
+            formats, txn, scale, testcontainers, quotas, mirror)
