@@ -7,16 +7,18 @@ import json
 import pytest
 
 from scripts.bench import spark_cluster as sc
+from scripts.bench import spark_cluster_cpu as sc_cpu
+from scripts.bench import spark_cluster_report as sc_report
 from scripts.bench.procstat import CLOCK_TICKS
 from scripts.cli import main
 
-ROLES = sc.Roles(broker=100, zookeeper=101, harness=10, master=200, workers=frozenset({201, 202}), driver=300)
+ROLES = sc_cpu.Roles(broker=100, zookeeper=101, harness=10, master=200, workers=frozenset({201, 202}), driver=300)
 
 
 def test_stat_fields_reads_the_parent_and_cpu_past_a_name_with_parentheses():
     # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
     text = f"4242 (py (worker) x) S 17 4242 4242 0 -1 0 0 0 0 0 {3 * CLOCK_TICKS} {CLOCK_TICKS} 0 0 20 0 1 0"
-    assert sc.stat_fields(text) == (17, 4.0)
+    assert sc_cpu.stat_fields(text) == (17, 4.0)
 
 
 @pytest.mark.parametrize("chain, executor_jvm, role", [
@@ -34,20 +36,20 @@ def test_stat_fields_reads_the_parent_and_cpu_past_a_name_with_parentheses():
     ([901, 899, 1], False, None),
 ])
 def test_role_of_takes_the_nearest_known_ancestor(chain, executor_jvm, role):
-    assert sc.role_of(chain, ROLES, lambda: executor_jvm) == role
+    assert sc_cpu.role_of(chain, ROLES, lambda: executor_jvm) == role
 
 
-def _sample(t: float, broker: float, executors: float, busy: int, total: int) -> sc.CpuSample:
-    cpu = dict.fromkeys(sc.ROLES, 0.0)
+def _sample(t: float, broker: float, executors: float, busy: int, total: int) -> sc_cpu.CpuSample:
+    cpu = dict.fromkeys(sc_report.ROLES, 0.0)
     cpu.update({"broker": broker, "executor Python": executors})
-    return sc.CpuSample(t, cpu, busy, total)
+    return sc_cpu.CpuSample(t, cpu, busy, total)
 
 
 def test_cpu_window_interpolates_between_samples_and_counts_the_rest_as_other():
     ticks = CLOCK_TICKS
     samples = [_sample(0.0, 0.0, 0.0, 0, 0), _sample(10.0, 1.0, 10.0, 15 * ticks, 20 * ticks),
                _sample(20.0, 1.0, 20.0, 35 * ticks, 40 * ticks)]
-    window = sc.cpu_window(samples, 5.0, 15.0, cores=2)
+    window = sc_cpu.cpu_window(samples, 5.0, 15.0, cores=2)
     assert window["seconds"] == 10.0
     assert window["cpu"]["broker"] == pytest.approx(0.5)
     assert window["cpu"]["executor Python"] == pytest.approx(10.0)
@@ -55,14 +57,14 @@ def test_cpu_window_interpolates_between_samples_and_counts_the_rest_as_other():
     assert window["other"] == pytest.approx(17.5 - 10.5)
     assert window["capacity"] == pytest.approx(20.0)
     # outside the samples the ends hold, so nothing is invented
-    assert sc.cpu_window(samples, -5.0, 0.0, cores=2)["cpu"]["broker"] == 0.0
+    assert sc_cpu.cpu_window(samples, -5.0, 0.0, cores=2)["cpu"]["broker"] == 0.0
 
 
 def test_peak_share_finds_the_busiest_second():
     samples = [_sample(t / 10, min(max(0.0, (t - 50) / 10), 0.9), 0.0, 0, 0) for t in range(0, 101)]
     # the broker burns 1 core from 5.0 s to 5.9 s, nothing otherwise
-    assert sc.peak_share(samples, "broker", 0.0, 10.0) == pytest.approx(0.9, abs=0.01)
-    assert sc.peak_share(samples, "broker", 0.0, 4.0) == 0.0
+    assert sc_cpu.peak_share(samples, "broker", 0.0, 10.0) == pytest.approx(0.9, abs=0.01)
+    assert sc_cpu.peak_share(samples, "broker", 0.0, 4.0) == 0.0
 
 
 def _task(stage: int, executor: str, launch: int, run_ms: int, records: int, cpu_ms: int = 100) -> dict:
@@ -101,7 +103,7 @@ def event_log() -> list[str]:
 
 
 def test_summarize_event_log_finds_the_scan_stage_and_each_executors_first_task():
-    summary = sc.summarize_event_log(event_log())
+    summary = sc_report.summarize_event_log(event_log())
     assert summary["app_start"] == 1000 and summary["executors_added"] == [2500, 3000]
     assert (summary["sql_start"], summary["sql_end"]) == (5000, 13700)
     assert (summary["first_job_start"], summary["last_job_end"]) == (7000, 13600)
@@ -113,13 +115,13 @@ def test_summarize_event_log_finds_the_scan_stage_and_each_executors_first_task(
                                       "later_records": 2000, "later_run_ms": 2000}
     assert scan["executors"]["1"]["later_median_ms"] == 500
     # executor 0: 2000 records in 2 s; executor 1: 1000 in 0.5 s
-    assert sc.steady_rate(scan) == pytest.approx(1000 + 2000)
+    assert sc_report.steady_rate(scan) == pytest.approx(1000 + 2000)
 
 
 def test_steady_rate_needs_a_second_task_somewhere():
-    scan = sc.summarize_event_log([json.dumps(_task(0, "0", 0, 1000, 500))])["scan"]
+    scan = sc_report.summarize_event_log([json.dumps(_task(0, "0", 0, 1000, 500))])["scan"]
     assert scan["executors"]["0"]["later_median_ms"] is None
-    assert sc.steady_rate(scan) is None
+    assert sc_report.steady_rate(scan) is None
 
 
 def test_read_event_log_reads_a_file_or_a_rolling_folder_in_order(tmp_path):
@@ -143,20 +145,20 @@ def test_read_event_log_reads_a_file_or_a_rolling_folder_in_order(tmp_path):
 
 
 def test_speedup_and_medians():
-    assert sc.speedup(160.0, 100.0) == pytest.approx(1.6)
-    assert sc.speedup(None, 100.0) is None and sc.speedup(100.0, None) is None
+    assert sc_report.speedup(160.0, 100.0) == pytest.approx(1.6)
+    assert sc_report.speedup(None, 100.0) is None and sc_report.speedup(100.0, None) is None
     runs = [{"workers": 1, "action_s": 10.0, "steady_rate": 150.0},
             {"workers": 1, "action_s": 20.0, "steady_rate": None},
             {"workers": 1, "action_s": 40.0, "steady_rate": 50.0},
             {"workers": 2, "action_s": 8.0, "steady_rate": None}]
-    med = sc.medians(runs, 1000)
+    med = sc_report.medians(runs, 1000)
     assert med[1] == {"rate": 50.0, "steady": 100.0}
     assert med[2] == {"rate": 125.0, "steady": None}
 
 
 def _run(workers: int, action_s: float, steady: float, broker_cpu: float) -> dict:
-    summary = sc.summarize_event_log(event_log())
-    cpu = dict.fromkeys(sc.ROLES, 0.0)
+    summary = sc_report.summarize_event_log(event_log())
+    cpu = dict.fromkeys(sc_report.ROLES, 0.0)
     cpu.update({"broker": broker_cpu, "executor JVM": 6.0, "executor Python": 4.0})
     return {"workers": workers, "round": 1, "action_s": action_s, "submit_s": action_s + 20, "events": summary,
             "busy_before": 0.05, "executors": workers, "steady_rate": steady, "broker_peak": 0.4,
@@ -174,7 +176,7 @@ def test_format_report_has_the_rows_the_speedup_and_the_reader_share():
               "reader_alone": {"default": {"records": 1_000_000, "seconds": 5.0, "cpu_s": 2.5, "broker_cpu_s": 0.5},
                                "tuned": {"records": 1_000_000, "seconds": 4.0, "cpu_s": 2.4, "broker_cpu_s": 0.5}},
               "runs": [_run(1, 10.0, 100_000.0, 0.61), _run(2, 8.0, 150_000.0, 1.22)]}
-    lines = sc.format_report(result)
+    lines = sc_report.format_report(result)
     text = "\n".join(lines)
     assert lines[0] == "`zkafka bench spark-cluster --records 1000000`"
     assert "2 cores" in text and "pyspark 4.3.0" in text
