@@ -26,7 +26,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from consumer_group.spark import register
+from consumer_group.spark import kafka_io, register
+from consumer_group.spark.source_options import parse_source_options
 
 
 def source(spark: SparkSession, args: argparse.Namespace, streaming: bool):
@@ -50,7 +51,7 @@ def count(spark: SparkSession, args: argparse.Namespace) -> dict:
 
 
 def copy(spark: SparkSession, args: argparse.Namespace) -> dict:
-    target = end_offsets(spark, args) if args.trigger == "processing-time" else None
+    target = end_offsets(args) if args.trigger == "processing-time" else None
     rows = source(spark, args, streaming=True).select("key", "value", "topic", "partition", "offset")
     if args.output_topic:
         writer = (rows.select("key", "value").writeStream.format("zkafka")
@@ -76,10 +77,12 @@ def copy(spark: SparkSession, args: argparse.Namespace) -> dict:
             "records": sum(p["numInputRows"] for p in query.recentProgress)}
 
 
-def end_offsets(spark: SparkSession, args: argparse.Namespace) -> dict[str, int]:
-    """``{partition: end offset}`` of the topic now, read with a batch query (the driver's own client)."""
-    rows = source(spark, args, streaming=False).groupBy("partition").agg(F.max("offset").alias("last")).collect()
-    return {str(r["partition"]): r["last"] + 1 for r in rows}
+def end_offsets(args: argparse.Namespace) -> dict[str, int]:
+    """``{partition: high watermark}`` of the topic now, asked of the brokers (the driver's own client)."""
+    options = parse_source_options({"kafka.bootstrap.servers": args.bootstrap_server, "subscribe": args.topic},
+                                   streaming=False)
+    bounds = kafka_io.watermarks(options, kafka_io.topic_partitions(options))
+    return {str(partition): high for (_, partition), (_, high) in bounds.items()}
 
 
 def reached(progress: dict | None, target: dict[str, int] | None) -> bool:

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts.bench.procstat import CLOCK_TICKS, machine_jiffies_of
+from scripts.bench.procstat import CLOCK_TICKS, cpu_seconds_of, machine_jiffies_of
 from scripts.bench.spark_cluster_report import ROLES
+from scripts.local.processes import cmdline
 from scripts.local.spark.standalone import EXECUTOR_CLASS
 
 SAMPLE_S = 0.2
@@ -19,8 +20,7 @@ SAMPLE_S = 0.2
 
 def stat_fields(stat_text: str) -> tuple[int, float]:
     """(parent pid, utime + stime seconds) of one ``/proc/<pid>/stat`` (the name may hold ``)``)."""
-    fields = stat_text.rsplit(")", 1)[1].split()
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return int(stat_text.rsplit(")", 1)[1].split()[1]), cpu_seconds_of(stat_text)
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class CpuTracker:
             except (OSError, IndexError, ValueError):
                 continue
             if pid not in self.role:
-                self.role[pid] = role_of(self._chain(pid), self.roles, lambda: EXECUTOR_CLASS in _cmdline(pid))
+                self.role[pid] = role_of(self._chain(pid), self.roles, lambda: EXECUTOR_CLASS in cmdline(pid))
             if self.role[pid] is not None:
                 self.last[pid] = cpu
         totals = dict.fromkeys(ROLES, 0.0)
@@ -127,13 +127,6 @@ class CpuTracker:
                     break
             chain.append(parent)
         return chain
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _at(samples: list[CpuSample], t: float) -> tuple[dict[str, float], float, float]:

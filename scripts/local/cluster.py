@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from scripts.local.processes import alive, cmdline
 from scripts.local.zookeeper import ZooKeeperServer, find_free_base_port, srvr
 
 DEFAULT_DIR = Path(".zkafka")
@@ -197,7 +198,7 @@ class Cluster:
         """A broker this object started is judged by its pid alone (no pid-file or /proc/cmdline race
         right after the start); any other by ``broker_pid``."""
         pid = self._started.get(broker_id)
-        return _alive(pid) if pid is not None else self.broker_pid(broker_id) is not None
+        return alive(pid) if pid is not None else self.broker_pid(broker_id) is not None
 
     def broker_pid(self, broker_id: int) -> int | None:
         """The broker's pid if that process is alive and really runs this broker's config (a stale
@@ -206,10 +207,9 @@ class Cluster:
             pid = int((self.broker_dir(broker_id) / "broker.pid").read_text())
         except (OSError, ValueError):
             return None
-        if not _alive(pid):
+        if not alive(pid):
             return None
-        cmdline = _cmdline(pid)
-        return pid if str(self.broker_dir(broker_id) / "server.properties") in cmdline else None
+        return pid if str(self.broker_dir(broker_id) / "server.properties") in cmdline(pid, settle=2.0) else None
 
     def health(self, broker_id: int, timeout: float = 1.0) -> dict | None:
         try:
@@ -267,9 +267,9 @@ class Cluster:
         os.kill(pid, signal.SIGCONT)
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.05)
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
             _wait_gone(pid)
 
@@ -332,36 +332,7 @@ def _metadata_knows(health: dict, controller: int, broker_ids: list[int]) -> boo
     return metadata.get("controller_id") == controller and set(broker_ids) <= set(metadata.get("live_brokers", []))
 
 
-def _cmdline(pid: int, settle: float = 2.0) -> str:
-    """``/proc/<pid>/cmdline`` as text. It can read empty for a moment right after ``Popen`` returns,
-    so an empty one is read again for up to ``settle`` seconds."""
-    deadline = time.monotonic() + settle
-    while True:
-        try:
-            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return ""
-        if raw or time.monotonic() >= deadline or not _alive(pid):
-            return raw.replace(b"\0", b" ").decode(errors="replace")
-        time.sleep(0.01)
-
-
-def _alive(pid: int) -> bool:
-    """A live, non-zombie process (reaping our own children if they exited)."""
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def _wait_gone(pid: int, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.02)

@@ -24,6 +24,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from scripts.local.processes import alive, cmdline
 from scripts.local.zookeeper import find_free_base_port, pyspark_jars_dir
 
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -134,7 +135,7 @@ class SparkStandaloneCluster:
             if time.monotonic() > deadline:
                 raise SparkClusterError(f"{count} Spark workers not ALIVE at {self.webui_url} after {timeout:.0f} s; "
                                         f"see {self.dir}/master.log and worker-*/worker.log")
-            if self.spec.master_pid and not _alive(self.spec.master_pid):
+            if self.spec.master_pid and not alive(self.spec.master_pid):
                 raise SparkClusterError(f"the Spark master exited; see {self.dir}/master.log")
             time.sleep(0.2)
 
@@ -144,7 +145,7 @@ class SparkStandaloneCluster:
         work_dirs = [str(self.dir / f"worker-{i}" / "work") + "/" for i in range(1, self.spec.workers + 1)]
         pids = []
         for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and EXECUTOR_CLASS in _cmdline(int(entry.name)):
+            if entry.name.isdigit() and EXECUTOR_CLASS in cmdline(int(entry.name)):
                 try:
                     cwd = os.readlink(entry / "cwd")
                 except OSError:
@@ -160,8 +161,8 @@ class SparkStandaloneCluster:
         """This cluster's live JVMs: its executors, then the recorded master and workers whose command line is
         still a Spark daemon of this master (a recorded pid reused by another process is left alone)."""
         recorded = [p for p in (*self.spec.worker_pids, self.spec.master_pid) if p]
-        ours = [p for p in recorded if _alive(p) and "org.apache.spark.deploy." in _cmdline(p)
-                and str(self.spec.master_port) in _cmdline(p)]
+        ours = [p for p in recorded if alive(p) and "org.apache.spark.deploy." in cmdline(p)
+                and str(self.spec.master_port) in cmdline(p)]
         return [*self.executor_pids(), *ours]
 
     def down(self) -> None:
@@ -171,27 +172,11 @@ class SparkStandaloneCluster:
         for pid in pids:
             _signal_group(pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
         for pid in pids:
             _signal_group(pid, signal.SIGKILL)
         (self.dir / "spark-cluster.json").unlink(missing_ok=True)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, OSError):
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -50,16 +50,6 @@ def test_the_closure_holds_the_executor_distributions_and_what_they_require():
                 assert norm(name) in names, f"{dist.metadata['Name']} requires {name}, not in {names}"
 
 
-@pytest.mark.skipif(not installed("typing_extensions"), reason="typing_extensions is not installed")
-def test_the_closure_follows_requirements_such_as_typing_extensions():
-    requirers = [d for d in executor_env.requirement_closure()
-                 if any(norm(re.match(r"[A-Za-z0-9._-]+", r).group(0)) == "typing-extensions"
-                        and "extra" not in r for r in d.requires or ())]
-    if not requirers:
-        pytest.skip("no executor distribution requires typing_extensions here")
-    assert "typing-extensions" in {norm(d.metadata["Name"]) for d in executor_env.requirement_closure()}
-
-
 def test_names_are_matched_however_they_are_spelled():
     (dist,) = executor_env.requirement_closure(("msgpack",))
     assert norm(dist.metadata["Name"]) == "msgpack"

@@ -82,7 +82,7 @@ def test_an_executor_is_a_process_of_the_executor_class_working_under_a_worker_o
     """This test's own process plays the executor JVM: its command line is made the executor class's and its
     working directory is moved around the cluster dir."""
     me = os.getpid()
-    monkeypatch.setattr(standalone, "_cmdline",
+    monkeypatch.setattr(standalone, "cmdline",
                         lambda pid: f"java -cp x {standalone.EXECUTOR_CLASS} --executor-id 0" if pid == me else "")
     cluster = SparkStandaloneCluster(tmp_path, SparkClusterSpec(workers=2))
     for folder, mine in (("worker-2/work/app-1/0", True), ("worker-1/work/app-7/3", True),
@@ -91,7 +91,7 @@ def test_an_executor_is_a_process_of_the_executor_class_working_under_a_worker_o
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         monkeypatch.chdir(tmp_path / folder)
         assert cluster.executor_pids() == ([me] if mine else []), folder
-    monkeypatch.setattr(standalone, "_cmdline", lambda pid: "java org.apache.spark.deploy.worker.Worker")
+    monkeypatch.setattr(standalone, "cmdline", lambda pid: "java org.apache.spark.deploy.worker.Worker")
     monkeypatch.chdir(tmp_path / "worker-1/work/app-7/3")
     assert cluster.executor_pids() == []  # the right folder, but not an executor
 
@@ -114,12 +114,12 @@ def test_recorded_pids_that_are_no_longer_this_clusters_daemons_are_left_alone(t
     spec = standalone.SparkClusterSpec(workers=1, master_port=17077, master_webui_port=18180, worker_pids=[me],
                                        master_pid=me)
     cluster = standalone.SparkStandaloneCluster(tmp_path, spec)
-    monkeypatch.setattr(standalone, "_cmdline", lambda pid: "python -m pytest")
+    monkeypatch.setattr(standalone, "cmdline", lambda pid: "python -m pytest")
     assert cluster.running_pids() == []
-    monkeypatch.setattr(standalone, "_cmdline",
+    monkeypatch.setattr(standalone, "cmdline",
                         lambda pid: "java org.apache.spark.deploy.worker.Worker spark://127.0.0.1:17077")
     assert cluster.running_pids() == [me, me]
-    monkeypatch.setattr(standalone, "_cmdline",
+    monkeypatch.setattr(standalone, "cmdline",
                         lambda pid: "java org.apache.spark.deploy.worker.Worker spark://127.0.0.1:27077")
     assert cluster.running_pids() == []  # another cluster's worker
 
